@@ -1,0 +1,52 @@
+#include "comm/comm_stats.h"
+
+#include <cstdio>
+
+namespace cmpi::comm {
+
+OpCounters& OpCounters::operator+=(const OpCounters& o) {
+  calls += o.calls;
+  raw_bytes += o.raw_bytes;
+  wire_bytes += o.wire_bytes;
+  compressed_calls += o.compressed_calls;
+  seconds += o.seconds;
+  encode_seconds += o.encode_seconds;
+  decode_seconds += o.decode_seconds;
+  wire_seconds += o.wire_seconds;
+  error_sum += o.error_sum;
+  error_samples += o.error_samples;
+  return *this;
+}
+
+OpCounters CommStats::total() const {
+  OpCounters sum;
+  for (const auto& c : per_op_) sum += c;
+  return sum;
+}
+
+std::string counters_json(const OpCounters& c) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"calls\":%llu,\"compressed_calls\":%llu,\"raw_bytes\":%llu,"
+                "\"wire_bytes\":%llu,\"ratio\":%.4f,\"seconds\":%.6f,\"encode_s\":%.6f,"
+                "\"decode_s\":%.6f,\"wire_s\":%.6f,\"rel_error\":%.3e}",
+                (unsigned long long)c.calls, (unsigned long long)c.compressed_calls,
+                (unsigned long long)c.raw_bytes, (unsigned long long)c.wire_bytes, c.ratio(),
+                c.seconds, c.encode_seconds, c.decode_seconds, c.wire_seconds, c.mean_error());
+  return buf;
+}
+
+std::string CommStats::to_json() const {
+  std::string out = counters_json(total());
+  out.pop_back();  // reopen the object to append per-op entries
+  out += ",\"ops\":{";
+  bool first = true;
+  for (int i = 0; i < kOpCount; ++i) {
+    if (per_op_[i].calls == 0) continue;
+    out += (first ? "\"" : ",\"") + std::string(to_string(Op(i))) + "\":" + counters_json(per_op_[i]);
+    first = false;
+  }
+  return out + "}}";
+}
+
+}  // namespace cmpi::comm

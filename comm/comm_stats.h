@@ -1,0 +1,49 @@
+// CommStats: what one communicator group moved, per operation. `raw_bytes`
+// is what the caller handed over, `wire_bytes` what actually crossed the
+// link (equal when nothing was compressed). Seconds are wall time on this
+// rank. Sampled error is the relative RMS error of lossy transfers, measured
+// on a sample of calls (0 when lossless or never sampled).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "comm/group_kind.h"
+
+namespace cmpi::comm {
+
+struct OpCounters {
+  uint64_t calls = 0;
+  uint64_t raw_bytes = 0;
+  uint64_t wire_bytes = 0;
+  uint64_t compressed_calls = 0;
+  double seconds = 0;         // whole call
+  double encode_seconds = 0;  // inside codecs
+  double decode_seconds = 0;
+  double wire_seconds = 0;  // waiting on transfers
+  double error_sum = 0;     // sum of sampled relative errors
+  uint64_t error_samples = 0;
+
+  OpCounters& operator+=(const OpCounters& other);
+  double ratio() const { return wire_bytes ? double(raw_bytes) / double(wire_bytes) : 1.0; }
+  double mean_error() const { return error_samples ? error_sum / double(error_samples) : 0.0; }
+};
+
+class CommStats {
+ public:
+  OpCounters& at(Op op) { return per_op_[static_cast<int>(op)]; }
+  const OpCounters& at(Op op) const { return per_op_[static_cast<int>(op)]; }
+  OpCounters total() const;
+  void reset() { per_op_ = {}; }
+  // {"calls":..,"raw_bytes":..,"wire_bytes":..,"ratio":..,"seconds":..,...,
+  //  "ops":{"allreduce":{...},...}} (ops with zero calls omitted)
+  std::string to_json() const;
+
+ private:
+  std::array<OpCounters, kOpCount> per_op_{};
+};
+
+std::string counters_json(const OpCounters& c);
+
+}  // namespace cmpi::comm

@@ -1,0 +1,56 @@
+#include "compress/codec_registry.h"
+
+#include "compress/identity_codec.h"
+
+namespace cmpi::compress {
+namespace {
+
+template <typename C>
+CodecFactory factory_of() {
+  return [](const CodecSpec& spec) -> std::unique_ptr<Codec> { return std::make_unique<C>(spec); };
+}
+
+}  // namespace
+
+CodecRegistry CodecRegistry::with_builtin_codecs() {
+  CodecRegistry registry;
+  registry.add("identity", factory_of<IdentityCodec>());
+  // Built-in codecs register here, one line each.
+  return registry;
+}
+
+void CodecRegistry::add(const std::string& name, CodecFactory factory) {
+  for (auto& entry : factories_) {
+    if (entry.first == name) {
+      entry.second = std::move(factory);
+      return;
+    }
+  }
+  factories_.emplace_back(name, std::move(factory));
+}
+
+bool CodecRegistry::contains(const std::string& name) const {
+  for (const auto& entry : factories_)
+    if (entry.first == name) return true;
+  return false;
+}
+
+std::vector<std::string> CodecRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& entry : factories_) out.push_back(entry.first);
+  return out;
+}
+
+std::unique_ptr<Codec> CodecRegistry::create(const CodecSpec& spec) const {
+  for (const auto& entry : factories_)
+    if (entry.first == spec.name()) return entry.second(spec);
+  std::string known;
+  for (const auto& entry : factories_) known += (known.empty() ? "" : ", ") + entry.first;
+  throw CodecError("unknown codec '" + spec.name() + "' (known: " + known + ")");
+}
+
+std::unique_ptr<Codec> make_codec(const CodecSpec& spec) {
+  return CodecRegistry::with_builtin_codecs().create(spec);
+}
+
+}  // namespace cmpi::compress

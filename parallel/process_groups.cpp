@@ -1,0 +1,57 @@
+#include "parallel/process_groups.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace cmpi::parallel {
+namespace {
+
+// Ranks that agree on every coordinate but `varying` land in one group,
+// ordered by their coordinate along `varying`.
+std::unique_ptr<comm::Communicator> split(MPI_Comm world, const ParallelDims& dims,
+                                          const GridCoord& me, int GridCoord::*varying,
+                                          comm::GroupKind kind) {
+  GridCoord anchor = me;
+  anchor.*varying = 0;
+  int color = dims.rank_of(anchor);
+  MPI_Comm comm;
+  MPI_Comm_split(world, color, me.*varying, &comm);
+  return std::make_unique<comm::Communicator>(comm, kind);
+}
+
+}  // namespace
+
+ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims) : dims_(dims) {
+  int world_size = 0;
+  MPI_Comm_rank(world, &world_rank_);
+  MPI_Comm_size(world, &world_size);
+  if (world_size != dims.world_size())
+    throw LayoutError("world group: layout " + dims.to_string() + " needs " +
+                      std::to_string(dims.world_size()) + " ranks, the job has " +
+                      std::to_string(world_size));
+  coord_ = dims.coord_of(world_rank_);
+  MPI_Comm world_copy;
+  MPI_Comm_dup(world, &world_copy);
+  world_ = std::make_unique<comm::Communicator>(world_copy, comm::GroupKind::kWorld);
+  tp_ = split(world, dims, coord_, &GridCoord::tp, comm::GroupKind::kTp);
+  sp_ = split(world, dims, coord_, &GridCoord::sp, comm::GroupKind::kSp);
+  dp_ = split(world, dims, coord_, &GridCoord::dp, comm::GroupKind::kDp);
+  pp_ = split(world, dims, coord_, &GridCoord::pp, comm::GroupKind::kPp);
+  MPI_Comm zero_comm;
+  MPI_Comm_dup(dp_->mpi(), &zero_comm);
+  zero_ = std::make_unique<comm::Communicator>(zero_comm, comm::GroupKind::kZero);
+}
+
+comm::Communicator& ProcessGroups::group(comm::GroupKind kind) {
+  switch (kind) {
+    case comm::GroupKind::kWorld: return *world_;
+    case comm::GroupKind::kDp: return *dp_;
+    case comm::GroupKind::kTp: return *tp_;
+    case comm::GroupKind::kPp: return *pp_;
+    case comm::GroupKind::kSp: return *sp_;
+    case comm::GroupKind::kZero: return *zero_;
+  }
+  throw std::invalid_argument("unknown group kind");
+}
+
+}  // namespace cmpi::parallel

@@ -1,0 +1,38 @@
+// ProcessGroups: one Communicator per parallel group of this rank, built once
+// from ParallelDims by MPI_Comm_split and passed explicitly to whatever
+// communicates. `zero` is a duplicate of `dp` (ZeRO shards over the DP
+// ranks) so that its traffic is counted and governed by its own policy slice.
+#pragma once
+
+#include <memory>
+
+#include "comm/communicator.h"
+#include "parallel/parallel_dims.h"
+
+namespace cmpi::parallel {
+
+class ProcessGroups {
+ public:
+  // Collective over `world`: every rank must call it with the same dims.
+  ProcessGroups(MPI_Comm world, const ParallelDims& dims);
+
+  const ParallelDims& dims() const { return dims_; }
+  const GridCoord& coord() const { return coord_; }
+  int world_rank() const { return world_rank_; }
+
+  comm::Communicator& world() { return *world_; }
+  comm::Communicator& dp() { return *dp_; }
+  comm::Communicator& tp() { return *tp_; }
+  comm::Communicator& pp() { return *pp_; }
+  comm::Communicator& sp() { return *sp_; }
+  comm::Communicator& zero() { return *zero_; }
+  comm::Communicator& group(comm::GroupKind kind);
+
+ private:
+  ParallelDims dims_;
+  GridCoord coord_;
+  int world_rank_ = 0;
+  std::unique_ptr<comm::Communicator> world_, dp_, tp_, pp_, sp_, zero_;
+};
+
+}  // namespace cmpi::parallel

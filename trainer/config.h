@@ -1,0 +1,85 @@
+// Config: the typed form of a run's YAML file, one struct per section, with
+// the defaults a user gets for every key left out. Loaded and validated by
+// load_config (config_loader.h); nothing else reads the YAML.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/policy_config.h"
+
+namespace cmpi::trainer {
+
+struct RunConfig {
+  std::string name = "run";
+  std::string dir = "runs";  // the run directory is <dir>/<name>
+  uint64_t seed = 1234;      // model init and dropout
+};
+
+struct ModelConfig {
+  int64_t vocab_size = 256;
+  int64_t seq_len = 64;
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t mlp_ratio = 4;  // MLP inner width = mlp_ratio * hidden
+  double dropout = 0.0;
+  double init_std = 0.02;
+};
+
+struct ParallelConfig {
+  int64_t data = 0;  // 0 = auto: world / (tensor * pipeline * spatial)
+  int64_t tensor = 1;
+  int64_t pipeline = 1;
+  int64_t spatial = 1;
+  int64_t zero_stage = 0;           // 0..3
+  std::string schedule = "1f1b";    // gpipe | 1f1b
+  int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
+};
+
+struct TrainingConfig {
+  int64_t steps = 100;
+  int64_t global_batch = 32;  // sequences per optimizer step, over all DP ranks
+  int64_t micro_batch = 8;    // sequences per forward/backward on one rank
+  double lr = 3e-3;
+  double min_lr = 3e-4;
+  int64_t warmup_steps = 10;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // 0 disables clipping
+  int64_t threads = 1;     // LibTorch intra-op threads per rank
+};
+
+struct DataConfig {
+  std::string kind = "markov";  // markov: tokens from a fixed random Markov chain
+  uint64_t seed = 42;
+  int64_t branching = 4;  // successors per token in the chain (entropy <= log branching)
+  double concentration = 1.0;  // Dirichlet-like spread of successor probabilities
+};
+
+struct CheckpointConfig {
+  std::string dir = "";  // default <run dir>/checkpoints
+  int64_t every = 0;     // 0 = never
+};
+
+struct LogConfig {
+  int64_t every = 10;
+  bool metrics_jsonl = true;
+};
+
+struct Config {
+  std::string source;  // file the config came from
+  RunConfig run;
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainingConfig training;
+  DataConfig data;
+  comm::PolicyConfig compression;
+  CheckpointConfig checkpoint;
+  LogConfig log;
+};
+
+}  // namespace cmpi::trainer
