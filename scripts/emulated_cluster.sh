@@ -25,7 +25,8 @@
 #            transfer node0 -> node1 to report the achieved link rate.
 set -euo pipefail
 
-readonly SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+readonly SCRIPT_DIR
 readonly AGENT="$SCRIPT_DIR/emulated_cluster_agent.sh"
 readonly BRIDGE=cmpi-br0
 readonly NS_PREFIX=cmpi-node
@@ -152,13 +153,13 @@ cmd_up() {
 cmd_down() {
   require_root_and_tools
   local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$NS_PREFIX[0-9]*$" || true); do
+  for ns in $(ip netns list | awk '{print $1}' | grep "^${NS_PREFIX}[0-9]*$" || true); do
     ip netns delete "$ns"
   done
   # veths normally vanish with their namespace; remove any left by a broken up.
   local veth
   for veth in $(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' |
-                grep "^$VETH_PREFIX[0-9]*$" || true); do
+                grep "^${VETH_PREFIX}[0-9]*$" || true); do
     ip link delete "$veth" 2>/dev/null || true
   done
   if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link delete "$BRIDGE"; fi
