@@ -1,6 +1,7 @@
 #include "compress/codec_registry.h"
 
 #include "compress/identity_codec.h"
+#include "compress/mpc_codec.h"
 
 namespace cmpi::compress {
 namespace {
@@ -15,6 +16,7 @@ CodecFactory factory_of() {
 CodecRegistry CodecRegistry::with_builtin_codecs() {
   CodecRegistry registry;
   registry.add("identity", factory_of<IdentityCodec>());
+  registry.add("mpc", factory_of<MpcCodec>());
   // Built-in codecs register here, one line each.
   return registry;
 }

@@ -1,0 +1,150 @@
+// Forward differences are independent per word and vectorize directly (the
+// scalar loops are auto-vectorized at the baseline ISA). The inverses are
+// prefix sums: the AVX2 variants compute 8 running sums at once with the
+// log-step scan (add the vector shifted by 1, then by 2 words inside each
+// 128-bit lane, then carry the low lane's total into the high lane) and carry
+// the last word into the next vector.
+#include "compress/word_differencing.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CMPI_HAVE_AVX2_VARIANT 1
+#endif
+
+namespace cmpi::compress {
+namespace {
+
+#ifdef CMPI_HAVE_AVX2_VARIANT
+__attribute__((target("avx2"))) inline __m256i prefix_sum8(__m256i x) {
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 4));
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 8));
+  __m256i lane_totals = _mm256_shuffle_epi32(x, 0xFF);
+  return _mm256_add_epi32(x, _mm256_permute2x128_si256(lane_totals, lane_totals, 0x08));
+}
+
+__attribute__((target("avx2"))) inline __m256i broadcast_last(__m256i x) {
+  return _mm256_permutevar8x32_epi32(x, _mm256_set1_epi32(7));
+}
+
+__attribute__((target("avx2"))) inline __m256i load8(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+__attribute__((target("avx2"))) inline void store8(void* p, __m256i v) {
+  _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+}
+
+__attribute__((target("avx2"))) void difference_at_stride_avx2(const AliasedWord* w, size_t begin,
+                                                               size_t end, unsigned stride,
+                                                               uint32_t* d) {
+  size_t i = begin;
+  for (; i < end && i < stride; ++i) d[i - begin] = w[i];
+  for (; i + 8 <= end; i += 8)
+    store8(d + (i - begin), _mm256_sub_epi32(load8(w + i), load8(w + i - stride)));
+  for (; i < end; ++i) d[i - begin] = w[i] - w[i - stride];
+}
+
+__attribute__((target("avx2"))) void undo_difference_at_stride_avx2(const uint32_t* d, size_t begin,
+                                                                    size_t end, unsigned stride,
+                                                                    AliasedWord* w) {
+  size_t i = begin;
+  if (stride == 1) {
+    __m256i carry = _mm256_set1_epi32(begin > 0 ? static_cast<int>(w[begin - 1]) : 0);
+    for (; i + 8 <= end; i += 8) {
+      __m256i v = _mm256_add_epi32(prefix_sum8(load8(d + (i - begin))), carry);
+      store8(w + i, v);
+      carry = broadcast_last(v);
+    }
+  } else if (stride >= 8) {
+    // w[i - stride .. i - stride + 8) is complete before w[i .. i + 8) is written.
+    for (; i < end && i < stride; ++i) w[i] = d[i - begin];
+    for (; i + 8 <= end; i += 8)
+      store8(w + i, _mm256_add_epi32(load8(d + (i - begin)), load8(w + i - stride)));
+  }
+  for (; i < end; ++i) w[i] = d[i - begin] + (i >= stride ? w[i - stride] : 0u);
+}
+
+__attribute__((target("avx2"))) void difference_within_blocks_avx2(const uint32_t* t,
+                                                                   size_t nblocks, uint32_t* d) {
+  const __m256i shift_up_one = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
+  for (size_t b = 0; b < nblocks; ++b, t += 32, d += 32) {
+    __m256i first = load8(t);
+    __m256i first_prev = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(first, shift_up_one),
+                                            _mm256_setzero_si256(), 1);
+    store8(d, _mm256_sub_epi32(first, first_prev));
+    for (int q = 8; q < 32; q += 8) store8(d + q, _mm256_sub_epi32(load8(t + q), load8(t + q - 1)));
+  }
+}
+
+__attribute__((target("avx2"))) void undo_difference_within_blocks_avx2(uint32_t* words,
+                                                                        size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b, words += 32) {
+    __m256i carry = _mm256_setzero_si256();
+    for (int q = 0; q < 32; q += 8) {
+      __m256i v = _mm256_add_epi32(prefix_sum8(load8(words + q)), carry);
+      store8(words + q, v);
+      carry = broadcast_last(v);
+    }
+  }
+}
+#endif
+
+bool use_avx2(SimdLevel level) {
+#ifdef CMPI_HAVE_AVX2_VARIANT
+  return level == SimdLevel::kAvx2;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsigned stride,
+                          uint32_t* d, SimdLevel level) {
+#ifdef CMPI_HAVE_AVX2_VARIANT
+  if (use_avx2(level)) return difference_at_stride_avx2(w, begin, end, stride, d);
+#endif
+  size_t i = begin;
+  for (; i < end && i < stride; ++i) d[i - begin] = w[i];
+  for (; i < end; ++i) d[i - begin] = w[i] - w[i - stride];
+}
+
+void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsigned stride,
+                               AliasedWord* w, SimdLevel level) {
+#ifdef CMPI_HAVE_AVX2_VARIANT
+  if (use_avx2(level)) return undo_difference_at_stride_avx2(d, begin, end, stride, w);
+#endif
+  size_t i = begin;
+  if (stride == 1) {
+    // The running sum stays in a register instead of going through memory.
+    uint32_t sum = begin > 0 ? w[begin - 1] : 0u;
+    for (; i < end; ++i) w[i] = sum += d[i - begin];
+    return;
+  }
+  for (; i < end && i < stride; ++i) w[i] = d[i - begin];
+  for (; i < end; ++i) w[i] = d[i - begin] + w[i - stride];
+}
+
+void difference_within_blocks(const uint32_t* t, size_t nblocks, uint32_t* d, SimdLevel level) {
+#ifdef CMPI_HAVE_AVX2_VARIANT
+  if (use_avx2(level)) return difference_within_blocks_avx2(t, nblocks, d);
+#endif
+  // One flat loop (vectorizable), then the first word of each block restarts.
+  size_t n = 32 * nblocks;
+  if (n == 0) return;
+  d[0] = t[0];
+  for (size_t i = 1; i < n; ++i) d[i] = t[i] - t[i - 1];
+  for (size_t i = 32; i < n; i += 32) d[i] = t[i];
+}
+
+void undo_difference_within_blocks(uint32_t* words, size_t nblocks, SimdLevel level) {
+#ifdef CMPI_HAVE_AVX2_VARIANT
+  if (use_avx2(level)) return undo_difference_within_blocks_avx2(words, nblocks);
+#endif
+  for (size_t b = 0; b < nblocks; ++b, words += 32) {
+    uint32_t sum = 0;
+    for (int j = 0; j < 32; ++j) words[j] = sum += words[j];
+  }
+}
+
+}  // namespace cmpi::compress

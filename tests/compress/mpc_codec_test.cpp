@@ -1,0 +1,428 @@
+// The mpc codec: bit-exact round trips for every bit pattern, length, dim and
+// SIMD level; compression where the data is smooth; identical bytes whatever
+// the thread count or SIMD level; and DecodeError("body") for every kind of
+// inconsistent body, never an out-of-bounds access (the Fuzz suite also runs
+// under AddressSanitizer).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compress/codec_registry.h"
+#include "compress/mpc_codec.h"
+#include "tests/support/test_seed.h"
+
+namespace cmpi::compress {
+namespace {
+
+float from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+std::vector<float> random_bit_patterns(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = from_bits(static_cast<uint32_t>(rng()));
+  return v;
+}
+
+std::vector<float> gaussian(size_t n, float sigma, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// A slowly varying signal with a little seeded noise in the last mantissa bits.
+std::vector<float> smooth(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    float x = static_cast<float>(std::sin(0.001 * double(i)) + 2.0);
+    std::memcpy(&bits, &x, 4);
+    v[i] = from_bits(bits ^ static_cast<uint32_t>(rng() & 3));
+  }
+  return v;
+}
+
+// Every special class of float, repeated and mixed with random patterns.
+std::vector<float> special_patterns(size_t n, uint64_t seed) {
+  const uint32_t specials[] = {0x00000000u, 0x80000000u,               // +0, -0
+                               0x00000001u, 0x807FFFFFu, 0x00400000u,  // denormals
+                               0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu,  // min normal, +-max
+                               0x7F800000u, 0xFF800000u,               // +-inf
+                               0x7FC00000u, 0xFFC00000u, 0x7FC12345u,
+                               0xFFFFFFFFu,                            // quiet NaNs with payloads
+                               0x7F800001u, 0x7FA00000u, 0xFF800001u,  // signalling NaNs
+                               0x3F800000u, 0xBF800000u};
+  std::mt19937_64 rng(seed);
+  std::vector<float> v(n);
+  const size_t nspecial = sizeof(specials) / sizeof(specials[0]);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = rng() % 4 == 0 ? from_bits(static_cast<uint32_t>(rng()))
+                          : from_bits(specials[rng() % nspecial]);
+  return v;
+}
+
+std::unique_ptr<Codec> mpc(const std::string& params = "") {
+  return make_codec(CodecSpec::parse(params.empty() ? "mpc" : "mpc:" + params));
+}
+
+void expect_bit_exact(Codec& codec, const std::vector<float>& in, const std::string& what) {
+  auto bytes = codec.encode(in.data(), in.size());
+  ASSERT_LE(bytes.size(), codec.max_encoded_bytes(in.size())) << what;
+  std::vector<float> out(in.size(), 1.5f);
+  codec.decode(bytes.data(), bytes.size(), out.data(), out.size());
+  ASSERT_EQ(0, std::memcmp(in.data(), out.data(), 4 * in.size()))
+      << what << " with " << codec.spec().to_string();
+}
+
+double ratio(Codec& codec, const std::vector<float>& in) {
+  return double(4 * in.size()) / double(codec.encode(in.data(), in.size()).size());
+}
+
+std::vector<std::string> simd_settings() {
+  std::vector<std::string> settings{"simd=scalar"};
+  if (simd_level_supported(SimdLevel::kAvx2)) settings.push_back("simd=avx2");
+  return settings;
+}
+
+const size_t kLengths[] = {0, 1, 2, 31, 32, 33, 63, 64, 65, 1023, 1024, 4097, (1u << 20) + 3};
+
+TEST(MpcCodec, SpecialBitPatternsRoundTripAtEveryLength) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  for (const auto& simd : simd_settings()) {
+    auto codec = mpc(simd);
+    for (size_t n : kLengths)
+      expect_bit_exact(*codec, special_patterns(n, seed + n), "specials n=" + std::to_string(n));
+  }
+}
+
+TEST(MpcCodec, RandomBitPatternsRoundTripAndStayNearRawSize) {
+  const uint64_t seed = cmpi::testing::test_seed() + 1;
+  for (const auto& simd : simd_settings()) {
+    auto codec = mpc(simd + ",chunk=1024");
+    for (size_t n : kLengths) {
+      auto in = random_bit_patterns(n, seed + n);
+      expect_bit_exact(*codec, in, "random bits n=" + std::to_string(n));
+      // Incompressible chunks are stored raw: only the chunk table is added.
+      const size_t chunks = (n + 1023) / 1024;
+      EXPECT_EQ(codec->encode(in.data(), n).size(), kPayloadHeaderBytes + 4 * chunks + 4 * n);
+    }
+  }
+}
+
+TEST(MpcCodec, GradientLikeDataRoundTripsAtEveryLength) {
+  const uint64_t seed = cmpi::testing::test_seed() + 2;
+  for (const auto& simd : simd_settings()) {
+    auto codec = mpc(simd + ",chunk=4096");
+    for (size_t n : kLengths)
+      expect_bit_exact(*codec, gaussian(n, 1e-3f, seed + n), "gaussian n=" + std::to_string(n));
+  }
+}
+
+TEST(MpcCodec, EveryDimRoundTripsAndCompressesSmoothData) {
+  const uint64_t seed = cmpi::testing::test_seed() + 3;
+  for (const auto& simd : simd_settings()) {
+    for (int dim = 1; dim <= 32; ++dim) {
+      auto codec = mpc(simd + ",chunk=512,dim=" + std::to_string(dim));
+      for (size_t n : {size_t(dim) - 1, size_t(dim), size_t(1000 + dim), size_t(5000)}) {
+        auto in = smooth(n, seed + n);
+        expect_bit_exact(*codec, in, "smooth dim=" + std::to_string(dim));
+        expect_bit_exact(*codec, special_patterns(n, seed + n), "specials");
+      }
+      auto in = smooth(20000, seed + dim);
+      EXPECT_GT(ratio(*codec, in), 1.5) << "dim=" << dim << " " << simd;
+    }
+  }
+}
+
+TEST(MpcCodec, SmoothSignalCompresses) {
+  auto in = smooth(1 << 18, cmpi::testing::test_seed() + 4);
+  EXPECT_GT(ratio(*mpc(), in), 2.0);
+  // Zeros (e.g. a gradient of frozen weights) cost a bitmap word per block.
+  std::vector<float> zeros(1 << 16, 0.f);
+  EXPECT_GT(ratio(*mpc(), zeros), 25.0);
+}
+
+TEST(MpcCodec, DimMatchingInterleavedComponentsCompressesBetter) {
+  // Three interleaved components on different scales: only dim=3 predicts
+  // each value from the same component.
+  auto base = smooth(3 << 16, cmpi::testing::test_seed() + 5);
+  std::vector<float> in(base.size());
+  const float scale[3] = {1.f, 1000.f, -0.001f};
+  for (size_t i = 0; i < in.size(); ++i) in[i] = base[i / 3 * 3] * scale[i % 3];
+  EXPECT_GT(ratio(*mpc("dim=3"), in), 1.2 * ratio(*mpc("dim=1"), in));
+  expect_bit_exact(*mpc("dim=3"), in, "interleaved");
+}
+
+TEST(MpcCodec, ThreadsAndSimdLevelDoNotChangeTheBytes) {
+  const uint64_t seed = cmpi::testing::test_seed() + 6;
+  for (size_t n : {size_t(1000), size_t(3 * 4096 + 17), (size_t(1) << 20) + 3}) {
+    // Mixed data: some chunks compress, some are stored raw.
+    auto in = gaussian(n, 1e-3f, seed + n);
+    auto noise = random_bit_patterns(n / 3, seed + n + 1);
+    std::copy(noise.begin(), noise.end(), in.begin() + n / 3);
+    const auto reference = mpc("chunk=4096,threads=1,simd=scalar")->encode(in.data(), n);
+    for (const std::string threads : {"1", "3", "0"}) {
+      for (const auto& simd : simd_settings()) {
+        auto codec = mpc("chunk=4096,threads=" + threads + "," + simd);
+        EXPECT_EQ(codec->encode(in.data(), n), reference) << threads << " " << simd;
+        std::vector<float> out(n);
+        codec->decode(reference.data(), reference.size(), out.data(), n);
+        ASSERT_EQ(0, std::memcmp(in.data(), out.data(), 4 * n)) << threads << " " << simd;
+      }
+    }
+  }
+}
+
+TEST(MpcCodec, HeaderCarriesDimAndChunk) {
+  auto in = smooth(777, cmpi::testing::test_seed() + 7);
+  auto bytes = mpc("dim=2")->encode(in.data(), in.size());
+  std::vector<float> out(in.size());
+  for (const std::string other : {"dim=1", "dim=2,chunk=1024"}) {
+    try {
+      mpc(other)->decode(bytes.data(), bytes.size(), out.data(), out.size());
+      FAIL() << other;
+    } catch (const DecodeError& e) {
+      EXPECT_EQ(e.field(), "params") << other;
+    }
+  }
+  // threads and simd are not part of the format.
+  mpc("dim=2,threads=2,simd=scalar")->decode(bytes.data(), bytes.size(), out.data(), out.size());
+  EXPECT_EQ(0, std::memcmp(in.data(), out.data(), 4 * in.size()));
+}
+
+TEST(MpcCodec, BadSpecNamesTheParameter) {
+  for (const auto& [params, name] :
+       std::vector<std::pair<std::string, std::string>>{{"dim=0", "dim"},
+                                                        {"dim=33", "dim"},
+                                                        {"chunk=33", "chunk"},
+                                                        {"chunk=0", "chunk"},
+                                                        {"chunk=1073741824", "chunk"},
+                                                        {"threads=-1", "threads"},
+                                                        {"simd=sse9", "simd"},
+                                                        {"level=3", "level"}}) {
+    try {
+      mpc(params);
+      FAIL() << params;
+    } catch (const CodecError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + name + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// --- corrupted bodies -------------------------------------------------------
+
+std::vector<uint8_t> body_of(const std::vector<uint8_t>& payload) {
+  return {payload.begin() + kPayloadHeaderBytes, payload.end()};
+}
+
+// The payload with its body replaced and a valid header, so that only the
+// body's own checks can reject it.
+std::vector<uint8_t> with_body(const std::vector<uint8_t>& payload,
+                               const std::vector<uint8_t>& body) {
+  PayloadHeader header = read_payload_header(payload.data(), payload.size());
+  header.body_bytes = body.size();
+  std::vector<uint8_t> out(kPayloadHeaderBytes);
+  write_payload_header(header, out.data());
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+uint32_t get_u32(const std::vector<uint8_t>& bytes, size_t offset) {
+  uint32_t v;
+  std::memcpy(&v, bytes.data() + offset, 4);
+  return v;
+}
+
+void put_u32(std::vector<uint8_t>& bytes, size_t offset, uint32_t v) {
+  std::memcpy(bytes.data() + offset, &v, 4);
+}
+
+// The message of the DecodeError decoding throws; fails if it throws none
+// or names another field than "body".
+std::string body_error(const Codec& codec, const std::vector<uint8_t>& payload, size_t n) {
+  std::vector<float> out(n);
+  try {
+    codec.decode(payload.data(), payload.size(), out.data(), n);
+  } catch (const DecodeError& e) {
+    EXPECT_EQ(e.field(), "body") << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "corrupted body decoded without error";
+  return "";
+}
+
+class MpcCorruptBody : public ::testing::Test {
+ protected:
+  // Two chunks of 256 floats and one of 100 (a partial last block), all compressed.
+  const size_t n_ = 612;
+  std::unique_ptr<Codec> codec_ = mpc("chunk=256");
+  std::vector<float> in_ = smooth(n_, cmpi::testing::test_seed() + 8);
+  std::vector<uint8_t> good_ = codec_->encode(in_.data(), n_);
+  std::vector<uint8_t> body_ = body_of(good_);
+  const size_t table_bytes_ = 12;
+
+  size_t chunk_offset(size_t c) const {
+    size_t offset = table_bytes_;
+    for (size_t i = 0; i < c; ++i) offset += get_u32(body_, 4 * i);
+    return offset;
+  }
+
+  void SetUp() override {
+    for (size_t c = 0; c < 3; ++c)
+      ASSERT_LT(get_u32(body_, 4 * c), 4 * std::min<size_t>(256, n_ - 256 * c)) << "chunk " << c;
+  }
+};
+
+TEST_F(MpcCorruptBody, BodyShorterThanChunkTable) {
+  EXPECT_NE(body_error(*codec_, with_body(good_, {1, 2, 3, 4, 5}), n_).find("chunk table"),
+            std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, ChunkLargerThanRaw) {
+  auto body = body_;
+  put_u32(body, 4, 4 * 256 + 4);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("chunk 1 claims"),
+            std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, ChunkTableDisagreesWithBodySize) {
+  auto body = body_;
+  put_u32(body, 0, get_u32(body, 0) - 4);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("accounts for"),
+            std::string::npos);
+  body = body_;
+  body.push_back(0);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("accounts for"),
+            std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, ChunkSizeNotWholeWords) {
+  // Move two bytes from chunk 0 to chunk 1: the total still matches.
+  auto body = body_;
+  put_u32(body, 0, get_u32(body, 0) - 2);
+  put_u32(body, 4, get_u32(body, 4) + 2);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("mpc chunk 0"), std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, BitmapsClaimMoreOrFewerWordsThanPresent) {
+  const size_t c2 = chunk_offset(2);  // chunk 2: 100 floats, 4 blocks, bitmaps first
+  for (size_t block = 0; block < 4; ++block) {
+    const uint32_t bitmap = get_u32(body_, c2 + 4 * block);
+    for (uint32_t flip : {1u, 0x80000000u, 0x00010000u}) {
+      auto body = body_;
+      put_u32(body, c2 + 4 * block, bitmap ^ flip);
+      EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps mark"),
+                std::string::npos);
+    }
+  }
+  auto body = body_;
+  for (size_t block = 0; block < 4; ++block) put_u32(body, c2 + 4 * block, 0xFFFFFFFFu);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps mark"),
+            std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, ChunkTooSmallForItsBitmaps) {
+  // Chunk 2 shrunk to 8 bytes (it needs 16 for its 4 bitmaps), padded after.
+  auto body = body_;
+  const size_t c2 = chunk_offset(2);
+  body.resize(c2 + 8);
+  put_u32(body, 8, 8);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps"), std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, NonzeroPaddingInTheLastBlock) {
+  // Chunk 2's last block holds 4 floats and 28 zero-padding words. Setting
+  // the top bit of its last packed word makes bit 31 of the padded words'
+  // prefix sums nonzero, which no encoder produces.
+  const size_t c2 = chunk_offset(2);
+  const uint32_t last_bitmap = get_u32(body_, c2 + 12);
+  ASSERT_NE(last_bitmap, 0u);
+  auto body = body_;
+  const size_t last_word = body.size() - 4;
+  put_u32(body, last_word, get_u32(body, last_word) ^ 0x80000000u);
+  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("padding"), std::string::npos);
+}
+
+TEST_F(MpcCorruptBody, NonzeroFlagsAreRejected) {
+  PayloadHeader header = read_payload_header(good_.data(), good_.size());
+  header.flags = 1;
+  auto bad = good_;
+  write_payload_header(header, bad.data());
+  std::vector<float> out(n_);
+  try {
+    codec_->decode(bad.data(), bad.size(), out.data(), n_);
+    FAIL();
+  } catch (const DecodeError& e) {
+    EXPECT_EQ(e.field(), "flags");
+  }
+}
+
+TEST_F(MpcCorruptBody, ParallelDecodeReportsTheFirstBadChunk) {
+  auto body = body_;
+  for (size_t c : {1u, 2u}) {
+    const size_t at = chunk_offset(c);
+    put_u32(body, at, get_u32(body, at) ^ 1u);
+  }
+  auto parallel = mpc("chunk=256,threads=3");
+  EXPECT_NE(body_error(*parallel, with_body(good_, body), n_).find("mpc chunk 1:"),
+            std::string::npos);
+}
+
+// Random damage to valid bodies (header kept valid): decoding either
+// succeeds or throws DecodeError("body"); under AddressSanitizer this also
+// shows that no byte outside the payload or the output is touched.
+TEST(MpcCodecFuzz, MutatedBodiesDecodeOrThrowBodyErrors) {
+  const uint64_t seed = cmpi::testing::test_seed() + 9;
+  std::mt19937_64 rng(seed);
+  for (const auto& simd : simd_settings()) {
+    for (const std::string threads : {"1", "2"}) {
+      auto codec = mpc("chunk=128," + simd + ",threads=" + threads);
+      for (int trial = 0; trial < 300; ++trial) {
+        const size_t n = rng() % 700;
+        auto in = trial % 2 ? smooth(n, rng()) : gaussian(n, 1e-3f, rng());
+        auto good = codec->encode(in.data(), n);
+        auto body = body_of(good);
+        switch (rng() % 4) {
+          case 0:  // flip bits
+            for (int k = 0, flips = 1 + int(rng() % 4); k < flips && !body.empty(); ++k)
+              body[rng() % body.size()] ^= uint8_t(1u << (rng() % 8));
+            break;
+          case 1:  // truncate
+            body.resize(body.empty() ? 0 : rng() % body.size());
+            break;
+          case 2:  // append
+            for (int k = 0, extra = 1 + int(rng() % 40); k < extra; ++k)
+              body.push_back(uint8_t(rng()));
+            break;
+          default:  // random body of a plausible size
+            for (auto& byte : body) byte = uint8_t(rng());
+            break;
+        }
+        auto payload = with_body(good, body);
+        // An exactly sized heap copy, so that ASan sees any over-read.
+        std::unique_ptr<uint8_t[]> exact(new uint8_t[payload.size()]);
+        std::memcpy(exact.get(), payload.data(), payload.size());
+        std::unique_ptr<float[]> out(new float[n + 1]);
+        try {
+          codec->decode(exact.get(), payload.size(), out.get(), n);
+        } catch (const DecodeError& e) {
+          ASSERT_EQ(e.field(), "body") << e.what();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cmpi::compress
