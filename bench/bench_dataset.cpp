@@ -50,7 +50,7 @@ Dataset make_gaussian_dataset(size_t n, uint64_t seed) {
   return data;
 }
 
-Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements) {
+size_t f32_file_elements(const std::string& path) {
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
   const std::streamoff bytes = file.tellg();
@@ -58,19 +58,23 @@ Dataset load_f32_dataset(const std::string& name, const std::string& path, size_
   if (bytes % 4 != 0)
     throw std::runtime_error("data file '" + path + "': " + std::to_string(bytes) +
                              " bytes is not a whole number of float32 values");
-  size_t count = size_t(bytes / 4);
-  if (max_elements != 0 && count > max_elements) count = max_elements;
+  return size_t(bytes / 4);
+}
+
+Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements) {
+  const size_t total = f32_file_elements(path);
+  const size_t count = (max_elements != 0 && total > max_elements) ? max_elements : total;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
   Dataset data;
   data.name = name;
   data.source = path;
   data.values.resize(count);
-  file.seekg(0);
   if (!file.read(reinterpret_cast<char*>(data.values.data()), std::streamsize(count * 4)))
     throw std::runtime_error("data file '" + path + "': read failed");
   if (!host_is_little_endian()) swap_bytes(data.values);
-  if (count < size_t(bytes / 4))
-    data.source +=
-        " (first " + std::to_string(count) + " of " + std::to_string(bytes / 4) + " values)";
+  if (count < total)
+    data.source += " (first " + std::to_string(count) + " of " + std::to_string(total) + " values)";
   return data;
 }
 

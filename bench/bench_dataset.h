@@ -28,9 +28,14 @@ struct DatasetStats {
 // (own Box-Muller on a fixed generator, not std::normal_distribution).
 Dataset make_gaussian_dataset(size_t n, uint64_t seed);
 
+// Number of floats in a raw float32 file. Throws std::runtime_error naming
+// the file if it cannot be opened, is empty, or its size is not a multiple of
+// 4 bytes.
+size_t f32_file_elements(const std::string& path);
+
 // Reads up to max_elements floats from a raw little-endian float32 file.
-// Throws std::runtime_error naming the file if it cannot be opened or read,
-// is empty, or its size is not a multiple of 4 bytes.
+// Throws std::runtime_error naming the file as f32_file_elements does, or if
+// reading fails.
 Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements);
 
 DatasetStats compute_stats(const std::vector<float>& values);

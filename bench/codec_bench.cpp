@@ -30,7 +30,7 @@
 namespace cmpi::bench {
 namespace {
 
-constexpr size_t kDefaultSize = size_t(16) << 20;  // 64 MiB of floats: twice this CPU's L3
+constexpr size_t kDefaultSize = size_t(4) << 20;  // 16 MiB: a typical gradient bucket
 constexpr size_t kQuickSize = size_t(256) << 10;
 constexpr int kDefaultRepeats = 5;
 constexpr int kQuickRepeats = 1;
@@ -78,11 +78,21 @@ bool file_exists(const std::string& path) {
   return std::ifstream(path).good();
 }
 
+// Checks a data file before any work starts, so a bad file costs no run time.
+void check_data_file(const std::string& option, const std::string& path) {
+  try {
+    f32_file_elements(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(option + ": " + e.what());
+  }
+}
+
 std::vector<DatasetSource> list_datasets(const CodecBenchOptions& options) {
   std::vector<DatasetSource> sources{{"gaussian", ""}};
   for (const char* name : {"gradients", "activations"}) {
     std::string path = options.data_dir + "/" + name + ".f32";
     if (file_exists(path)) {
+      check_data_file("--data-dir", path);
       sources.push_back({name, path});
     } else if (options.datasets.empty() || contains(options.datasets, name)) {
       std::printf("# dataset %s: %s is missing (scripts/capture_bench_data.sh makes it)\n", name,
@@ -90,7 +100,7 @@ std::vector<DatasetSource> list_datasets(const CodecBenchOptions& options) {
     }
   }
   for (const auto& path : options.data_files) {
-    if (!file_exists(path)) throw std::invalid_argument("--data '" + path + "': cannot open");
+    check_data_file("--data", path);
     sources.push_back({dataset_name_from_path(path), path});
   }
   if (options.datasets.empty()) return sources;
@@ -220,7 +230,7 @@ std::string codec_bench_usage() {
          std::string(CMPI_BENCH_DATA_DIR) +
          ")\n"
          "  --size N           synthetic floats, and at most N floats read from each file\n"
-         "                     (default 16Mi, --quick 256Ki; suffixes Ki Mi Gi K M G)\n"
+         "                     (default 4Mi, --quick 256Ki; suffixes Ki Mi Gi K M G)\n"
          "  --repeats R        timed runs per measurement after one warm-up; median is reported\n"
          "                     (default 5, --quick 1)\n"
          "  --threads T        threads for the all-threads columns (default: OpenMP's maximum)\n"
