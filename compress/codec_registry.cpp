@@ -2,6 +2,8 @@
 
 #include "compress/identity_codec.h"
 #include "compress/mpc_codec.h"
+#include "compress/zfp_codec.h"
+#include "compress/cast_codecs.h"
 
 namespace cmpi::compress {
 namespace {
@@ -16,6 +18,9 @@ CodecFactory factory_of() {
 CodecRegistry CodecRegistry::with_builtin_codecs() {
   CodecRegistry registry;
   registry.add("identity", factory_of<IdentityCodec>());
+  registry.add("zfp", factory_of<ZfpCodec>());
+  registry.add("fp16", factory_of<Fp16Codec>());
+  registry.add("bf16", factory_of<Bf16Codec>());
   registry.add("mpc", factory_of<MpcCodec>());
   // Built-in codecs register here, one line each.
   return registry;

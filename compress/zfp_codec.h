@@ -1,0 +1,76 @@
+// zfp: lossy (or reversible) compression of float arrays through libzfp,
+// cut into independent chunks so that encode and decode run in parallel.
+//
+// Spec: {name: zfp, mode: rate|accuracy|precision|reversible, rate: R,
+//        tolerance: T, precision: P, chunk: C, threads: N, nonfinite: raw|fail}
+//   mode       default rate. Each mode takes only its own parameter:
+//   rate       (0, 32] bits per value, default 16. libzfp codes 1-D blocks of
+//              4 floats in round(4R) bits, at least 9, so rates below 2.25
+//              act as 2.25. No pointwise bound: the error shrinks about 2x per
+//              added bit (tests assert relative RMSE per rate, see the table
+//              in tests/compress/zfp_codec_test.cpp).
+//   tolerance  > 0, required for mode accuracy: |x - x'| <= T for every value
+//              as long as T is not below what 32-bit precision can resolve
+//              relative to the largest magnitude in its 4-value block
+//              (about 2^-20 of it).
+//   precision  1..32, required for mode precision: P bit planes of each
+//              block are kept, so |x - x'| <= 2^(e - P + 3) where 2^e > max
+//              |value| in the 4-value block (measured, with margin, in tests).
+//   reversible lossless: bit-exact for every finite float, -0.0 and
+//              denormals included.
+//   chunk      floats per independently coded chunk, 1..2^26, default 65536.
+//   threads    OpenMP threads for encode and decode, default 1, 0 = all cores.
+//   nonfinite  raw (default): a chunk holding NaN or +-Inf is sent as raw
+//              floats (bit-exact); fail: encode throws std::invalid_argument
+//              naming the first non-finite index. (libzfp on non-finite input
+//              is undefined behaviour, so such a chunk never reaches it.)
+// A chunk is also sent raw when zfp's output would be no smaller.
+//
+// Body: a chunk table of one little-endian u32 per chunk (bit 31: raw chunk,
+// bits 0..30: the chunk's byte size), then the chunks back to back. A raw
+// chunk holds 4 bytes per float; a zfp chunk is a libzfp stream of whole
+// libzfp words (bytes in Debian's build, else 64-bit host-order words)
+// smaller than the raw chunk would be.
+// The header params carry the mode, the chunk size and libzfp's compact mode
+// word, so a decoder with other settings rejects the payload.
+#pragma once
+
+#include <cstdint>
+
+#include "compress/codec.h"
+
+namespace cmpi::compress {
+
+enum class ZfpMode : uint32_t { kRate = 1, kAccuracy = 2, kPrecision = 3, kReversible = 4 };
+
+class ZfpCodec final : public Codec {
+ public:
+  explicit ZfpCodec(const CodecSpec& spec);
+  CodecId id() const override { return CodecId::kZfp; }
+  bool lossless() const override { return mode_ == ZfpMode::kReversible; }
+
+  ZfpMode mode() const { return mode_; }
+  size_t chunk_floats() const { return chunk_; }
+  // Threads encode/decode use (0 in the spec resolved to the core count).
+  int threads() const;
+
+ protected:
+  size_t max_body_bytes(size_t n) const override;
+  std::array<uint32_t, 4> header_params() const override;
+  size_t encode_body(const float* in, size_t n, uint8_t* out, size_t capacity,
+                     uint16_t& flags) override;
+  void decode_body(const uint8_t* in, size_t size, float* out, size_t n,
+                   uint16_t flags) const override;
+
+ private:
+  ZfpMode mode_ = ZfpMode::kRate;
+  double rate_ = 16;
+  double tolerance_ = 0;
+  uint32_t precision_ = 0;
+  size_t chunk_ = 65536;
+  int threads_ = 1;
+  bool fail_on_nonfinite_ = false;
+  uint64_t zfp_mode_word_ = 0;  // libzfp's compact encoding of the settings
+};
+
+}  // namespace cmpi::compress
