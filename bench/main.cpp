@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "bench/codec_bench.h"
+#include "bench/collective_bench.h"
 
 namespace {
 
@@ -18,6 +19,8 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"codec", "codec ratio, speed and error on synthetic and captured data",
      cmpi::bench::run_codec_bench},
+    {"collective", "collective latency: plain MPI vs raw and compressed Communicator",
+     cmpi::bench::run_collective_bench},
 };
 
 void print_usage(std::FILE* to) {
