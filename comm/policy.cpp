@@ -1,0 +1,207 @@
+#include "comm/policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cmpi::comm {
+namespace {
+
+constexpr uint64_t kNoMax = std::numeric_limits<uint64_t>::max();
+
+template <typename E>
+uint32_t mask_of(const std::vector<E>& values, int count) {
+  if (values.empty()) return (1u << count) - 1;
+  uint32_t mask = 0;
+  for (E v : values) mask |= 1u << int(v);
+  return mask;
+}
+
+bool has(uint32_t mask, int bit) {
+  return (mask >> bit) & 1u;
+}
+
+PolicyRule preset_rule(std::vector<GroupKind> groups, std::vector<Role> roles,
+                       compress::CodecSpec codec, bool error_feedback, std::string origin) {
+  PolicyRule rule;
+  rule.match.groups = std::move(groups);
+  rule.match.roles = std::move(roles);
+  rule.codec = std::move(codec);
+  rule.error_feedback = error_feedback;
+  rule.origin = std::move(origin);
+  return rule;
+}
+
+compress::CodecSpec zfp_rate(int rate) {
+  return compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", std::to_string(rate)}});
+}
+
+std::string rule_name(const PolicyRule& rule, size_t index) {
+  return rule.origin.empty() ? "compression rule #" + std::to_string(index + 1) : rule.origin;
+}
+
+}  // namespace
+
+std::vector<PolicyRule> preset_rules(const std::string& preset) {
+  // DP gradients travel in the dp group (allreduce) and, under ZeRO, in the
+  // zero group (reduce-scatter); both are "DP gradients" to the presets.
+  // ZeRO's weight all-gathers and sp/world traffic stay raw: weights are
+  // not smooth enough for mpc to pay and must not drift under a lossy codec.
+  const std::vector<GroupKind> dp_groups = {GroupKind::kDp, GroupKind::kZero};
+  const std::vector<GroupKind> model_groups = {GroupKind::kTp, GroupKind::kPp};
+  if (preset == "none") return {};
+  if (preset == "mzhybrid") {
+    // Lossless where activations flow (their errors would compound through
+    // the layers), lossy only on gradients, which SGD averages anyway. Rate
+    // 16 (2x) keeps ZFP's error near that of a bf16 cast, small enough that
+    // no error feedback is needed; zhybrid is the aggressive alternative.
+    return {preset_rule(dp_groups, {Role::kGradient}, zfp_rate(16), false,
+                        "preset mzhybrid: dp gradients"),
+            preset_rule(model_groups, {}, compress::CodecSpec("mpc"), false,
+                        "preset mzhybrid: tp/pp traffic")};
+  }
+  if (preset == "zhybrid") {
+    // Rate 8 (4x) on gradients loses too much to leave uncorrected; error
+    // feedback sends what was lost with the next step. Activations get rate
+    // 16 (2x), comparable to the bf16 precision mixed-precision training
+    // already tolerates.
+    return {preset_rule(dp_groups, {Role::kGradient}, zfp_rate(8), true,
+                        "preset zhybrid: dp gradients"),
+            preset_rule(model_groups, {}, zfp_rate(16), false, "preset zhybrid: tp/pp traffic")};
+  }
+  throw PolicyError("compression preset '" + preset +
+                    "' is unknown (known: none, mzhybrid, zhybrid)");
+}
+
+Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
+    : config_(std::move(config)), registry_(std::move(registry)) {
+  if (config_.min_bytes < 0)
+    throw PolicyError("compression min_bytes must be >= 0, got " +
+                      std::to_string(config_.min_bytes));
+  if (config_.chunk_bytes < int64_t(sizeof(float)))
+    throw PolicyError("compression chunk_bytes must be >= 4, got " +
+                      std::to_string(config_.chunk_bytes));
+  if (!(config_.error_sample_rate >= 0.0 && config_.error_sample_rate <= 1.0))
+    throw PolicyError("compression error_sample_rate must lie in [0, 1], got " +
+                      std::to_string(config_.error_sample_rate));
+  rules_ = config_.rules;
+  for (auto& rule : preset_rules(config_.preset)) rules_.push_back(std::move(rule));
+
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const PolicyRule& rule = rules_[i];
+    const std::string name = rule_name(rule, i);
+    const RuleMatch& m = rule.match;
+    if (m.min_bytes < -1 || m.max_bytes < -1)
+      throw PolicyError(name + ": min_bytes and max_bytes must be >= 0 (or unset)");
+    if (rule.chunk_bytes != -1 && rule.chunk_bytes < int64_t(sizeof(float)))
+      throw PolicyError(name + ": chunk_bytes must be >= 4, got " +
+                        std::to_string(rule.chunk_bytes));
+    Bounds b;
+    b.groups = mask_of(m.groups, kGroupKindCount);
+    b.ops = mask_of(m.ops, kOpCount);
+    b.roles = mask_of(m.roles, kRoleCount);
+    b.min_bytes = uint64_t(m.min_bytes >= 0 ? m.min_bytes : config_.min_bytes);
+    b.max_bytes = m.max_bytes >= 0 ? uint64_t(m.max_bytes) : kNoMax;
+    if (b.max_bytes < b.min_bytes)
+      throw PolicyError(name + ": max_bytes " + std::to_string(b.max_bytes) +
+                        " is below min_bytes " + std::to_string(b.min_bytes) +
+                        ", so the rule can never match");
+    b.chunk_bytes = size_t(rule.chunk_bytes >= 0 ? rule.chunk_bytes : config_.chunk_bytes);
+    bounds_.push_back(b);
+
+    if (!rule.codec) {
+      if (rule.error_feedback)
+        throw PolicyError(name + ": error_feedback needs a lossy codec, the rule sends raw");
+      continue;
+    }
+    if (!registry_.contains(rule.codec->name())) {
+      std::string known;
+      for (const auto& n : registry_.names()) known += (known.empty() ? "" : ", ") + n;
+      throw PolicyError(name + ": unknown codec '" + rule.codec->name() + "' (known: " + known +
+                        ")");
+    }
+    std::unique_ptr<compress::Codec> probe;
+    try {
+      probe = registry_.create(*rule.codec);
+    } catch (const std::exception& e) {
+      throw PolicyError(name + ": codec " + rule.codec->to_string() + ": " + e.what());
+    }
+    if (rule.error_feedback && probe->lossless())
+      throw PolicyError(name + ": error_feedback needs a lossy codec, '" + rule.codec->name() +
+                        "' is lossless");
+  }
+}
+
+Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes) const {
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const Bounds& b = bounds_[i];
+    if (!has(b.groups, int(group)) || !has(b.ops, int(op)) || !has(b.roles, int(role))) continue;
+    if (bytes < b.min_bytes || bytes > b.max_bytes) continue;
+    Plan plan;
+    plan.codec = rules_[i].codec ? &*rules_[i].codec : nullptr;
+    plan.error_feedback = rules_[i].error_feedback;
+    plan.chunk_bytes = b.chunk_bytes;
+    plan.rule = int(i);
+    plan.origin = rules_[i].origin;
+    return plan;
+  }
+  Plan plan;
+  plan.chunk_bytes = size_t(config_.chunk_bytes);
+  plan.origin = "default (no rule matched)";
+  return plan;
+}
+
+PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) {
+  double rate = policy.config().error_sample_rate;
+  sample_every_ = rate > 0 ? std::max<uint64_t>(1, uint64_t(std::llround(1.0 / rate))) : 0;
+
+  const auto& rules = policy.rules();
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const Policy::Bounds& b = policy.bounds_[i];
+    if (!has(b.groups, int(group))) continue;
+    Route route;
+    route.ops = b.ops;
+    route.roles = b.roles;
+    route.min_bytes = b.min_bytes;
+    route.max_bytes = b.max_bytes;
+    route.chunk_elems = std::max<size_t>(1, b.chunk_bytes / sizeof(float));
+    route.rule = int(i);
+    route.origin = rule_name(rules[i], i);
+    if (rules[i].codec) {
+      auto codec = policy.registry().create(*rules[i].codec);  // validated by Policy
+      if (rules[i].error_feedback) {
+        feedbacks_.push_back(std::make_unique<compress::ErrorFeedback>(std::move(codec)));
+        route.feedback = feedbacks_.back().get();
+        route.codec = &route.feedback->codec();
+      } else {
+        codecs_.push_back(std::move(codec));
+        route.codec = codecs_.back().get();
+      }
+    }
+    routes_.push_back(std::move(route));
+  }
+
+  for (int op = 0; op < kOpCount; ++op) {
+    for (int role = 0; role < kRoleCount; ++role) {
+      int& fixed = fixed_[op][role];
+      fixed = kNoRoute;
+      for (size_t r = 0; r < routes_.size(); ++r) {
+        const Route& route = routes_[r];
+        if (!has(route.ops, op) || !has(route.roles, role)) continue;
+        fixed = route.min_bytes == 0 && route.max_bytes == kNoMax ? int(r) : kBySize;
+        break;
+      }
+    }
+  }
+}
+
+const PolicySlice::Route* PolicySlice::scan(Op op, Role role, size_t bytes) const {
+  for (const Route& route : routes_) {
+    if (!has(route.ops, int(op)) || !has(route.roles, int(role))) continue;
+    if (bytes < route.min_bytes || bytes > route.max_bytes) continue;
+    return &route;
+  }
+  return nullptr;
+}
+
+}  // namespace cmpi::comm

@@ -1,0 +1,140 @@
+// Policy: decides, for every message a Communicator is asked to move, whether
+// it travels raw (the plain MPI operation) or through a codec, and with which
+// chunk size and error feedback.
+//
+// The rules are the user's (PolicyConfig::rules, in order) followed by the
+// preset's. A rule matches a message when its group, op and role lists
+// contain the message's (an empty list matches anything) and the message's
+// size lies in [min_bytes, max_bytes] (a rule without its own min_bytes uses
+// the policy's min_bytes, so small, latency-bound messages stay raw). The
+// first matching rule decides; a rule without a codec sends raw, which lets a
+// user rule exempt traffic from a preset. No matching rule: raw.
+//
+// Policy answers questions (plan) and validates the whole configuration when
+// built; PolicySlice is the per-group object a Communicator holds: it owns the
+// codec instances of the rules that can apply to its group, built once, so
+// that choosing a route on the hot path is a table lookup plus a short scan
+// over precomputed masks, with no allocation and no string comparison.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/group_kind.h"
+#include "comm/policy_config.h"
+#include "compress/codec.h"
+#include "compress/codec_registry.h"
+#include "compress/error_feedback.h"
+
+namespace cmpi::comm {
+
+// A policy that cannot be built; the message names the rule's origin.
+class PolicyError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The rules a preset adds after the user's ("none", "mzhybrid", "zhybrid").
+// Throws PolicyError naming the preset and the known ones for anything else.
+std::vector<PolicyRule> preset_rules(const std::string& preset);
+
+// How one message is sent. Pointers refer into the Policy that made it.
+struct Plan {
+  const compress::CodecSpec* codec = nullptr;  // nullptr: raw
+  bool error_feedback = false;
+  size_t chunk_bytes = 0;   // pipelining granularity (meaningful when compressed)
+  int rule = -1;            // index in Policy::rules(); -1: no rule matched
+  std::string_view origin;  // the deciding rule's origin, or "default (no rule matched)"
+  bool raw() const { return codec == nullptr; }
+};
+
+class Policy {
+ public:
+  // Validates every rule (codec known and constructible with its parameters,
+  // byte bounds, chunk size, error feedback only on lossy codecs) and throws
+  // PolicyError naming the rule's origin otherwise.
+  explicit Policy(PolicyConfig config = {}, compress::CodecRegistry registry =
+                                                compress::CodecRegistry::with_builtin_codecs());
+
+  Plan plan(GroupKind group, Op op, Role role, size_t bytes) const;
+
+  const PolicyConfig& config() const { return config_; }
+  // User rules followed by the preset's, in matching order.
+  const std::vector<PolicyRule>& rules() const { return rules_; }
+  const compress::CodecRegistry& registry() const { return registry_; }
+
+ private:
+  friend class PolicySlice;
+  struct Bounds {
+    uint32_t groups = 0, ops = 0, roles = 0;  // bit masks
+    uint64_t min_bytes = 0, max_bytes = 0;    // inclusive
+    size_t chunk_bytes = 0;
+  };
+
+  PolicyConfig config_;
+  compress::CodecRegistry registry_;
+  std::vector<PolicyRule> rules_;
+  std::vector<Bounds> bounds_;  // parallel to rules_
+};
+
+// One group's share of a Policy, with the codec instances its rules need.
+// Used by one Communicator (codec encoders keep state; not shared across
+// threads).
+class PolicySlice {
+ public:
+  // One rule bound to this group's codec instances.
+  struct Route {
+    uint32_t ops = 0, roles = 0;
+    uint64_t min_bytes = 0, max_bytes = 0;
+    compress::Codec* codec = nullptr;             // nullptr: raw
+    compress::ErrorFeedback* feedback = nullptr;  // non-null: own data goes through it
+    size_t chunk_elems = 0;
+    int rule = -1;  // index in the Policy's rules
+    std::string origin;
+  };
+
+  PolicySlice(const Policy& policy, GroupKind group);
+  PolicySlice(const PolicySlice&) = delete;
+  PolicySlice& operator=(const PolicySlice&) = delete;
+
+  // The route for a message of this group; nullptr when no rule matches
+  // (raw). A route whose codec is nullptr also means raw.
+  const Route* route(Op op, Role role, size_t bytes) const {
+    int fixed = fixed_[int(op)][int(role)];
+    if (fixed >= 0) return &routes_[size_t(fixed)];
+    if (fixed == kNoRoute) return nullptr;
+    return scan(op, role, bytes);
+  }
+
+  // True when the route for (op, role) does not depend on the message size,
+  // so ranks whose sizes differ still agree on it (alltoall).
+  bool size_independent(Op op, Role role) const { return fixed_[int(op)][int(role)] != kBySize; }
+
+  GroupKind group() const { return group_; }
+  const std::vector<Route>& routes() const { return routes_; }
+  // Sampled error is measured on every sample_every-th lossy call of an op
+  // (0: never).
+  uint64_t sample_every() const { return sample_every_; }
+
+ private:
+  static constexpr int kNoRoute = -1;
+  static constexpr int kBySize = -2;
+  const Route* scan(Op op, Role role, size_t bytes) const;
+
+  GroupKind group_;
+  uint64_t sample_every_ = 0;
+  std::vector<Route> routes_;
+  std::vector<std::unique_ptr<compress::Codec>> codecs_;
+  std::vector<std::unique_ptr<compress::ErrorFeedback>> feedbacks_;
+  // Per (op, role): a route index when the size cannot change the answer,
+  // kNoRoute when nothing can match, kBySize when route() must scan.
+  std::array<std::array<int, kRoleCount>, kOpCount> fixed_{};
+};
+
+}  // namespace cmpi::comm

@@ -1,0 +1,362 @@
+// Policy engine: rule order, preset decisions for every (group, op, role),
+// byte bounds, raw rules, chunk sizes, and errors that name the rule.
+#include "comm/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "compress/identity_codec.h"
+
+namespace cmpi::comm {
+namespace {
+
+using compress::CodecSpec;
+
+// A lossy stand-in for zfp in tests that must not depend on which codecs are
+// built in: identity bytes, but declares itself lossy so that error feedback
+// is accepted.
+class StandInLossyCodec final : public compress::Codec {
+ public:
+  explicit StandInLossyCodec(const CodecSpec& spec) : Codec(spec) {}
+  compress::CodecId id() const override { return compress::CodecId::kZfp; }
+  bool lossless() const override { return false; }
+
+ protected:
+  size_t max_body_bytes(size_t n) const override { return n * sizeof(float); }
+  size_t encode_body(const float* in, size_t n, uint8_t* out, size_t, uint16_t&) override {
+    std::memcpy(out, in, n * sizeof(float));
+    return n * sizeof(float);
+  }
+  void decode_body(const uint8_t* in, size_t, float* out, size_t n, uint16_t) const override {
+    std::memcpy(out, in, n * sizeof(float));
+  }
+};
+
+// identity plus stand-ins named like the preset codecs: zfp (lossy) and mpc
+// (lossless), rejecting parameters the way real codecs do.
+compress::CodecRegistry test_registry() {
+  compress::CodecRegistry registry;
+  registry.add("identity",
+               [](const CodecSpec& s) { return std::make_unique<compress::IdentityCodec>(s); });
+  registry.add("zfp", [](const CodecSpec& s) {
+    s.require_only({"mode", "rate"});
+    return std::make_unique<StandInLossyCodec>(s);
+  });
+  registry.add("mpc", [](const CodecSpec& s) {
+    return std::make_unique<compress::IdentityCodec>(CodecSpec(s.name()));
+  });
+  return registry;
+}
+
+PolicyRule rule(RuleMatch match, std::optional<CodecSpec> codec, std::string origin) {
+  PolicyRule r;
+  r.match = std::move(match);
+  r.codec = std::move(codec);
+  r.origin = std::move(origin);
+  return r;
+}
+
+Policy make_policy(PolicyConfig config) {
+  return Policy(std::move(config), test_registry());
+}
+
+std::string thrown_by(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const PolicyError& e) {
+    return e.what();
+  }
+  return "(nothing thrown)";
+}
+
+constexpr size_t kMiB = 1 << 20;
+
+TEST(Policy, FirstMatchingRuleWinsInOrder) {
+  PolicyConfig config;
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "x.yaml:3"));
+  config.rules.push_back(rule({{GroupKind::kDp}, {}, {}, -1, -1}, CodecSpec("mpc"), "x.yaml:5"));
+  Policy policy = make_policy(config);
+
+  Plan first = policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB);
+  ASSERT_FALSE(first.raw());
+  EXPECT_EQ(first.codec->name(), "identity");
+  EXPECT_EQ(first.rule, 0);
+  EXPECT_EQ(first.origin, "x.yaml:3");
+
+  Plan second = policy.plan(GroupKind::kDp, Op::kAllgather, Role::kGradient, kMiB);
+  ASSERT_FALSE(second.raw());
+  EXPECT_EQ(second.codec->name(), "mpc");
+  EXPECT_EQ(second.origin, "x.yaml:5");
+
+  Plan none = policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kGradient, kMiB);
+  EXPECT_TRUE(none.raw());
+  EXPECT_EQ(none.rule, -1);
+  EXPECT_EQ(none.origin, "default (no rule matched)");
+}
+
+TEST(Policy, UserRulesPrecedePresetRules) {
+  PolicyConfig config;
+  config.preset = "zhybrid";
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "user"));
+  Policy policy = make_policy(config);
+  ASSERT_EQ(policy.rules().size(), 3u);
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).origin, "user");
+  Plan preset = policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kGradient, kMiB);
+  EXPECT_EQ(preset.origin, "preset zhybrid: dp gradients");
+  EXPECT_TRUE(preset.error_feedback);
+}
+
+// What each preset chooses, written out independently of preset_rules().
+struct Expected {
+  std::string codec;  // "" = raw
+  std::string rate;
+  bool error_feedback = false;
+};
+
+Expected expected_choice(const std::string& preset, GroupKind g, Role role) {
+  bool dp_gradient = (g == GroupKind::kDp || g == GroupKind::kZero) && role == Role::kGradient;
+  bool model = g == GroupKind::kTp || g == GroupKind::kPp;
+  if (preset == "mzhybrid") {
+    if (dp_gradient) return {"zfp", "16", false};
+    if (model) return {"mpc", "", false};
+  }
+  if (preset == "zhybrid") {
+    if (dp_gradient) return {"zfp", "8", true};
+    if (model) return {"zfp", "16", false};
+  }
+  return {};
+}
+
+TEST(Policy, PresetsDecideEveryGroupOpRoleCombination) {
+  for (std::string preset : {"none", "mzhybrid", "zhybrid"}) {
+    PolicyConfig config;
+    config.preset = preset;
+    Policy policy = make_policy(config);
+    for (int g = 0; g < kGroupKindCount; ++g)
+      for (int op = 0; op < kOpCount; ++op)
+        for (int role = 0; role < kRoleCount; ++role) {
+          SCOPED_TRACE(preset + " " + to_string(GroupKind(g)) + " " + to_string(Op(op)) + " " +
+                       to_string(Role(role)));
+          Expected want = expected_choice(preset, GroupKind(g), Role(role));
+          Plan plan = policy.plan(GroupKind(g), Op(op), Role(role), 4 * kMiB);
+          if (want.codec.empty()) {
+            EXPECT_TRUE(plan.raw());
+            continue;
+          }
+          ASSERT_FALSE(plan.raw());
+          EXPECT_EQ(plan.codec->name(), want.codec);
+          if (want.codec == "zfp") {
+            EXPECT_EQ(plan.codec->get_string("mode", ""), "rate");
+            EXPECT_EQ(plan.codec->get_string("rate", ""), want.rate);
+          }
+          EXPECT_EQ(plan.error_feedback, want.error_feedback);
+          EXPECT_NE(plan.origin.find("preset " + preset), std::string::npos);
+          // Below the default min_bytes every preset sends raw.
+          EXPECT_TRUE(policy.plan(GroupKind(g), Op(op), Role(role), 1024).raw());
+        }
+  }
+}
+
+TEST(Policy, PresetsBuildWithTheBuiltinCodecs) {
+  auto builtin = compress::CodecRegistry::with_builtin_codecs();
+  if (!builtin.contains("zfp") || !builtin.contains("mpc"))
+    GTEST_SKIP() << "zfp or mpc is not registered in the builtin codec registry yet";
+  for (std::string preset : {"mzhybrid", "zhybrid"}) {
+    PolicyConfig config;
+    config.preset = preset;
+    EXPECT_NO_THROW(Policy{config}) << preset;
+  }
+}
+
+TEST(Policy, MinBytesBoundaryUsesPolicyDefaultOrTheRulesOwn) {
+  PolicyConfig config;
+  config.min_bytes = 65536;
+  config.rules.push_back(rule({{GroupKind::kDp}, {}, {}, -1, -1}, CodecSpec("identity"), "dp"));
+  config.rules.push_back(rule({{GroupKind::kTp}, {}, {}, 0, -1}, CodecSpec("identity"), "tp"));
+  Policy policy = make_policy(config);
+  EXPECT_TRUE(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, 65535).raw());
+  EXPECT_FALSE(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, 65536).raw());
+  // The tp rule's own min_bytes: 0 lets even empty messages through it.
+  EXPECT_FALSE(policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kGradient, 0).raw());
+  EXPECT_FALSE(policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kGradient, 4).raw());
+}
+
+TEST(Policy, MaxBytesIsInclusiveAndLargerMessagesFallThrough) {
+  PolicyConfig config;
+  config.rules.push_back(rule({{}, {}, {}, 0, 1000}, CodecSpec("identity"), "small"));
+  config.rules.push_back(rule({{}, {}, {}, 1000, -1}, CodecSpec("mpc"), "large"));
+  Policy policy = make_policy(config);
+  EXPECT_EQ(policy.plan(GroupKind::kPp, Op::kSendRecv, Role::kActivation, 999).origin, "small");
+  EXPECT_EQ(policy.plan(GroupKind::kPp, Op::kSendRecv, Role::kActivation, 1000).origin, "small");
+  EXPECT_EQ(policy.plan(GroupKind::kPp, Op::kSendRecv, Role::kActivation, 1001).origin, "large");
+}
+
+TEST(Policy, RuleWithoutCodecSendsRawAndShadowsThePreset) {
+  PolicyConfig config;
+  config.preset = "mzhybrid";
+  config.rules.push_back(rule({{GroupKind::kPp}, {}, {Role::kActivationGrad}, -1, -1}, std::nullopt,
+                              "keep pp gradients raw"));
+  Policy policy = make_policy(config);
+  Plan raw = policy.plan(GroupKind::kPp, Op::kSendRecv, Role::kActivationGrad, kMiB);
+  EXPECT_TRUE(raw.raw());
+  EXPECT_EQ(raw.origin, "keep pp gradients raw");
+  EXPECT_EQ(raw.rule, 0);
+  EXPECT_FALSE(policy.plan(GroupKind::kPp, Op::kSendRecv, Role::kActivation, kMiB).raw());
+}
+
+TEST(Policy, ChunkBytesDefaultsToThePolicysAndRulesOverrideIt) {
+  PolicyConfig config;
+  config.chunk_bytes = 1 << 20;
+  config.rules.push_back(rule({{GroupKind::kDp}, {}, {}, -1, -1}, CodecSpec("identity"), "dp"));
+  PolicyRule own = rule({{GroupKind::kTp}, {}, {}, -1, -1}, CodecSpec("identity"), "tp");
+  own.chunk_bytes = 4096;
+  config.rules.push_back(own);
+  Policy policy = make_policy(config);
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).chunk_bytes,
+            size_t(1) << 20);
+  EXPECT_EQ(policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kGradient, kMiB).chunk_bytes, 4096u);
+  PolicySlice tp(policy, GroupKind::kTp);
+  ASSERT_EQ(tp.routes().size(), 1u);
+  EXPECT_EQ(tp.routes()[0].chunk_elems, 1024u);
+  PolicySlice dp(policy, GroupKind::kDp);
+  ASSERT_EQ(dp.routes().size(), 1u);
+  EXPECT_EQ(dp.routes()[0].chunk_elems, size_t(1) << 18);
+}
+
+TEST(Policy, ErrorsNameTheRulesOrigin) {
+  auto build = [](PolicyRule r) {
+    return [r] {
+      PolicyConfig config;
+      config.rules.push_back(r);
+      make_policy(config);
+    };
+  };
+  std::string unknown = thrown_by(build(rule({}, CodecSpec("lz77"), "configs/run.yaml:14")));
+  EXPECT_NE(unknown.find("configs/run.yaml:14"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown codec 'lz77'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("identity"), std::string::npos) << unknown;  // lists the known ones
+
+  std::string param =
+      thrown_by(build(rule({}, CodecSpec("zfp", {{"speed", "9"}}), "configs/run.yaml:20")));
+  EXPECT_NE(param.find("configs/run.yaml:20"), std::string::npos) << param;
+  EXPECT_NE(param.find("speed"), std::string::npos) << param;
+
+  PolicyRule lossless = rule({}, CodecSpec("mpc"), "configs/run.yaml:30");
+  lossless.error_feedback = true;
+  std::string ef = thrown_by(build(lossless));
+  EXPECT_NE(ef.find("configs/run.yaml:30"), std::string::npos) << ef;
+  EXPECT_NE(ef.find("lossless"), std::string::npos) << ef;
+
+  PolicyRule raw_ef = rule({}, std::nullopt, "configs/run.yaml:31");
+  raw_ef.error_feedback = true;
+  EXPECT_NE(thrown_by(build(raw_ef)).find("configs/run.yaml:31"), std::string::npos);
+
+  std::string bounds = thrown_by(
+      build(rule({{}, {}, {}, 4096, 1024}, CodecSpec("identity"), "configs/run.yaml:40")));
+  EXPECT_NE(bounds.find("configs/run.yaml:40"), std::string::npos) << bounds;
+  EXPECT_NE(bounds.find("never match"), std::string::npos) << bounds;
+
+  PolicyRule tiny_chunk = rule({}, CodecSpec("identity"), "configs/run.yaml:50");
+  tiny_chunk.chunk_bytes = 2;
+  EXPECT_NE(thrown_by(build(tiny_chunk)).find("configs/run.yaml:50"), std::string::npos);
+
+  // Rules without an origin are named by their position.
+  PolicyConfig two;
+  two.rules.push_back(rule({}, CodecSpec("identity"), ""));
+  two.rules.push_back(rule({}, CodecSpec("nope"), ""));
+  EXPECT_NE(thrown_by([&] { make_policy(two); }).find("compression rule #2"), std::string::npos);
+}
+
+TEST(Policy, InvalidSettingsAreRejectedByName) {
+  PolicyConfig preset;
+  preset.preset = "turbo";
+  std::string p = thrown_by([&] { make_policy(preset); });
+  EXPECT_NE(p.find("'turbo'"), std::string::npos) << p;
+  EXPECT_NE(p.find("zhybrid"), std::string::npos) << p;
+
+  PolicyConfig min;
+  min.min_bytes = -5;
+  EXPECT_NE(thrown_by([&] { make_policy(min); }).find("min_bytes"), std::string::npos);
+  PolicyConfig chunk;
+  chunk.chunk_bytes = 0;
+  EXPECT_NE(thrown_by([&] { make_policy(chunk); }).find("chunk_bytes"), std::string::npos);
+  PolicyConfig rate;
+  rate.error_sample_rate = 1.5;
+  EXPECT_NE(thrown_by([&] { make_policy(rate); }).find("error_sample_rate"), std::string::npos);
+}
+
+TEST(PolicySlice, AgreesWithThePolicyForItsGroup) {
+  PolicyConfig config;
+  config.preset = "zhybrid";
+  config.min_bytes = 4096;
+  config.rules.push_back(rule({{}, {Op::kHalo}, {}, 0, 100}, CodecSpec("identity"), "tiny halos"));
+  config.rules.push_back(
+      rule({{GroupKind::kSp}, {}, {Role::kHalo}, 200, -1}, CodecSpec("mpc"), "sp halos"));
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {Op::kBroadcast}, {}, -1, -1}, std::nullopt, "raw dp broadcast"));
+  Policy policy = make_policy(config);
+  for (int g = 0; g < kGroupKindCount; ++g) {
+    PolicySlice slice(policy, GroupKind(g));
+    EXPECT_EQ(slice.group(), GroupKind(g));
+    for (int op = 0; op < kOpCount; ++op)
+      for (int role = 0; role < kRoleCount; ++role)
+        for (size_t bytes : {size_t(0), size_t(100), size_t(101), size_t(200), size_t(4095),
+                             size_t(4096), size_t(1) << 30}) {
+          SCOPED_TRACE(std::string(to_string(GroupKind(g))) + " " + to_string(Op(op)) + " " +
+                       to_string(Role(role)) + " " + std::to_string(bytes));
+          Plan plan = policy.plan(GroupKind(g), Op(op), Role(role), bytes);
+          const PolicySlice::Route* route = slice.route(Op(op), Role(role), bytes);
+          if (plan.rule < 0) {
+            EXPECT_EQ(route, nullptr);
+            continue;
+          }
+          ASSERT_NE(route, nullptr);
+          EXPECT_EQ(route->rule, plan.rule);
+          EXPECT_EQ(route->origin, plan.origin);
+          EXPECT_EQ(route->codec == nullptr, plan.raw());
+          EXPECT_EQ(route->feedback != nullptr, plan.error_feedback);
+          if (route->codec) EXPECT_EQ(route->codec->name(), plan.codec->name());
+          if (route->feedback) EXPECT_EQ(route->codec, &route->feedback->codec());
+        }
+  }
+}
+
+TEST(PolicySlice, HoldsOnlyItsGroupsRulesAndKnowsWhenSizeMatters) {
+  PolicyConfig config;
+  config.rules.push_back(
+      rule({{GroupKind::kTp}, {Op::kAlltoall}, {}, 0, -1}, CodecSpec("identity"), "any size"));
+  config.rules.push_back(
+      rule({{GroupKind::kTp}, {Op::kAllgather}, {}, -1, -1}, CodecSpec("identity"), "large only"));
+  Policy policy = make_policy(config);
+  PolicySlice dp(policy, GroupKind::kDp);
+  EXPECT_TRUE(dp.routes().empty());
+  EXPECT_TRUE(dp.size_independent(Op::kAlltoall, Role::kActivation));
+  EXPECT_EQ(dp.route(Op::kAlltoall, Role::kActivation, kMiB), nullptr);
+  PolicySlice tp(policy, GroupKind::kTp);
+  EXPECT_EQ(tp.routes().size(), 2u);
+  EXPECT_TRUE(tp.size_independent(Op::kAlltoall, Role::kActivation));
+  EXPECT_NE(tp.route(Op::kAlltoall, Role::kActivation, 0), nullptr);
+  EXPECT_FALSE(tp.size_independent(Op::kAllgather, Role::kActivation));
+  EXPECT_TRUE(tp.size_independent(Op::kBroadcast, Role::kActivation));
+}
+
+TEST(PolicySlice, ErrorSamplingIsEveryKthLossyCall) {
+  auto every = [](double rate) {
+    PolicyConfig config;
+    config.error_sample_rate = rate;
+    Policy policy = make_policy(config);
+    return PolicySlice(policy, GroupKind::kDp).sample_every();
+  };
+  EXPECT_EQ(every(0.0), 0u);
+  EXPECT_EQ(every(1.0), 1u);
+  EXPECT_EQ(every(0.01), 100u);
+  EXPECT_EQ(every(0.3), 3u);
+}
+
+}  // namespace
+}  // namespace cmpi::comm
