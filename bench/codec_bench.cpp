@@ -21,6 +21,7 @@
 #include "bench/machine_info.h"
 #include "bench/measurement.h"
 #include "bench/result_table.h"
+#include "bench/target_report.h"
 #include "compress/codec_registry.h"
 
 #ifndef CMPI_BENCH_DATA_DIR
@@ -358,8 +359,9 @@ int run_codec_bench(int argc, char** argv) {
     for (auto& reference : references) run_subject(*reference, data, true, options, table, state);
   }
 
-  std::printf("\n# %d rows written to %s; load average (1 min) at end: %.2f\n", table.rows(),
-              options.csv_path.c_str(), load_average());
+  print_target_report(check_targets(table.rows()), stdout);
+  std::printf("\n# %zu rows written to %s; load average (1 min) at end: %.2f\n",
+              table.rows().size(), options.csv_path.c_str(), load_average());
   if (state.failures.empty()) return 0;
   std::fprintf(stderr, "cmpi-bench codec: %zu setting(s) failed:\n", state.failures.size());
   for (const auto& failure : state.failures) std::fprintf(stderr, "  %s\n", failure.c_str());

@@ -66,6 +66,14 @@ double median(std::vector<double> samples) {
   return 0.5 * (lower + upper);
 }
 
+double compression_ratio(const Measurement& m) {
+  return m.encoded_bytes ? double(m.elements) * 4.0 / double(m.encoded_bytes) : 0.0;
+}
+
+double throughput_gbps(const Measurement& m, double seconds) {
+  return seconds > 0 ? double(m.elements) * 4.0 / seconds / 1e9 : 0.0;
+}
+
 ErrorStats compare(const float* original, const float* decoded, size_t n) {
   ErrorStats stats;
   double error_squares = 0;

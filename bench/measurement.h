@@ -43,6 +43,11 @@ struct Measurement {
 Measurement measure(BenchSubject& subject, const std::vector<float>& input,
                     const MeasureOptions& options, std::vector<float>& scratch);
 
+// Input bytes over encoded bytes (0 if nothing was encoded).
+double compression_ratio(const Measurement& m);
+// GB/s (10^9 bytes per second) of input floats for a time in seconds.
+double throughput_gbps(const Measurement& m, double seconds);
+
 ErrorStats compare(const float* original, const float* decoded, size_t n);
 
 // Median of the samples (mean of the middle two for an even count); 0 if empty.

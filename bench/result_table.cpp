@@ -5,15 +5,6 @@
 namespace cmpi::bench {
 namespace {
 
-double ratio_of(const Measurement& m) {
-  return m.encoded_bytes ? double(m.elements) * 4.0 / double(m.encoded_bytes) : 0.0;
-}
-
-// Throughput in GB/s (10^9 bytes) of input floats.
-double gbps(const Measurement& m, double seconds) {
-  return seconds > 0 ? double(m.elements) * 4.0 / seconds / 1e9 : 0.0;
-}
-
 std::string format(const char* pattern, double value) {
   char text[64];
   std::snprintf(text, sizeof text, pattern, value);
@@ -46,7 +37,7 @@ std::string csv_field(const std::string& text) {
 
 std::string csv_line(const ResultRow& row) {
   const Measurement& m = row.measurement;
-  const double ratio = ratio_of(m);
+  const double ratio = compression_ratio(m);
   std::string line;
   line += csv_field(row.dataset) + ",";
   line += csv_field(row.family) + ",";
@@ -56,10 +47,10 @@ std::string csv_line(const ResultRow& row) {
   line += std::to_string(m.elements) + ",";
   line += format("%.6g", ratio) + ",";
   line += format("%.6g", ratio > 0 ? 32.0 / ratio : 0.0) + ",";
-  line += format("%.6g", gbps(m, m.encode_seconds_1t)) + ",";
-  line += format("%.6g", gbps(m, m.decode_seconds_1t)) + ",";
-  line += format("%.6g", gbps(m, m.encode_seconds_mt)) + ",";
-  line += format("%.6g", gbps(m, m.decode_seconds_mt)) + ",";
+  line += format("%.6g", throughput_gbps(m, m.encode_seconds_1t)) + ",";
+  line += format("%.6g", throughput_gbps(m, m.decode_seconds_1t)) + ",";
+  line += format("%.6g", throughput_gbps(m, m.encode_seconds_mt)) + ",";
+  line += format("%.6g", throughput_gbps(m, m.decode_seconds_mt)) + ",";
   line += std::to_string(row.threads) + ",";
   line += csv_field(row.parallelism) + ",";
   line += format("%.6g", m.error.rel_rmse) + ",";
@@ -90,17 +81,17 @@ void ResultTable::print_header() {
 
 void ResultTable::add(const ResultRow& row) {
   const Measurement& m = row.measurement;
-  const double ratio = ratio_of(m);
+  const double ratio = compression_ratio(m);
   std::fprintf(console_, "%-10s %-36s %8.3f %6.2f | %8.3f %8.3f | %8.3f %8.3f | %9.3g %9.3g  %s\n",
                fit(row.dataset, 10).c_str(), fit(row.spec, 36).c_str(), ratio,
-               ratio > 0 ? 32.0 / ratio : 0.0, gbps(m, m.encode_seconds_1t),
-               gbps(m, m.decode_seconds_1t), gbps(m, m.encode_seconds_mt),
-               gbps(m, m.decode_seconds_mt), m.error.rel_rmse, m.error.max_abs_error,
+               ratio > 0 ? 32.0 / ratio : 0.0, throughput_gbps(m, m.encode_seconds_1t),
+               throughput_gbps(m, m.decode_seconds_1t), throughput_gbps(m, m.encode_seconds_mt),
+               throughput_gbps(m, m.decode_seconds_mt), m.error.rel_rmse, m.error.max_abs_error,
                row.parallelism.c_str());
   std::fflush(console_);
   std::fprintf(csv_, "%s\n", csv_line(row).c_str());
   if (std::fflush(csv_) != 0) throw std::runtime_error("--csv '" + path_ + "': write failed");
-  ++rows_;
+  rows_.push_back(row);
 }
 
 }  // namespace cmpi::bench

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "bench/measurement.h"
 
@@ -39,13 +40,13 @@ class ResultTable {
 
   void print_header();
   void add(const ResultRow& row);
-  int rows() const { return rows_; }
+  const std::vector<ResultRow>& rows() const { return rows_; }
 
  private:
   std::FILE* csv_ = nullptr;
   std::FILE* console_;
   std::string path_;
-  int rows_ = 0;
+  std::vector<ResultRow> rows_;
 };
 
 }  // namespace cmpi::bench
