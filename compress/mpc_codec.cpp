@@ -31,13 +31,13 @@ constexpr int64_t kMaxThreads = 1024;
 SimdLevel simd_level_from(const CodecSpec& spec) {
   const std::string name = spec.get_string("simd", "auto");
   if (name == "auto") return best_simd_level();
-  if (name == "scalar") return SimdLevel::kScalar;
-  if (name == "avx2") {
-    if (!simd_level_supported(SimdLevel::kAvx2))
-      bad_param(spec, "simd", "is avx2, which this CPU does not support");
-    return SimdLevel::kAvx2;
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kSsse3, SimdLevel::kAvx2}) {
+    if (name != simd_level_name(level)) continue;
+    if (!simd_level_supported(level))
+      bad_param(spec, "simd", "is " + name + ", which this CPU does not support");
+    return level;
   }
-  bad_param(spec, "simd", "must be auto, scalar or avx2, got '" + name + "'");
+  bad_param(spec, "simd", "must be auto, scalar, ssse3 or avx2, got '" + name + "'");
 }
 
 }  // namespace

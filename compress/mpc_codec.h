@@ -4,7 +4,7 @@
 //
 // Spec: {name: mpc, dim: 1..32 (default 1), chunk: floats per chunk, a
 // multiple of 32 in 32..2^24 (default 65536), threads: 1 (default), 0 = all
-// cores, simd: auto (default) | scalar | avx2}. dim is the data's
+// cores, simd: auto (default) | scalar | ssse3 | avx2}. dim is the data's
 // dimensionality: each value is predicted by the one `dim` positions earlier.
 // Chunks are independent: they are encoded and decoded in parallel, and a
 // communicator may pipeline them. threads and simd change speed, never bytes.

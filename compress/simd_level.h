@@ -1,17 +1,18 @@
-// SimdLevel: which instruction-set variant a hot loop runs. The library is
-// built for x86-64-v2; AVX2 variants are compiled per function with
-// __attribute__((target("avx2"))) and chosen at run time, so one binary runs
-// on any x86-64-v2 CPU and uses AVX2 where the CPU has it. kScalar is the
-// portable reference every SIMD variant must match bit for bit.
+// SimdLevel: which instruction-set variant a hot loop runs. SIMD variants are
+// compiled per function with __attribute__((target(...))) and chosen at run
+// time, so one binary runs on any x86-64 CPU and uses AVX2 where the CPU has
+// it. kScalar is the portable reference every SIMD variant must match bit for
+// bit; a stage without a variant for some level runs its scalar code there.
 #pragma once
 
 namespace cmpi::compress {
 
-enum class SimdLevel { kScalar, kAvx2 };
+enum class SimdLevel { kScalar, kSsse3, kAvx2 };
 
 inline bool simd_level_supported(SimdLevel level) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (level == SimdLevel::kAvx2) return __builtin_cpu_supports("avx2");
+  if (level == SimdLevel::kSsse3) return __builtin_cpu_supports("ssse3");
   return true;
 #else
   return level == SimdLevel::kScalar;
@@ -20,11 +21,21 @@ inline bool simd_level_supported(SimdLevel level) {
 
 // The fastest level this CPU runs.
 inline SimdLevel best_simd_level() {
-  return simd_level_supported(SimdLevel::kAvx2) ? SimdLevel::kAvx2 : SimdLevel::kScalar;
+  if (simd_level_supported(SimdLevel::kAvx2)) return SimdLevel::kAvx2;
+  if (simd_level_supported(SimdLevel::kSsse3)) return SimdLevel::kSsse3;
+  return SimdLevel::kScalar;
 }
 
 inline const char* simd_level_name(SimdLevel level) {
-  return level == SimdLevel::kAvx2 ? "avx2" : "scalar";
+  switch (level) {
+    case SimdLevel::kAvx2:
+      return "avx2";
+    case SimdLevel::kSsse3:
+      return "ssse3";
+    case SimdLevel::kScalar:
+      break;
+  }
+  return "scalar";
 }
 
 }  // namespace cmpi::compress

@@ -1,20 +1,54 @@
 // Forward differences are independent per word and vectorize directly (the
-// scalar loops are auto-vectorized at the baseline ISA). The inverses are
-// prefix sums: the AVX2 variants compute 8 running sums at once with the
-// log-step scan (add the vector shifted by 1, then by 2 words inside each
-// 128-bit lane, then carry the low lane's total into the high lane) and carry
-// the last word into the next vector.
+// scalar loops carry `omp simd`, as GCC's -O2 cost model would not vectorize
+// loops that need a remainder loop). The inverses are
+// prefix sums: the SIMD variants compute 4 (SSSE3) or 8 (AVX2) running sums
+// at once with the log-step scan (add the vector shifted by 1, then by 2
+// words inside each 128-bit lane; AVX2 then carries the low lane's total into
+// the high lane) and carry the last word into the next vector.
 #include "compress/word_differencing.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define CMPI_HAVE_AVX2_VARIANT 1
+#define CMPI_HAVE_X86_VARIANTS 1
 #endif
 
 namespace cmpi::compress {
 namespace {
 
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
+__attribute__((target("ssse3"))) inline __m128i prefix_sum4(__m128i x) {
+  x = _mm_add_epi32(x, _mm_slli_si128(x, 4));
+  return _mm_add_epi32(x, _mm_slli_si128(x, 8));
+}
+
+__attribute__((target("ssse3"))) void undo_difference_at_stride_1_ssse3(const uint32_t* d,
+                                                                        size_t begin, size_t end,
+                                                                        AliasedWord* w) {
+  size_t i = begin;
+  __m128i carry = _mm_set1_epi32(begin > 0 ? static_cast<int>(w[begin - 1]) : 0);
+  for (; i + 4 <= end; i += 4) {
+    __m128i v = _mm_add_epi32(
+        prefix_sum4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d + (i - begin)))), carry);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(w + i), v);
+    carry = _mm_shuffle_epi32(v, 0xFF);
+  }
+  for (; i < end; ++i) w[i] = d[i - begin] + (i > 0 ? w[i - 1] : 0u);
+}
+
+__attribute__((target("ssse3"))) void undo_difference_within_blocks_ssse3(uint32_t* words,
+                                                                          size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b, words += 32) {
+    __m128i carry = _mm_setzero_si128();
+#pragma GCC unroll 8
+    for (int q = 0; q < 32; q += 4) {
+      auto* p = reinterpret_cast<__m128i*>(words + q);
+      __m128i v = _mm_add_epi32(prefix_sum4(_mm_loadu_si128(p)), carry);
+      _mm_storeu_si128(p, v);
+      carry = _mm_shuffle_epi32(v, 0xFF);
+    }
+  }
+}
+
 __attribute__((target("avx2"))) inline __m256i prefix_sum8(__m256i x) {
   x = _mm256_add_epi32(x, _mm256_slli_si256(x, 4));
   x = _mm256_add_epi32(x, _mm256_slli_si256(x, 8));
@@ -90,8 +124,16 @@ __attribute__((target("avx2"))) void undo_difference_within_blocks_avx2(uint32_t
 #endif
 
 bool use_avx2(SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   return level == SimdLevel::kAvx2;
+#else
+  return false;
+#endif
+}
+
+bool use_ssse3(SimdLevel level) {
+#ifdef CMPI_HAVE_X86_VARIANTS
+  return level == SimdLevel::kSsse3;
 #else
   return false;
 #endif
@@ -101,18 +143,22 @@ bool use_avx2(SimdLevel level) {
 
 void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsigned stride,
                           uint32_t* d, SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (use_avx2(level)) return difference_at_stride_avx2(w, begin, end, stride, d);
 #endif
   size_t i = begin;
   for (; i < end && i < stride; ++i) d[i - begin] = w[i];
-  for (; i < end; ++i) d[i - begin] = w[i] - w[i - stride];
+  // d and w do not overlap (w is the caller's floats, d a work buffer).
+  const size_t first = i;
+#pragma omp simd
+  for (size_t j = first; j < end; ++j) d[j - begin] = w[j] - w[j - stride];
 }
 
 void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsigned stride,
                                AliasedWord* w, SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (use_avx2(level)) return undo_difference_at_stride_avx2(d, begin, end, stride, w);
+  if (use_ssse3(level) && stride == 1) return undo_difference_at_stride_1_ssse3(d, begin, end, w);
 #endif
   size_t i = begin;
   if (stride == 1) {
@@ -126,20 +172,22 @@ void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsi
 }
 
 void difference_within_blocks(const uint32_t* t, size_t nblocks, uint32_t* d, SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (use_avx2(level)) return difference_within_blocks_avx2(t, nblocks, d);
 #endif
   // One flat loop (vectorizable), then the first word of each block restarts.
   size_t n = 32 * nblocks;
   if (n == 0) return;
   d[0] = t[0];
+#pragma omp simd
   for (size_t i = 1; i < n; ++i) d[i] = t[i] - t[i - 1];
   for (size_t i = 32; i < n; i += 32) d[i] = t[i];
 }
 
 void undo_difference_within_blocks(uint32_t* words, size_t nblocks, SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (use_avx2(level)) return undo_difference_within_blocks_avx2(words, nblocks);
+  if (use_ssse3(level)) return undo_difference_within_blocks_ssse3(words, nblocks);
 #endif
   for (size_t b = 0; b < nblocks; ++b, words += 32) {
     uint32_t sum = 0;

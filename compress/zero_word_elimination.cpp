@@ -1,6 +1,9 @@
 // Scalar variants are branch-free: every word is stored at the output cursor,
 // which advances only past nonzero ones (hence one word of slack).
 //
+// SSSE3 variants do the same with 4 words at a time, byte shuffles (pshufb)
+// from 16-entry tables; a shuffle index with its top bit set writes a zero.
+//
 // AVX2 variants work on 8 words at a time with an 8-bit lane mask. Packing
 // permutes the nonzero lanes to the front (vpermd) and stores the whole
 // vector; unpacking loads 8 packed words and permutes them out to their lanes,
@@ -13,13 +16,95 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define CMPI_HAVE_AVX2_VARIANT 1
+#define CMPI_HAVE_X86_VARIANTS 1
 #endif
 
 namespace cmpi::compress {
 namespace {
 
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
+using ByteShuffle = std::array<uint8_t, 16>;
+
+// For each 4-lane mask m: the byte shuffle that moves the set lanes to the front.
+constexpr std::array<ByteShuffle, 16> make_pack_shuffles() {
+  std::array<ByteShuffle, 16> table{};
+  for (uint32_t m = 0; m < 16; ++m) {
+    for (auto& index : table[m]) index = 0x80;
+    uint32_t r = 0;
+    for (uint32_t lane = 0; lane < 4; ++lane) {
+      if (!(m & (1u << lane))) continue;
+      for (uint32_t byte = 0; byte < 4; ++byte) table[m][4 * r + byte] = uint8_t(4 * lane + byte);
+      ++r;
+    }
+  }
+  return table;
+}
+
+// For each 4-lane mask m: the byte shuffle that moves packed words out to the
+// set lanes and zeroes the others.
+constexpr std::array<ByteShuffle, 16> make_unpack_shuffles() {
+  std::array<ByteShuffle, 16> table{};
+  for (uint32_t m = 0; m < 16; ++m) {
+    for (auto& index : table[m]) index = 0x80;
+    uint32_t r = 0;
+    for (uint32_t lane = 0; lane < 4; ++lane) {
+      if (!(m & (1u << lane))) continue;
+      for (uint32_t byte = 0; byte < 4; ++byte) table[m][4 * lane + byte] = uint8_t(4 * r + byte);
+      ++r;
+    }
+  }
+  return table;
+}
+
+constexpr std::array<ByteShuffle, 16> kPackShuffles = make_pack_shuffles();
+constexpr std::array<ByteShuffle, 16> kUnpackShuffles = make_unpack_shuffles();
+
+__attribute__((target("ssse3,popcnt"))) inline __m128i shuffle_of(const ByteShuffle& s) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data()));
+}
+
+__attribute__((target("ssse3,popcnt"))) size_t pack_nonzero_words_ssse3(const uint32_t* in,
+                                                                        size_t nblocks,
+                                                                        uint32_t* bitmaps,
+                                                                        uint8_t* packed) {
+  const __m128i zero = _mm_setzero_si128();
+  size_t count = 0;
+  for (size_t b = 0; b < nblocks; ++b) {
+    uint32_t bitmap = 0;
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 32 * b + 4 * q));
+      uint32_t zero_lanes =
+          static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero))));
+      uint32_t nonzero = ~zero_lanes & 0xFu;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + 4 * count),
+                       _mm_shuffle_epi8(v, shuffle_of(kPackShuffles[nonzero])));
+      count += static_cast<size_t>(__builtin_popcount(nonzero));
+      bitmap |= nonzero << (4 * q);
+    }
+    bitmaps[b] = bitmap;
+  }
+  return count;
+}
+
+__attribute__((target("ssse3,popcnt"))) void unpack_nonzero_words_ssse3(const uint32_t* bitmaps,
+                                                                        const uint8_t* packed,
+                                                                        size_t nblocks,
+                                                                        uint32_t* out) {
+  size_t count = 0;
+  for (size_t b = 0; b < nblocks; ++b) {
+    uint32_t bitmap = bitmaps[b];
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q, bitmap >>= 4) {
+      uint32_t nonzero = bitmap & 0xFu;
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + 4 * count));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32 * b + 4 * q),
+                       _mm_shuffle_epi8(v, shuffle_of(kUnpackShuffles[nonzero])));
+      count += static_cast<size_t>(__builtin_popcount(nonzero));
+    }
+  }
+}
+
 // For each lane mask m: nibble r = index of the r-th set lane.
 constexpr std::array<uint32_t, 256> make_pack_lanes() {
   std::array<uint32_t, 256> table{};
@@ -98,8 +183,9 @@ __attribute__((target("avx2"))) void unpack_nonzero_words_avx2(const uint32_t* b
 
 size_t pack_nonzero_words(const uint32_t* in, size_t nblocks, uint32_t* bitmaps, uint8_t* packed,
                           SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (level == SimdLevel::kAvx2) return pack_nonzero_words_avx2(in, nblocks, bitmaps, packed);
+  if (level == SimdLevel::kSsse3) return pack_nonzero_words_ssse3(in, nblocks, bitmaps, packed);
 #endif
   size_t count = 0;
   for (size_t b = 0; b < nblocks; ++b) {
@@ -118,8 +204,9 @@ size_t pack_nonzero_words(const uint32_t* in, size_t nblocks, uint32_t* bitmaps,
 
 void unpack_nonzero_words(const uint32_t* bitmaps, const uint8_t* packed, size_t nblocks,
                           uint32_t* out, SimdLevel level) {
-#ifdef CMPI_HAVE_AVX2_VARIANT
+#ifdef CMPI_HAVE_X86_VARIANTS
   if (level == SimdLevel::kAvx2) return unpack_nonzero_words_avx2(bitmaps, packed, nblocks, out);
+  if (level == SimdLevel::kSsse3) return unpack_nonzero_words_ssse3(bitmaps, packed, nblocks, out);
 #endif
   size_t count = 0;
   for (size_t b = 0; b < nblocks; ++b) {

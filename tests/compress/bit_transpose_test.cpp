@@ -15,8 +15,9 @@ namespace cmpi::compress {
 namespace {
 
 std::vector<SimdLevel> supported_levels() {
-  std::vector<SimdLevel> levels{SimdLevel::kScalar};
-  if (simd_level_supported(SimdLevel::kAvx2)) levels.push_back(SimdLevel::kAvx2);
+  std::vector<SimdLevel> levels;
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kSsse3, SimdLevel::kAvx2})
+    if (simd_level_supported(level)) levels.push_back(level);
   return levels;
 }
 

@@ -90,8 +90,10 @@ double ratio(Codec& codec, const std::vector<float>& in) {
 }
 
 std::vector<std::string> simd_settings() {
-  std::vector<std::string> settings{"simd=scalar"};
-  if (simd_level_supported(SimdLevel::kAvx2)) settings.push_back("simd=avx2");
+  std::vector<std::string> settings;
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kSsse3, SimdLevel::kAvx2})
+    if (simd_level_supported(level))
+      settings.push_back(std::string("simd=") + simd_level_name(level));
   return settings;
 }
 
