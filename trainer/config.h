@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ struct LogConfig {
 
 struct Config {
   std::string source;  // file the config came from
+  // Key path ("training.lr") -> where it was written ("configs/x.yaml:14" or
+  // "--set training.lr=0.01"), for errors found after loading. Keys left at
+  // their default are absent.
+  std::map<std::string, std::string> origins;
   RunConfig run;
   ModelConfig model;
   ParallelConfig parallel;

@@ -1,0 +1,349 @@
+// Loading works in three passes over one YAML tree: the `--set` overrides are
+// written into the tree; each section is read into its struct by a MapReader
+// (types, ranges and unknown keys checked key by key, each key's position
+// recorded); then the checks that relate keys to each other run on the typed
+// Config, naming the key at fault by its recorded position.
+#include "trainer/config_loader.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "compress/codec_registry.h"
+#include "trainer/compression_config.h"
+#include "trainer/config_overrides.h"
+
+namespace cmpi::trainer {
+namespace {
+
+// Upper bound for each parallel dimension and for the ranks they multiply to,
+// so that layout arithmetic stays far inside int.
+constexpr int64_t kMaxRanks = int64_t(1) << 24;
+
+RealRange at_least(double min) {
+  return {min, std::numeric_limits<double>::max(), false, false};
+}
+RealRange above(double min) {
+  return {min, std::numeric_limits<double>::max(), true, false};
+}
+RealRange unit_interval_open_top() {
+  return {0.0, 1.0, false, true};
+}
+
+[[noreturn]] void fail_at(const Config& config, const std::string& key, const std::string& why) {
+  throw ConfigError(origin_of(config, key) + ": " + key + ": " + why);
+}
+
+void read_run(MapReader r, RunConfig& run) {
+  r.read("name", run.name);
+  r.read("dir", run.dir);
+  r.read("seed", run.seed);
+  if (run.name.find('/') != std::string::npos || run.name == "." || run.name == "..")
+    r.fail("name",
+           "must be a plain directory name (the run directory is run.dir/run.name), got \"" +
+               run.name + "\"");
+  r.finish();
+}
+
+void read_model(MapReader r, ModelConfig& model) {
+  r.read("vocab_size", model.vocab_size, positive());
+  r.read("seq_len", model.seq_len, positive());
+  r.read("layers", model.layers, positive());
+  r.read("hidden", model.hidden, positive());
+  r.read("heads", model.heads, positive());
+  r.read("mlp_ratio", model.mlp_ratio, positive());
+  r.read("dropout", model.dropout, unit_interval_open_top());
+  r.read("init_std", model.init_std, above(0.0));
+  r.finish();
+}
+
+void read_parallel(MapReader r, ParallelConfig& parallel) {
+  const IntRange dimension{1, kMaxRanks};
+  r.read_or_auto("data", parallel.data, dimension, 0);
+  r.read("tensor", parallel.tensor, dimension);
+  r.read("pipeline", parallel.pipeline, dimension);
+  r.read("spatial", parallel.spatial, dimension);
+  r.read("zero_stage", parallel.zero_stage, IntRange{0, 3});
+  r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
+  r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
+  r.finish();
+}
+
+void read_training(MapReader r, TrainingConfig& training) {
+  r.read("steps", training.steps, positive());
+  r.read("global_batch", training.global_batch, positive());
+  r.read("micro_batch", training.micro_batch, positive());
+  r.read("lr", training.lr, above(0.0));
+  r.read("min_lr", training.min_lr, at_least(0.0));
+  r.read("warmup_steps", training.warmup_steps, non_negative());
+  r.read("weight_decay", training.weight_decay, at_least(0.0));
+  r.read("beta1", training.beta1, unit_interval_open_top());
+  r.read("beta2", training.beta2, unit_interval_open_top());
+  r.read("eps", training.eps, above(0.0));
+  r.read("grad_clip", training.grad_clip, at_least(0.0));
+  r.read("threads", training.threads, IntRange{1, 1024});
+  r.finish();
+}
+
+void read_data(MapReader r, DataConfig& data) {
+  r.read("kind", data.kind, {"markov"});
+  r.read("seed", data.seed);
+  r.read("branching", data.branching, positive());
+  r.read("concentration", data.concentration, above(0.0));
+  r.finish();
+}
+
+void read_checkpoint(MapReader r, CheckpointConfig& checkpoint) {
+  r.read("dir", checkpoint.dir, {}, /*allow_empty=*/true);
+  r.read("every", checkpoint.every, non_negative());
+  r.finish();
+}
+
+void read_log(MapReader r, LogConfig& log) {
+  r.read("every", log.every, positive());
+  r.read("metrics_jsonl", log.metrics_jsonl);
+  r.finish();
+}
+
+// The config key that sets the size of a group ParallelDims complains about.
+std::string key_of_group(const std::string& layout_message) {
+  const std::string group = layout_message.substr(0, layout_message.find(' '));
+  if (group == "tp") return "parallel.tensor";
+  if (group == "pp") return "parallel.pipeline";
+  if (group == "sp") return "parallel.spatial";
+  if (group == "zero") return "parallel.zero_stage";
+  return "parallel.data";
+}
+
+parallel::ModelShape model_shape(const ModelConfig& model) {
+  parallel::ModelShape shape;
+  shape.layers = model.layers;
+  shape.heads = model.heads;
+  shape.hidden = model.hidden;
+  shape.vocab_size = model.vocab_size;
+  shape.image_rows = 0;  // a GPT has no spatial dimension
+  return shape;
+}
+
+std::string layout_text(const ParallelConfig& p) {
+  return "parallel (data: " + (p.data > 0 ? std::to_string(p.data) : std::string("auto")) +
+         ", tensor: " + std::to_string(p.tensor) + ", pipeline: " + std::to_string(p.pipeline) +
+         ", spatial: " + std::to_string(p.spatial) + ")";
+}
+
+parallel::ParallelDims resolve_layout(const Config& config, int world_size,
+                                      const std::string& world_text) {
+  const ParallelConfig& p = config.parallel;
+  try {
+    return parallel::ParallelDims::resolve(p.data, p.tensor, p.pipeline, p.spatial, p.zero_stage,
+                                           world_size, model_shape(config.model));
+  } catch (const parallel::LayoutError& e) {
+    const std::string key = key_of_group(e.what());
+    fail_at(config, key, layout_text(p) + world_text + ": " + e.what());
+  }
+}
+
+// Checks relating keys to each other, and the layout against the model for
+// the smallest world it fits (the world size itself is only known at launch).
+void check_consistency(const Config& c) {
+  if (c.model.hidden % c.model.heads != 0)
+    fail_at(c, "model.heads",
+            "model.hidden (" + std::to_string(c.model.hidden) +
+                ") must be divisible by model.heads (" + std::to_string(c.model.heads) + ")");
+  if (c.training.global_batch % c.training.micro_batch != 0)
+    fail_at(c, "training.global_batch",
+            "must be a multiple of training.micro_batch (" +
+                std::to_string(c.training.micro_batch) + "), got " +
+                std::to_string(c.training.global_batch));
+  if (c.training.min_lr > c.training.lr)
+    fail_at(c, "training.min_lr",
+            "must be <= training.lr (" + format_real(c.training.lr) + "), got " +
+                format_real(c.training.min_lr));
+  if (c.training.warmup_steps > c.training.steps)
+    fail_at(c, "training.warmup_steps",
+            "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
+                std::to_string(c.training.warmup_steps));
+  if (c.data.branching > c.model.vocab_size)
+    fail_at(c, "data.branching",
+            "a token cannot have more successors than model.vocab_size (" +
+                std::to_string(c.model.vocab_size) + "), got " + std::to_string(c.data.branching));
+
+  const ParallelConfig& p = c.parallel;
+  const __int128 ranks = __int128(p.data > 0 ? p.data : 1) * p.tensor * p.pipeline * p.spatial;
+  if (ranks > kMaxRanks)
+    fail_at(c, "parallel.data",
+            layout_text(p) + " needs more than " + std::to_string(kMaxRanks) + " ranks");
+  resolve_layout(c, int(ranks), "");
+}
+
+Config parse_tree(YAML::Node root, const std::string& source,
+                  const std::vector<std::string>& overrides) {
+  ReadContext context(source);
+  Config config;
+  config.source = source;
+  try {
+    for (const std::string& text : overrides) apply_override(root, text, context);
+    MapReader top(root, "", context);
+    read_run(top.section("run"), config.run);
+    read_model(top.section("model"), config.model);
+    read_parallel(top.section("parallel"), config.parallel);
+    read_training(top.section("training"), config.training);
+    read_data(top.section("data"), config.data);
+    config.compression = read_compression_config(top.section("compression"),
+                                                 compress::CodecRegistry::with_builtin_codecs());
+    read_checkpoint(top.section("checkpoint"), config.checkpoint);
+    read_log(top.section("log"), config.log);
+    top.finish();
+  } catch (const YAML::Exception& e) {
+    // The reader checks node kinds before using them; this is a safety net.
+    throw ConfigError(source + ": unreadable config: " + e.what());
+  }
+  config.origins = context.locations();
+  check_consistency(config);
+  return config;
+}
+
+// Writes one `key: value` pair of an open mapping.
+void put(YAML::Emitter& out, const char* key, const std::string& value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+void put(YAML::Emitter& out, const char* key, int64_t value) {
+  put(out, key, std::to_string(value));
+}
+void put(YAML::Emitter& out, const char* key, uint64_t value) {
+  put(out, key, std::to_string(value));
+}
+void put(YAML::Emitter& out, const char* key, double value) {
+  put(out, key, format_real(value));
+}
+void put(YAML::Emitter& out, const char* key, bool value) {
+  out << YAML::Key << key << YAML::Value << value;
+}
+
+void begin_section(YAML::Emitter& out, const char* name) {
+  out << YAML::Key << name << YAML::Value << YAML::BeginMap;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw ConfigError(path + ": is a directory, not a config file");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(path + ": cannot open the config file");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  return parse_tree(root, path, overrides);
+}
+
+Config parse_config(const std::string& yaml_text, const std::string& source,
+                    const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) +
+                      ": not valid YAML: " + e.msg);
+  }
+  return parse_tree(root, source, overrides);
+}
+
+parallel::ParallelDims validate_layout(const Config& config, int world_size) {
+  if (world_size < 1)
+    throw ConfigError("world size must be >= 1, got " + std::to_string(world_size));
+  const std::string world_text = " on " + std::to_string(world_size) + " ranks";
+  const parallel::ParallelDims dims = resolve_layout(config, world_size, world_text);
+  const TrainingConfig& t = config.training;
+  const int64_t per_step = t.micro_batch * dims.dp;
+  if (t.global_batch % per_step != 0)
+    fail_at(config, "training.global_batch",
+            std::to_string(t.global_batch) + " sequences do not split into micro-batches of " +
+                std::to_string(t.micro_batch) + " over " + std::to_string(dims.dp) +
+                " data-parallel ranks (" + dims.to_string() + world_text + "): it must be a " +
+                "multiple of training.micro_batch x dp = " + std::to_string(per_step));
+  return dims;
+}
+
+std::string to_yaml(const Config& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+
+  begin_section(out, "run");
+  put(out, "name", c.run.name);
+  put(out, "dir", c.run.dir);
+  put(out, "seed", uint64_t(c.run.seed));
+  out << YAML::EndMap;
+
+  begin_section(out, "model");
+  put(out, "vocab_size", int64_t(c.model.vocab_size));
+  put(out, "seq_len", int64_t(c.model.seq_len));
+  put(out, "layers", int64_t(c.model.layers));
+  put(out, "hidden", int64_t(c.model.hidden));
+  put(out, "heads", int64_t(c.model.heads));
+  put(out, "mlp_ratio", int64_t(c.model.mlp_ratio));
+  put(out, "dropout", c.model.dropout);
+  put(out, "init_std", c.model.init_std);
+  out << YAML::EndMap;
+
+  begin_section(out, "parallel");
+  put(out, "data", c.parallel.data > 0 ? std::to_string(c.parallel.data) : std::string("auto"));
+  put(out, "tensor", int64_t(c.parallel.tensor));
+  put(out, "pipeline", int64_t(c.parallel.pipeline));
+  put(out, "spatial", int64_t(c.parallel.spatial));
+  put(out, "zero_stage", int64_t(c.parallel.zero_stage));
+  put(out, "schedule", c.parallel.schedule);
+  put(out, "dp_bucket_bytes", format_size(c.parallel.dp_bucket_bytes));
+  out << YAML::EndMap;
+
+  begin_section(out, "training");
+  put(out, "steps", int64_t(c.training.steps));
+  put(out, "global_batch", int64_t(c.training.global_batch));
+  put(out, "micro_batch", int64_t(c.training.micro_batch));
+  put(out, "lr", c.training.lr);
+  put(out, "min_lr", c.training.min_lr);
+  put(out, "warmup_steps", int64_t(c.training.warmup_steps));
+  put(out, "weight_decay", c.training.weight_decay);
+  put(out, "beta1", c.training.beta1);
+  put(out, "beta2", c.training.beta2);
+  put(out, "eps", c.training.eps);
+  put(out, "grad_clip", c.training.grad_clip);
+  put(out, "threads", int64_t(c.training.threads));
+  out << YAML::EndMap;
+
+  begin_section(out, "data");
+  put(out, "kind", c.data.kind);
+  put(out, "seed", uint64_t(c.data.seed));
+  put(out, "branching", int64_t(c.data.branching));
+  put(out, "concentration", c.data.concentration);
+  out << YAML::EndMap;
+
+  begin_section(out, "compression");
+  write_compression_config(out, c.compression);
+  out << YAML::EndMap;
+
+  begin_section(out, "checkpoint");
+  put(out, "dir", c.checkpoint.dir);
+  put(out, "every", int64_t(c.checkpoint.every));
+  out << YAML::EndMap;
+
+  begin_section(out, "log");
+  put(out, "every", int64_t(c.log.every));
+  put(out, "metrics_jsonl", c.log.metrics_jsonl);
+  out << YAML::EndMap;
+
+  out << YAML::EndMap;
+  const std::string from = c.source.empty() ? "" : " of " + c.source;
+  return "# Resolved config" + from + ": every key, defaults included.\n" + out.c_str() + "\n";
+}
+
+std::string origin_of(const Config& config, const std::string& key_path) {
+  const auto it = config.origins.find(key_path);
+  if (it != config.origins.end()) return it->second;
+  return config.source.empty() ? std::string("<config>") : config.source;
+}
+
+}  // namespace cmpi::trainer
