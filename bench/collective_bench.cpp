@@ -51,17 +51,18 @@ struct Variant {
   bool plain() const { return !communicator; }
 };
 
-// A policy with one rule for any group, op and role: this codec, from 0
-// bytes up; or, without a codec, no rule at all (everything raw).
+// A policy with one rule for any group, op and role: this codec, from
+// min_bytes up (0: every message); or, without a codec, no rule at all
+// (everything raw).
 comm::PolicyConfig forcing_policy(const std::optional<compress::CodecSpec>& codec,
-                                  size_t chunk_bytes) {
+                                  size_t chunk_bytes, int64_t min_bytes) {
   comm::PolicyConfig config;
   config.preset = "none";
   config.chunk_bytes = int64_t(chunk_bytes);
   config.error_sample_rate = 0;  // the benchmark measures error itself, outside the timing
   if (codec) {
     comm::PolicyRule rule;
-    rule.match.min_bytes = 0;
+    rule.match.min_bytes = min_bytes;  // -1: the policy's default
     rule.codec = *codec;
     rule.origin = "cmpi-bench collective --codec " + codec->to_string();
     config.rules.push_back(rule);
@@ -91,8 +92,8 @@ std::vector<Variant> make_variants(const CollectiveBenchOptions& options) {
     variant.codec = codec;
     MPI_Comm dup = MPI_COMM_NULL;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-    variant.communicator =
-        make_policy_communicator(dup, forcing_policy(codec, options.chunk_bytes));
+    variant.communicator = make_policy_communicator(
+        dup, forcing_policy(codec, options.chunk_bytes, options.codec_min_bytes));
     variants.push_back(std::move(variant));
   }
   return variants;
@@ -297,7 +298,8 @@ std::vector<CollectiveRow> run_point(std::vector<Variant>& variants, comm::Op op
       row.wire_bytes_per_rank = global[2 * v] / double(rounds) / double(senders);
       row.compressed = global[2 * count + v] > 0 ? global[2 * v + 1] / global[2 * count + v] : 0;
     }
-    if (variants[v].codec) {
+    // A row the policy sent raw (below --min-bytes) is bounded like a raw row.
+    if (variants[v].codec && row.compressed > 0) {
       const CodecFigures& f = figures[v - 2];
       row.ratio = f.ratio;
       row.encode_seconds = f.encode_seconds;

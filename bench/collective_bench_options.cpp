@@ -178,6 +178,10 @@ CollectiveBenchOptions parse_collective_bench_options(int argc, char** argv) {
     } else if (arg == "--chunk") {
       options.chunk_bytes = parse_byte_size(value(), arg);
       if (options.chunk_bytes < 4) throw std::invalid_argument("--chunk: must be at least 4 bytes");
+    } else if (arg == "--min-bytes") {
+      const std::string text = value();
+      options.codec_min_bytes =
+          text == "default" ? -1 : int64_t(parse_byte_size(text, "--min-bytes"));
     } else if (arg == "--data") {
       options.data_path = value();
     } else if (arg == "--seed") {
@@ -230,6 +234,9 @@ barrier-synchronized, a round's time is the slowest rank's, the figure is the me
   --point-seconds T   stop adding rounds to a point after T seconds (default 20)
   --link-rate RATE    link rate for the wire bound, tc syntax: 200mbit, 1gbit
   --chunk S           pipelining chunk of the compressed path (default 1MiB)
+  --min-bytes S       smallest message the codec rule compresses (default 0: always);
+                      'default' keeps the policy's min_bytes, so that small sizes
+                      show whether the policy leaves them raw (column comp)
   --data FILE         float32 file (e.g. bench/data/gradients.f32), tiled to each size;
                       default: Gaussian N(0,1) data, seed --seed + rank
   --seed N            seed of the synthetic data (default 42)

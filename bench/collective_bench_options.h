@@ -25,6 +25,7 @@ struct CollectiveBenchOptions {
   double point_seconds = 20;                // time budget of one (op, size) point
   double link_bits_per_second = 0;          // --link-rate; 0 = no wire bound
   size_t chunk_bytes = 1 << 20;             // pipelining chunk of the compressed path
+  int64_t codec_min_bytes = 0;              // codec rule min_bytes; -1 = the policy default
   std::string data_path;                    // empty = Gaussian synthetic data
   uint64_t seed = 42;                       // of the synthetic data (rank r uses seed + r)
   std::string csv_path;                     // empty = no CSV
