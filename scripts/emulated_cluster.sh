@@ -202,13 +202,18 @@ run_mpi() {  # run_mpi K R MPIRUN-OPTIONS... -- COMMAND...
   ((nodes <= up_nodes)) || die "run: K=$nodes but only $up_nodes nodes are up"
   local hostfile="$STATE_DIR/hostfile.$$"
   head -n "$nodes" "$STATE_DIR/nodes" | awk -v r="$per_node" '{print $1 " slots=" r}' >"$hostfile"
+  # All nodes share this machine's cores: with more ranks than cores, ranks
+  # that busy-poll starve the ones holding the data, so let idle ranks yield.
+  local yield_opts=()
+  if ((nodes * per_node > $(nproc))); then yield_opts=(--mca mpi_yield_when_idle 1); fi
   local status=0
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CMPI_EMULATED_CLUSTER_STATE=$STATE_DIR \
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
     ip netns exec "${NS_PREFIX}0" mpirun \
     --hostfile "$hostfile" -np $((nodes * per_node)) --map-by "ppr:$per_node:node" --bind-to none \
     --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl tcp,self --mca btl_tcp_if_include "$prefix.0/24" \
-    --mca oob_tcp_if_include "$prefix.0/24" \
+    --mca oob_tcp_if_include "$prefix.0/24" "${yield_opts[@]}" \
     "${mpi_opts[@]}" "$@" || status=$?
   rm -f "$hostfile"
   return $status
