@@ -2,6 +2,12 @@
 
 #include "compress/identity_codec.h"
 #include "compress/mpc_codec.h"
+#include "compress/natural_codec.h"
+#include "compress/qsgd_codec.h"
+#include "compress/randomk_codec.h"
+#include "compress/sign_codec.h"
+#include "compress/threshold_codec.h"
+#include "compress/topk_codec.h"
 #include "compress/zfp_codec.h"
 #include "compress/cast_codecs.h"
 
@@ -23,6 +29,12 @@ CodecRegistry CodecRegistry::with_builtin_codecs() {
   registry.add("bf16", factory_of<Bf16Codec>());
   registry.add("mpc", factory_of<MpcCodec>());
   // Built-in codecs register here, one line each.
+  registry.add("topk", factory_of<TopKCodec>());
+  registry.add("randomk", factory_of<RandomKCodec>());
+  registry.add("threshold", factory_of<ThresholdCodec>());
+  registry.add("qsgd", factory_of<QsgdCodec>());
+  registry.add("natural", factory_of<NaturalCodec>());
+  registry.add("sign", factory_of<SignCodec>());
   return registry;
 }
 

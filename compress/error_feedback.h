@@ -37,7 +37,8 @@ class ErrorFeedback {
  private:
   std::unique_ptr<Codec> inner_;
   std::map<uint64_t, std::vector<float>> residuals_;
-  std::vector<float> work_;  // x + r, reused between calls
+  std::vector<float> work_;     // x + r, reused between calls
+  std::vector<float> decoded_;  // the receiver's view of work_, reused
 };
 
 }  // namespace cmpi::compress

@@ -1,0 +1,45 @@
+// RandomStream: the random bits of the stochastic codecs (randomk, qsgd,
+// natural). SplitMix64 (Steele, Lea, Flood 2014): a 64-bit counter advanced
+// by the golden-ratio constant and passed through a bijective mixer. It is
+// cheap (two multiplies per 64 bits), passes BigCrush, and any 64-bit seed
+// gives a full-period stream, which is all stochastic rounding and index
+// sampling need. Each codec owns one stream; its state advances with every
+// encode, so repeated encodings of the same data draw fresh randomness.
+#pragma once
+
+#include <cstdint>
+
+namespace cmpi::compress {
+
+class RandomStream {
+ public:
+  explicit RandomStream(uint64_t seed) : state_(seed) {}
+
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+  // Uniform integer in [0, bound), bound > 0, without modulo bias: Lemire's
+  // multiply-shift, redrawing the rare values that would favour low results.
+  uint64_t below(uint64_t bound) {
+    __extension__ using Wide = unsigned __int128;
+    Wide product = Wide(next()) * bound;
+    uint64_t low = uint64_t(product);
+    if (low < bound) {
+      const uint64_t threshold = (0 - bound) % bound;
+      while (low < threshold) {
+        product = Wide(next()) * bound;
+        low = uint64_t(product);
+      }
+    }
+    return uint64_t(product >> 64);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace cmpi::compress
