@@ -1,0 +1,100 @@
+#include "comm/algorithms/codec_steps.h"
+
+#include <climits>
+#include <stdexcept>
+
+namespace cmpi::comm {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t feedback_key(uint64_t buffer_key, FeedbackSite site, uint64_t part, uint64_t chunk) {
+  uint64_t h = splitmix64(buffer_key);
+  h = splitmix64(h ^ static_cast<uint64_t>(site));
+  h = splitmix64(h ^ part);
+  return splitmix64(h ^ chunk);
+}
+
+std::string describe_call(const CompressedContext& ctx, TransferOp op) {
+  return std::string("compressed ") + transfer_op_name(op) + " in group " + to_string(ctx.group);
+}
+
+void check_context(const CompressedContext& ctx, TransferOp op) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument(describe_call(ctx, op) + ": " + why);
+  };
+  if (ctx.comm == MPI_COMM_NULL) fail("context has no communicator");
+  if (ctx.codec == nullptr) fail("context has no codec");
+  int size = 0, rank = 0;
+  MPI_Comm_size(ctx.comm, &size);
+  MPI_Comm_rank(ctx.comm, &rank);
+  if (size != ctx.size || rank != ctx.rank)
+    fail("context says rank " + std::to_string(ctx.rank) + " of " + std::to_string(ctx.size) +
+         ", communicator says rank " + std::to_string(rank) + " of " + std::to_string(size));
+  if (ctx.chunk_elems == 0) fail("chunk_elems is 0");
+  if (ctx.chunk_elems > size_t(UINT32_MAX) ||
+      ctx.codec->max_encoded_bytes(ctx.chunk_elems) > size_t(INT_MAX) - kChunkFrameBytes)
+    fail("chunk_elems " + std::to_string(ctx.chunk_elems) +
+         " gives chunks larger than one MPI message can hold (INT_MAX bytes)");
+  if (ctx.tag < 0) fail("tag " + std::to_string(ctx.tag) + " is negative");
+  if (ctx.feedback != nullptr) {
+    const compress::Codec& inner = ctx.feedback->codec();
+    if (inner.id() != ctx.codec->id() ||
+        inner.max_encoded_bytes(ctx.chunk_elems) != ctx.codec->max_encoded_bytes(ctx.chunk_elems))
+      fail("error feedback wraps " + inner.spec().to_string() + " but the codec is " +
+           ctx.codec->spec().to_string());
+  }
+}
+
+void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_size,
+                  const char* name) {
+  if (counts_size != size_t(ctx.size))
+    throw std::invalid_argument(describe_call(ctx, op) + ": " + name + " has " +
+                                std::to_string(counts_size) + " entries for " +
+                                std::to_string(ctx.size) + " ranks");
+}
+
+size_t chunk_message_bound(const CompressedContext& ctx, size_t elems) {
+  return kChunkFrameBytes + (elems == 0 ? 0 : ctx.codec->max_encoded_bytes(elems));
+}
+
+size_t encode_payload(CompressedContext& ctx, const float* in, size_t n, uint8_t* out,
+                      size_t capacity, const uint64_t* feedback_key) {
+  if (n == 0) return 0;
+  double start = MPI_Wtime();
+  uint8_t* payload = out + kChunkFrameBytes;
+  size_t room = capacity - kChunkFrameBytes;
+  size_t bytes = (ctx.feedback != nullptr && feedback_key != nullptr)
+                     ? ctx.feedback->encode(*feedback_key, in, n, payload, room)
+                     : ctx.codec->encode(in, n, payload, room);
+  add_encode_seconds(ctx, MPI_Wtime() - start);
+  return bytes;
+}
+
+void add_encode_seconds(CompressedContext& ctx, double seconds) {
+  if (ctx.counters) ctx.counters->encode_seconds += seconds;
+}
+void add_decode_seconds(CompressedContext& ctx, double seconds) {
+  if (ctx.counters) ctx.counters->decode_seconds += seconds;
+}
+void add_wire_seconds(CompressedContext& ctx, double seconds) {
+  if (ctx.counters) ctx.counters->wire_seconds += seconds;
+}
+void add_wire_bytes(CompressedContext& ctx, size_t bytes) {
+  if (ctx.counters) ctx.counters->wire_bytes += bytes;
+}
+
+void timed_wait(CompressedContext& ctx, MPI_Request* request, MPI_Status* status) {
+  double start = MPI_Wtime();
+  MPI_Wait(request, status);
+  add_wire_seconds(ctx, MPI_Wtime() - start);
+}
+
+}  // namespace cmpi::comm

@@ -1,0 +1,66 @@
+// The steps every compressed algorithm repeats, each charged to the call's
+// counters: encoding a chunk (through error feedback when the call has it),
+// decoding one, and waiting on MPI. Also the checks of a CompressedContext and
+// the error-feedback keys, so that all algorithms report and key alike.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "comm/algorithms/chunk_frame.h"
+#include "comm/algorithms/compressed_context.h"
+
+namespace cmpi::comm {
+
+// Where an encoding of this rank's own data happens; part of the feedback key
+// so that every encoding site of a buffer keeps its own residual.
+enum class FeedbackSite : uint8_t {
+  kSend = 1,
+  kAllgatherShard = 2,
+  kReduceScatterInput = 3,
+  kAllreduceResult = 4,
+  kBroadcastRoot = 5,
+  kAlltoallBlock = 6,
+  kHaloLo = 7,
+  kHaloHi = 8,
+};
+
+// Residual key for chunk `chunk` of part `part` (segment, peer ...) of the
+// buffer ctx.buffer_key at `site`: a 64-bit mix, so distinct inputs collide
+// only by chance (2^-64).
+uint64_t feedback_key(uint64_t buffer_key, FeedbackSite site, uint64_t part, uint64_t chunk);
+
+// "compressed allreduce in group dp"
+std::string describe_call(const CompressedContext& ctx, TransferOp op);
+
+// Throws std::invalid_argument naming the call and the field if ctx cannot
+// run `op`: no communicator or codec, chunk_elems 0 or too large for one MPI
+// message, rank/size not those of ctx.comm, feedback over another codec.
+void check_context(const CompressedContext& ctx, TransferOp op);
+
+// Throws std::invalid_argument unless counts has one entry per rank.
+void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_size,
+                  const char* name);
+
+// Largest message of a chunk of `elems` floats: frame plus codec bound.
+size_t chunk_message_bound(const CompressedContext& ctx, size_t elems);
+
+// Encodes in[0..n) after the frame slot of out (out + kChunkFrameBytes),
+// through ctx.feedback with *feedback_key when both are non-null. Returns the
+// payload size. Charges encode seconds.
+size_t encode_payload(CompressedContext& ctx, const float* in, size_t n, uint8_t* out,
+                      size_t capacity, const uint64_t* feedback_key);
+
+// Charges elapsed seconds to the call's counters (no-op without counters).
+void add_encode_seconds(CompressedContext& ctx, double seconds);
+void add_decode_seconds(CompressedContext& ctx, double seconds);
+void add_wire_seconds(CompressedContext& ctx, double seconds);
+void add_wire_bytes(CompressedContext& ctx, size_t bytes);
+
+// MPI_Wait / MPI_Waitall charged as wire seconds.
+void timed_wait(CompressedContext& ctx, MPI_Request* request, MPI_Status* status);
+
+}  // namespace cmpi::comm

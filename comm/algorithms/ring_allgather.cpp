@@ -1,0 +1,88 @@
+// Compressed ring allgather. Works as follows, with N ranks:
+//   1. rank r encodes its own segment once, chunk by chunk, sending each
+//      chunk to its right neighbour as soon as it is encoded;
+//   2. for s = 0..N-2 it receives segment r-1-s from its left neighbour and
+//      passes each compressed chunk on to the right as it lands (unless the
+//      right neighbour owns that segment), then decodes it into place while
+//      the next chunks are in flight.
+// Nothing is re-encoded on the way, so every segment carries exactly one
+// encoding's error, the same bits reach every rank, and the owner keeps the
+// decoded copy of its own segment too (with a lossy codec its slot of out
+// holds what the others received, not its input). A lossless codec gives
+// out == the plain MPI_Allgatherv, bit for bit.
+//
+// Error feedback: the single encoding of this rank's segment goes through
+// ctx.feedback, keyed per chunk (FeedbackSite::kAllgatherShard).
+#include <cstring>
+
+#include "comm/algorithms/chunk_transfer.h"
+#include "comm/algorithms/codec_steps.h"
+#include "comm/algorithms/compressed_collectives.h"
+#include "comm/algorithms/ring_stages.h"
+
+namespace cmpi::comm {
+
+void ring_allgather_forward_stage(CompressedContext& ctx, TransferOp op, float* out,
+                                  const std::vector<size_t>& counts,
+                                  const std::vector<size_t>& offsets) {
+  const int n_ranks = ctx.size;
+  const int right = (ctx.rank + 1) % n_ranks;
+  const int left = (ctx.rank + n_ranks - 1) % n_ranks;
+
+  // Received chunks stay alive until the forwards that share them complete.
+  std::vector<std::unique_ptr<IncomingTransfer>> incoming;
+  std::vector<std::unique_ptr<OutgoingTransfer>> forwards;
+  for (int step = 0; step < n_ranks - 1; ++step) {
+    const int segment = (ctx.rank - 1 - step + n_ranks) % n_ranks;
+    TransferShape shape = make_shape(ctx, op, counts[segment], segment);
+    incoming.push_back(std::make_unique<IncomingTransfer>(ctx, left, shape));
+    IncomingTransfer& hop = *incoming.back();
+    OutgoingTransfer* forward = nullptr;
+    if (segment != right) {
+      forwards.push_back(std::make_unique<OutgoingTransfer>(ctx, right, shape));
+      forward = forwards.back().get();
+    }
+    float* dest = out + offsets[segment];
+    while (!hop.done()) {
+      size_t k = hop.wait_next();
+      if (forward) forward->forward(hop.message(k), hop.message_bytes(k));
+      hop.decode(k, dest + shape.chunk_offset(k));
+    }
+  }
+  for (auto& forward : forwards) forward->wait();
+}
+
+void ring_allgather(CompressedContext& ctx, const float* in, float* out,
+                    const std::vector<size_t>& counts) {
+  check_context(ctx, TransferOp::kAllgather);
+  check_counts(ctx, TransferOp::kAllgather, counts.size(), "counts");
+  std::vector<size_t> offsets = block_offsets(counts);
+  float* own_slot = out + offsets[ctx.rank];
+  const size_t own_count = counts[ctx.rank];
+  if (ctx.size == 1) {
+    if (own_count && own_slot != in) std::memmove(own_slot, in, own_count * sizeof(float));
+    return;
+  }
+
+  const int right = (ctx.rank + 1) % ctx.size;
+  OutgoingTransfer own(ctx, right, make_shape(ctx, TransferOp::kAllgather, own_count, ctx.rank));
+  const bool lossless = ctx.codec->lossless();
+  for (size_t k = 0; k < own.shape().chunk_count(); ++k) {
+    const size_t offset = own.shape().chunk_offset(k);
+    const size_t length = own.shape().chunk_length(k);
+    uint64_t key = feedback_key(ctx.buffer_key, FeedbackSite::kAllgatherShard, 0, k);
+    own.send_chunk(k, in + offset, &key);
+    // Chunk k of in has been read; writing chunk k of the slot is safe even
+    // when in aliases it.
+    if (lossless) {
+      if (length && own_slot != in)
+        std::memmove(own_slot + offset, in + offset, length * sizeof(float));
+    } else {
+      own.decode_sent(k, own_slot + offset);
+    }
+  }
+  ring_allgather_forward_stage(ctx, TransferOp::kAllgather, out, counts, offsets);
+  own.wait();
+}
+
+}  // namespace cmpi::comm
