@@ -82,13 +82,17 @@ size_t mpc_encode_chunk(const float* in, size_t words, unsigned dim, uint8_t* ou
     std::fill(stage_a + (end - begin), stage_a + 32 * nb, 0u);
     bit_transpose_32x32(stage_a, stage_b, nb, level);
     difference_within_blocks(stage_b, nb, stage_a, level);
-    const size_t count = pack_nonzero_words(stage_a, nb, bitmaps, packed, level);
+    // Pack straight into the output when even an incompressible batch plus
+    // the packing slack stays inside the chunk's raw-size region.
+    const bool direct = nonzero + 32 * nb + kZeroPackSlackWords <= word_budget;
+    uint8_t* const destination = direct ? packed_out + 4 * nonzero : packed;
+    const size_t count = pack_nonzero_words(stage_a, nb, bitmaps, destination, level);
     if (nonzero + count >= word_budget) {
       std::memcpy(out, in, 4 * words);
       return 4 * words;
     }
     std::memcpy(out + 4 * block0, bitmaps, 4 * nb);
-    std::memcpy(packed_out + 4 * nonzero, packed, 4 * count);
+    if (!direct) std::memcpy(packed_out + 4 * nonzero, packed, 4 * count);
     nonzero += count;
   }
   return 4 * (nblocks + nonzero);
