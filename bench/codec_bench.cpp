@@ -178,7 +178,7 @@ void run_subject(BenchSubject& subject, const Dataset& data, bool reference,
         measure(subject, data.values, {options.repeats, options.threads}, state.scratch);
   } catch (const std::exception& e) {
     state.failures.push_back(data.name + " / " + subject.label() + ": " + e.what());
-    std::printf("%-10s %-36s FAILED: %s\n", data.name.c_str(), subject.label().c_str(), e.what());
+    std::printf("%-11s %-36s FAILED: %s\n", data.name.c_str(), subject.label().c_str(), e.what());
     return;
   }
   table.add(row);
@@ -350,7 +350,7 @@ int run_codec_bench(int argc, char** argv) {
           subject = std::make_unique<CodecSubject>(registry, spec, options.threads);
         } catch (const std::exception& e) {
           state.failures.push_back(data.name + " / " + spec_text + ": " + e.what());
-          std::printf("%-10s %-36s FAILED: %s\n", data.name.c_str(), spec_text.c_str(), e.what());
+          std::printf("%-11s %-36s FAILED: %s\n", data.name.c_str(), spec_text.c_str(), e.what());
           continue;
         }
         run_subject(*subject, data, false, options, table, state);

@@ -71,10 +71,10 @@ ResultTable::~ResultTable() {
 }
 
 void ResultTable::print_header() {
-  std::fprintf(console_, "%-10s %-36s %8s %6s | %8s %8s | %8s %8s | %9s %9s  %s\n", "dataset",
+  std::fprintf(console_, "%-11s %-36s %8s %6s | %8s %8s | %8s %8s | %9s %9s  %s\n", "dataset",
                "spec", "ratio", "bits", "enc 1T", "dec 1T", "enc nT", "dec nT", "rel RMSE",
                "max err", "nT via");
-  std::fprintf(console_, "%-10s %-36s %8s %6s | %8s %8s | %8s %8s | %9s %9s\n", "", "", "", "/val",
+  std::fprintf(console_, "%-11s %-36s %8s %6s | %8s %8s | %8s %8s | %9s %9s\n", "", "", "", "/val",
                "GB/s", "GB/s", "GB/s", "GB/s", "", "abs");
   std::fflush(console_);
 }
@@ -82,8 +82,8 @@ void ResultTable::print_header() {
 void ResultTable::add(const ResultRow& row) {
   const Measurement& m = row.measurement;
   const double ratio = compression_ratio(m);
-  std::fprintf(console_, "%-10s %-36s %8.3f %6.2f | %8.3f %8.3f | %8.3f %8.3f | %9.3g %9.3g  %s\n",
-               fit(row.dataset, 10).c_str(), fit(row.spec, 36).c_str(), ratio,
+  std::fprintf(console_, "%-11s %-36s %8.3f %6.2f | %8.3f %8.3f | %8.3f %8.3f | %9.3g %9.3g  %s\n",
+               fit(row.dataset, 11).c_str(), fit(row.spec, 36).c_str(), ratio,
                ratio > 0 ? 32.0 / ratio : 0.0, throughput_gbps(m, m.encode_seconds_1t),
                throughput_gbps(m, m.decode_seconds_1t), throughput_gbps(m, m.encode_seconds_mt),
                throughput_gbps(m, m.decode_seconds_mt), m.error.rel_rmse, m.error.max_abs_error,
