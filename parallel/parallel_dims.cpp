@@ -8,15 +8,13 @@ namespace {
 }
 
 void require_positive(const std::string& group, const std::string& key, int64_t value) {
-  if (value < 1)
-    fail(group, "parallel." + key + " must be >= 1, got " + std::to_string(value));
+  if (value < 1) fail(group, "parallel." + key + " must be >= 1, got " + std::to_string(value));
 }
 
 }  // namespace
 
-ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipeline,
-                                   int64_t spatial, int64_t zero_stage, int world_size,
-                                   const ModelShape& model) {
+ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipeline, int64_t spatial,
+                                   int64_t zero_stage, int world_size, const ModelShape& model) {
   require_positive("tp", "tensor", tensor);
   require_positive("pp", "pipeline", pipeline);
   require_positive("sp", "spatial", spatial);
@@ -24,8 +22,8 @@ ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipelin
     fail("zero", "parallel.zero_stage must be 0, 1, 2 or 3, got " + std::to_string(zero_stage));
   const int64_t model_parallel = tensor * pipeline * spatial;
   const std::string mp_text = "tensor(" + std::to_string(tensor) + ") x pipeline(" +
-                              std::to_string(pipeline) + ") x spatial(" +
-                              std::to_string(spatial) + ") = " + std::to_string(model_parallel);
+                              std::to_string(pipeline) + ") x spatial(" + std::to_string(spatial) +
+                              ") = " + std::to_string(model_parallel);
   if (data <= 0) {
     if (world_size % model_parallel != 0)
       fail("dp", "world size " + std::to_string(world_size) + " is not divisible by " + mp_text +

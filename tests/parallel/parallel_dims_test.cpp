@@ -50,10 +50,8 @@ TEST(ParallelDims, CoordinatesRoundTrip) {
 TEST(ParallelDims, ErrorsNameTheGroup) {
   EXPECT_NE(error_of(0, 4, 1, 1, 0, 6, gpt()).find("dp group"), std::string::npos);
   EXPECT_NE(error_of(3, 2, 1, 1, 0, 4, gpt()).find("dp group"), std::string::npos);
-  EXPECT_NE(error_of(1, 3, 1, 1, 0, 3, gpt(4, 8)).find("tp group: model.heads"),
-            std::string::npos);
-  EXPECT_NE(error_of(1, 1, 8, 1, 0, 8, gpt(4)).find("pp group: model.layers"),
-            std::string::npos);
+  EXPECT_NE(error_of(1, 3, 1, 1, 0, 3, gpt(4, 8)).find("tp group: model.heads"), std::string::npos);
+  EXPECT_NE(error_of(1, 1, 8, 1, 0, 8, gpt(4)).find("pp group: model.layers"), std::string::npos);
   EXPECT_NE(error_of(1, 1, 1, 2, 0, 2, gpt()).find("sp group"), std::string::npos);
   EXPECT_NE(error_of(1, 1, 1, 1, 4, 1, gpt()).find("zero group"), std::string::npos);
   EXPECT_NE(error_of(1, 0, 1, 1, 0, 1, gpt()).find("tp group: parallel.tensor must be >= 1"),

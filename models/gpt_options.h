@@ -1,0 +1,30 @@
+// GptOptions: the shape of a GPT decoder (plain numbers, no torch).
+#pragma once
+
+#include <cstdint>
+
+namespace cmpi::models {
+
+struct GptOptions {
+  int64_t vocab_size = 256;
+  int64_t seq_len = 64;
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t mlp_ratio = 4;
+  double dropout = 0.0;
+  double init_std = 0.02;
+
+  int64_t head_dim() const { return hidden / heads; }
+  // Parameters of the model (embeddings tied with the output head).
+  int64_t parameter_count() const {
+    const int64_t per_block = 4 * hidden                          // two LayerNorms
+                              + 3 * hidden * hidden + 3 * hidden  // qkv
+                              + hidden * hidden + hidden          // attention output
+                              + 2 * mlp_ratio * hidden * hidden   // MLP weights
+                              + mlp_ratio * hidden + hidden;      // MLP biases
+    return vocab_size * hidden + seq_len * hidden + layers * per_block + 2 * hidden;
+  }
+};
+
+}  // namespace cmpi::models

@@ -1,0 +1,69 @@
+#include "trainer/metrics.h"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace cmpi::trainer {
+
+MetricsLog::MetricsLog(const std::string& jsonl_path, int64_t print_every)
+    : print_every_(print_every) {
+  if (jsonl_path.empty()) return;
+  file_ = std::fopen(jsonl_path.c_str(), "w");
+  if (!file_) throw std::runtime_error("cannot write " + jsonl_path + ": " + std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000.0 && u < 4) {
+    bytes /= 1000.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string MetricsLog::to_json(const StepRecord& r) {
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%.6f,\"loss_floor\":%.6f,"
+                "\"lr\":%.6e,\"grad_norm\":%.6f,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
+                "\"comm_ms\":%.3f,\"raw_bytes\":%llu,\"wire_bytes\":%llu",
+                (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
+                r.grad_norm, r.tokens_per_second, r.step_ms, r.comm_ms,
+                (unsigned long long)r.raw_bytes, (unsigned long long)r.wire_bytes);
+  std::string out = buf;
+  if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
+  if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
+  return out + "}";
+}
+
+std::string MetricsLog::progress_line(const StepRecord& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "step %lld/%lld | loss %.4f (floor %.4f) | lr %.2e | %.0f tok/s | step %.1f ms | "
+                "comm %.1f ms | sent %s",
+                (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
+                r.tokens_per_second, r.step_ms, r.comm_ms,
+                human_bytes(double(r.wire_bytes)).c_str());
+  return buf;
+}
+
+void MetricsLog::record(const StepRecord& r) {
+  if (file_) {
+    std::fputs((to_json(r) + "\n").c_str(), file_);
+    std::fflush(file_);
+  }
+  if (print_every_ > 0 && (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1)) {
+    std::printf("%s\n", progress_line(r).c_str());
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace cmpi::trainer

@@ -1,0 +1,49 @@
+// Metrics: what a run reports. Every step becomes one JSON object appended to
+// <run dir>/metrics.jsonl; every `every` steps (and the last) a one-line
+// progress report goes to stdout. Written by rank 0 only.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace cmpi::trainer {
+
+struct StepRecord {
+  int64_t step = 0;  // 1-based
+  int64_t total_steps = 0;
+  double loss = 0;
+  double loss_floor = 0;  // the data's entropy rate (nats/token)
+  double lr = 0;
+  double grad_norm = 0;
+  double tokens_per_second = 0;
+  double step_ms = 0;
+  double comm_ms = 0;       // this rank's time inside communicators during the step
+  uint64_t raw_bytes = 0;   // what the step asked to send, all groups
+  uint64_t wire_bytes = 0;  // what actually went on the wire, all groups
+  std::string groups_json;  // {"dp":{...},...} cumulative per-group stats
+  std::string memory_json;  // {"parameters_bytes":...,...} or empty
+};
+
+class MetricsLog {
+ public:
+  // jsonl_path empty: no file. print_every 0: no progress lines.
+  MetricsLog(const std::string& jsonl_path, int64_t print_every);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void record(const StepRecord& r);
+
+  static std::string to_json(const StepRecord& r);
+  static std::string progress_line(const StepRecord& r);
+
+ private:
+  std::FILE* file_ = nullptr;
+  int64_t print_every_;
+};
+
+// "1.23 MB", "456 B"
+std::string human_bytes(double bytes);
+
+}  // namespace cmpi::trainer

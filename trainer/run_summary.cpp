@@ -1,0 +1,88 @@
+#include "trainer/run_summary.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "parallel/process_groups.h"
+#include "trainer/metrics.h"
+
+namespace cmpi::trainer {
+namespace {
+
+struct GroupTotals {
+  unsigned long long calls = 0, raw_bytes = 0, wire_bytes = 0;
+  double max_seconds = 0, max_encode = 0, max_decode = 0;
+};
+
+GroupTotals reduce_over_world(const comm::OpCounters& mine) {
+  unsigned long long counts[3] = {mine.calls, mine.raw_bytes, mine.wire_bytes};
+  double times[3] = {mine.seconds, mine.encode_seconds, mine.decode_seconds};
+  GroupTotals t;
+  unsigned long long count_sums[3];
+  double time_max[3];
+  MPI_Allreduce(counts, count_sums, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(times, time_max, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  t.calls = count_sums[0];
+  t.raw_bytes = count_sums[1];
+  t.wire_bytes = count_sums[2];
+  t.max_seconds = time_max[0];
+  t.max_encode = time_max[1];
+  t.max_decode = time_max[2];
+  return t;
+}
+
+}  // namespace
+
+void report_summary(const Config& config, parallel::ProcessGroups& groups,
+                    const TrainResult& result, const std::string& run_dir) {
+  const bool is_root = groups.world_rank() == 0;
+  const double final_loss = result.losses.empty() ? 0.0 : result.losses.back();
+  const double first_loss = result.losses.empty() ? 0.0 : result.losses.front();
+  std::string json;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"steps\":%zu,\"first_loss\":%.6f,\"final_loss\":%.6f,\"loss_floor\":%.6f,"
+                "\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"parameters\":%lld,\"layout\":\"%s\","
+                "\"groups\":{",
+                result.losses.size(), first_loss, final_loss, result.loss_floor, result.seconds,
+                result.tokens_per_second, (long long)result.parameters,
+                groups.dims().to_string().c_str());
+  json = buf;
+  std::string lines;
+  bool first = true;
+  for (auto kind : {comm::GroupKind::kDp, comm::GroupKind::kTp, comm::GroupKind::kPp,
+                    comm::GroupKind::kSp, comm::GroupKind::kZero, comm::GroupKind::kWorld}) {
+    const GroupTotals t = reduce_over_world(groups.group(kind).stats().total());
+    if (t.calls == 0) continue;
+    const double ratio = t.wire_bytes ? double(t.raw_bytes) / double(t.wire_bytes) : 1.0;
+    std::snprintf(buf, sizeof buf,
+                  "%s\"%s\":{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,"
+                  "\"ratio\":%.4f,\"max_seconds\":%.4f,\"max_encode_s\":%.4f,"
+                  "\"max_decode_s\":%.4f}",
+                  first ? "" : ",", comm::to_string(kind), t.calls, t.raw_bytes, t.wire_bytes,
+                  ratio, t.max_seconds, t.max_encode, t.max_decode);
+    json += buf;
+    first = false;
+    std::snprintf(buf, sizeof buf,
+                  "  %-5s %8llu calls | raw %10s | wire %10s | ratio %5.2f | comm %.2f s "
+                  "(slowest rank)\n",
+                  comm::to_string(kind), t.calls, human_bytes(double(t.raw_bytes)).c_str(),
+                  human_bytes(double(t.wire_bytes)).c_str(), ratio, t.max_seconds);
+    lines += buf;
+  }
+  json += "}}";
+  if (!is_root) return;
+  std::printf("done: %zu steps in %.1f s | loss %.4f -> %.4f (floor %.4f, gap %.4f) | %.0f tok/s\n",
+              result.losses.size(), result.seconds, first_loss, final_loss, result.loss_floor,
+              final_loss - result.loss_floor, result.tokens_per_second);
+  std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
+  if (!run_dir.empty()) {
+    std::ofstream(run_dir + "/summary.json") << json << "\n";
+    std::printf("run directory: %s (config.yaml, metrics.jsonl, summary.json)\n", run_dir.c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace cmpi::trainer

@@ -1,0 +1,21 @@
+// The end-of-run summary: loss against the data's floor, throughput, and per
+// communicator group what was moved (bytes summed over all ranks, time as the
+// slowest rank's). Collective over the world: every rank must call it.
+// Rank 0 prints it and writes <run dir>/summary.json.
+#pragma once
+
+#include <string>
+
+#include "trainer/config.h"
+#include "trainer/trainer.h"
+
+namespace cmpi::parallel {
+class ProcessGroups;
+}
+
+namespace cmpi::trainer {
+
+void report_summary(const Config& config, parallel::ProcessGroups& groups,
+                    const TrainResult& result, const std::string& run_dir);
+
+}  // namespace cmpi::trainer

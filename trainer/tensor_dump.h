@@ -1,0 +1,12 @@
+// Writes a float tensor as raw little-endian float32 (the benchmark's data format).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace cmpi::trainer {
+
+void write_f32(const std::string& path, const torch::Tensor& values);
+
+}  // namespace cmpi::trainer

@@ -1,0 +1,297 @@
+#include "trainer/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "models/gpt.h"
+#include "parallel/gradient_buckets.h"
+#include "parallel/process_groups.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/markov_source.h"
+#include "trainer/metrics.h"
+#include "trainer/tensor_dump.h"
+
+namespace cmpi::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+models::GptOptions gpt_options(const ModelConfig& m) {
+  models::GptOptions o;
+  o.vocab_size = m.vocab_size;
+  o.seq_len = m.seq_len;
+  o.layers = m.layers;
+  o.hidden = m.hidden;
+  o.heads = m.heads;
+  o.mlp_ratio = m.mlp_ratio;
+  o.dropout = m.dropout;
+  o.init_std = m.init_std;
+  return o;
+}
+
+constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
+                                          comm::GroupKind::kPp,   comm::GroupKind::kSp,
+                                          comm::GroupKind::kZero, comm::GroupKind::kWorld};
+
+}  // namespace
+
+struct Trainer::Impl {
+  Impl(const Config& c, parallel::ProcessGroups& g, TrainerOptions o)
+      : config(c),
+        groups(g),
+        options(std::move(o)),
+        model(nullptr),
+        source(c.model.vocab_size, c.data.branching, c.data.concentration, c.data.seed) {}
+
+  void setup();
+  double train_step(int64_t step);
+  void sync_parameters();
+  comm::OpCounters comm_totals() const;
+  std::string groups_json() const;
+  std::string memory_json() const;
+  void dump_tensors(int64_t step);
+
+  const Config& config;
+  parallel::ProcessGroups& groups;
+  TrainerOptions options;
+  models::Gpt model;
+  MarkovSource source;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<parallel::GradientBuckets> buckets;
+  std::vector<torch::Tensor> parameters;
+  LrSchedule schedule;
+  int64_t micro_batches = 1;  // per rank per step
+  double last_grad_norm = 0;
+};
+
+Trainer::Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options)
+    : impl_(std::make_unique<Impl>(config, groups, std::move(options))) {
+  impl_->setup();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::Impl::setup() {
+  const auto& t = config.training;
+  const int dp = groups.dims().dp;
+  if (t.global_batch % (t.micro_batch * dp) != 0)
+    throw std::invalid_argument("training.global_batch (" + std::to_string(t.global_batch) +
+                                ") is not a multiple of training.micro_batch (" +
+                                std::to_string(t.micro_batch) + ") x dp (" + std::to_string(dp) +
+                                ")");
+  micro_batches = t.global_batch / (t.micro_batch * dp);
+  at::set_num_threads(int(t.threads));
+  torch::manual_seed(config.run.seed);
+  model = models::Gpt(gpt_options(config.model));
+  parameters = model->parameters();
+  sync_parameters();
+
+  // Weight decay on matrices only; biases, LayerNorm and position table are exempt.
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const auto& item : model->named_parameters()) {
+    const bool is_matrix =
+        item.value().dim() >= 2 && item.key().find("position") == std::string::npos;
+    (is_matrix ? decay : no_decay).push_back(item.value());
+  }
+  auto defaults = torch::optim::AdamWOptions(t.lr)
+                      .betas({t.beta1, t.beta2})
+                      .eps(t.eps)
+                      .weight_decay(t.weight_decay);
+  std::vector<torch::optim::OptimizerParamGroup> param_groups;
+  param_groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(defaults));
+  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(defaults);
+  no_decay_options->weight_decay(0.0);
+  param_groups.emplace_back(no_decay, std::move(no_decay_options));
+  optimizer = std::make_unique<torch::optim::AdamW>(param_groups, defaults);
+
+  buckets =
+      std::make_unique<parallel::GradientBuckets>(parameters, config.parallel.dp_bucket_bytes);
+  schedule.peak = t.lr;
+  schedule.min_lr = t.min_lr;
+  schedule.warmup_steps = t.warmup_steps;
+  schedule.total_steps = t.steps;
+}
+
+// Every DP replica starts from DP rank 0's weights, whatever each rank's RNG did.
+void Trainer::Impl::sync_parameters() {
+  if (groups.dims().dp == 1) return;
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters) {
+    auto contiguous = p.contiguous();
+    groups.dp().broadcast(contiguous.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
+    p.copy_(contiguous);
+  }
+}
+
+comm::OpCounters Trainer::Impl::comm_totals() const {
+  comm::OpCounters sum;
+  for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
+  return sum;
+}
+
+std::string Trainer::Impl::groups_json() const {
+  std::string out = "{";
+  for (auto kind : kAllGroups) {
+    const auto& stats = groups.group(kind).stats();
+    if (stats.total().calls == 0) continue;
+    out += (out.size() > 1 ? ",\"" : "\"") + std::string(comm::to_string(kind)) +
+           "\":" + stats.to_json();
+  }
+  return out + "}";
+}
+
+std::string Trainer::Impl::memory_json() const {
+  int64_t param_elems = 0, grad_elems = 0, optimizer_elems = 0;
+  for (const auto& p : parameters) {
+    param_elems += p.numel();
+    if (p.grad().defined()) grad_elems += p.grad().numel();
+  }
+  for (const auto& entry : optimizer->state()) {
+    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*entry.second);
+    optimizer_elems += s.exp_avg().numel() + s.exp_avg_sq().numel();
+    if (s.max_exp_avg_sq().defined()) optimizer_elems += s.max_exp_avg_sq().numel();
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "{\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,\"optimizer_bytes\":%lld}",
+                (long long)param_elems * 4, (long long)grad_elems * 4,
+                (long long)optimizer_elems * 4);
+  return buf;
+}
+
+double Trainer::Impl::train_step(int64_t step) {
+  const auto& t = config.training;
+  const int64_t seq = config.model.seq_len;
+  const int dp = groups.dims().dp;
+  const int dp_rank = groups.coord().dp;
+  const double scale = 1.0 / double(micro_batches * dp);
+
+  optimizer->zero_grad();
+  model->train();
+  double local_loss = 0;
+  std::vector<int64_t> tokens(size_t(t.micro_batch * (seq + 1)));
+  for (int64_t m = 0; m < micro_batches; ++m) {
+    // This rank's sequences are a contiguous slice of the step's global batch.
+    const int64_t first = (int64_t(dp_rank) * micro_batches + m) * t.micro_batch;
+    for (int64_t b = 0; b < t.micro_batch; ++b)
+      source.sample(uint64_t(step), uint64_t(first + b), &tokens[size_t(b * (seq + 1))], seq + 1);
+    auto batch = torch::from_blob(tokens.data(), {t.micro_batch, seq + 1}, torch::kLong);
+    auto inputs = batch.narrow(1, 0, seq);
+    auto targets = batch.narrow(1, 1, seq);
+    auto loss = model->loss(inputs, targets);
+    (loss * scale).backward();
+    local_loss += loss.item<double>() * scale;
+  }
+
+  if (dp > 1) buckets->allreduce(groups.dp());
+  float loss_value = float(local_loss);
+  if (dp > 1) groups.dp().allreduce(&loss_value, 1, comm::Role::kOther);
+
+  last_grad_norm =
+      t.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(parameters, t.grad_clip) : 0.0;
+  const double lr = schedule.at(step);
+  for (auto& group : optimizer->param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  if (step + 1 == t.steps && !options.dump_tensors_dir.empty()) dump_tensors(step);
+  optimizer->step();
+  return double(loss_value);
+}
+
+void Trainer::Impl::dump_tensors(int64_t step) {
+  if (groups.world_rank() != 0) return;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}));
+  std::vector<torch::Tensor> activations;
+  {
+    torch::NoGradGuard no_grad;
+    const int64_t seq = config.model.seq_len;
+    std::vector<int64_t> tokens(size_t(config.training.micro_batch * seq));
+    for (int64_t b = 0; b < config.training.micro_batch; ++b)
+      source.sample(uint64_t(step), uint64_t(b), &tokens[size_t(b * seq)], seq);
+    auto batch = torch::from_blob(tokens.data(), {config.training.micro_batch, seq}, torch::kLong);
+    model->forward(batch, &activations);
+  }
+  for (auto& a : activations) a = a.reshape({-1});
+  write_f32(options.dump_tensors_dir + "/gradients.f32", torch::cat(grads));
+  write_f32(options.dump_tensors_dir + "/activations.f32", torch::cat(activations));
+}
+
+TrainResult Trainer::run() {
+  Impl& s = *impl_;
+  const auto& t = s.config.training;
+  const bool is_root = s.groups.world_rank() == 0;
+  const int64_t print_every =
+      s.options.print_every >= 0 ? s.options.print_every : s.config.log.every;
+
+  std::string metrics_path;
+  if (is_root && !s.options.run_dir.empty()) {
+    std::filesystem::create_directories(s.options.run_dir);
+    if (!s.options.resolved_config.empty()) {
+      std::ofstream(s.options.run_dir + "/config.yaml") << s.options.resolved_config;
+    }
+    if (s.config.log.metrics_jsonl) metrics_path = s.options.run_dir + "/metrics.jsonl";
+  }
+  if (!s.options.dump_tensors_dir.empty() && is_root)
+    std::filesystem::create_directories(s.options.dump_tensors_dir);
+  MetricsLog log(metrics_path, is_root ? print_every : 0);
+
+  TrainResult result;
+  result.loss_floor = s.source.entropy_rate();
+  result.parameters = 0;
+  for (const auto& p : s.parameters) result.parameters += p.numel();
+  if (is_root && print_every > 0) {
+    std::printf(
+        "model: %lld parameters | layout %s | %lld micro-batches of %lld per rank | "
+        "data entropy floor %.4f nats/token\n",
+        (long long)result.parameters, s.groups.dims().to_string().c_str(),
+        (long long)s.micro_batches, (long long)t.micro_batch, result.loss_floor);
+    std::fflush(stdout);
+  }
+
+  const auto run_start = Clock::now();
+  for (int64_t step = 0; step < t.steps; ++step) {
+    const auto before = s.comm_totals();
+    const auto step_start = Clock::now();
+    const double loss = s.train_step(step);
+    const double step_seconds = seconds_since(step_start);
+    const auto after = s.comm_totals();
+    result.losses.push_back(loss);
+
+    StepRecord r;
+    r.step = step + 1;
+    r.total_steps = t.steps;
+    r.loss = loss;
+    r.loss_floor = result.loss_floor;
+    r.lr = s.schedule.at(step);
+    r.grad_norm = s.last_grad_norm;
+    r.step_ms = step_seconds * 1e3;
+    r.tokens_per_second = double(t.global_batch * s.config.model.seq_len) / step_seconds;
+    r.comm_ms = (after.seconds - before.seconds) * 1e3;
+    r.raw_bytes = after.raw_bytes - before.raw_bytes;
+    r.wire_bytes = after.wire_bytes - before.wire_bytes;
+    if (is_root && (!metrics_path.empty() || print_every > 0)) {
+      r.groups_json = s.groups_json();
+      r.memory_json = s.memory_json();
+      log.record(r);
+    }
+  }
+  result.seconds = seconds_since(run_start);
+  const auto totals = s.comm_totals();
+  result.wire_bytes = totals.wire_bytes;
+  result.raw_bytes = totals.raw_bytes;
+  result.tokens_per_second =
+      double(t.global_batch * s.config.model.seq_len * t.steps) / result.seconds;
+  return result;
+}
+
+}  // namespace cmpi::trainer
