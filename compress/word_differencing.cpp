@@ -123,28 +123,12 @@ __attribute__((target("avx2"))) void undo_difference_within_blocks_avx2(uint32_t
 }
 #endif
 
-bool use_avx2(SimdLevel level) {
-#ifdef CMPI_HAVE_X86_VARIANTS
-  return level == SimdLevel::kAvx2;
-#else
-  return false;
-#endif
-}
-
-bool use_ssse3(SimdLevel level) {
-#ifdef CMPI_HAVE_X86_VARIANTS
-  return level == SimdLevel::kSsse3;
-#else
-  return false;
-#endif
-}
-
 }  // namespace
 
 void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsigned stride,
                           uint32_t* d, SimdLevel level) {
 #ifdef CMPI_HAVE_X86_VARIANTS
-  if (use_avx2(level)) return difference_at_stride_avx2(w, begin, end, stride, d);
+  if (level == SimdLevel::kAvx2) return difference_at_stride_avx2(w, begin, end, stride, d);
 #endif
   size_t i = begin;
   for (; i < end && i < stride; ++i) d[i - begin] = w[i];
@@ -157,8 +141,9 @@ void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsign
 void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsigned stride,
                                AliasedWord* w, SimdLevel level) {
 #ifdef CMPI_HAVE_X86_VARIANTS
-  if (use_avx2(level)) return undo_difference_at_stride_avx2(d, begin, end, stride, w);
-  if (use_ssse3(level) && stride == 1) return undo_difference_at_stride_1_ssse3(d, begin, end, w);
+  if (level == SimdLevel::kAvx2) return undo_difference_at_stride_avx2(d, begin, end, stride, w);
+  if (level == SimdLevel::kSsse3 && stride == 1)
+    return undo_difference_at_stride_1_ssse3(d, begin, end, w);
 #endif
   size_t i = begin;
   if (stride == 1) {
@@ -173,7 +158,7 @@ void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsi
 
 void difference_within_blocks(const uint32_t* t, size_t nblocks, uint32_t* d, SimdLevel level) {
 #ifdef CMPI_HAVE_X86_VARIANTS
-  if (use_avx2(level)) return difference_within_blocks_avx2(t, nblocks, d);
+  if (level == SimdLevel::kAvx2) return difference_within_blocks_avx2(t, nblocks, d);
 #endif
   // One flat loop (vectorizable), then the first word of each block restarts.
   size_t n = 32 * nblocks;
@@ -186,8 +171,8 @@ void difference_within_blocks(const uint32_t* t, size_t nblocks, uint32_t* d, Si
 
 void undo_difference_within_blocks(uint32_t* words, size_t nblocks, SimdLevel level) {
 #ifdef CMPI_HAVE_X86_VARIANTS
-  if (use_avx2(level)) return undo_difference_within_blocks_avx2(words, nblocks);
-  if (use_ssse3(level)) return undo_difference_within_blocks_ssse3(words, nblocks);
+  if (level == SimdLevel::kAvx2) return undo_difference_within_blocks_avx2(words, nblocks);
+  if (level == SimdLevel::kSsse3) return undo_difference_within_blocks_ssse3(words, nblocks);
 #endif
   for (size_t b = 0; b < nblocks; ++b, words += 32) {
     uint32_t sum = 0;
