@@ -1,8 +1,19 @@
-// CommStats: what one communicator group moved, per operation. `raw_bytes`
-// is what the caller handed over, `wire_bytes` what actually crossed the
-// link (equal when nothing was compressed). Seconds are wall time on this
-// rank. Sampled error is the relative RMS error of lossy transfers, measured
-// on a sample of calls (0 when lossless or never sampled).
+// CommStats: what one communicator group moved, per operation.
+//
+// raw_bytes is what this rank would have sent uncompressed with the
+// bandwidth-optimal algorithm of the operation -- the ring or chain the
+// compressed path runs: allreduce ~2(N-1)/N of the buffer, reduce-scatter and
+// allgather every block but one, alltoall every block but its own, broadcast
+// the buffer (nothing on the chain's last rank), send the message, halo the
+// rows sent to existing neighbours. wire_bytes is what it actually sent: the
+// same on the plain path (where MPI picks its own algorithm), frames and codec
+// payloads on the compressed path, so ratio() is the compression achieved.
+// Received bytes are counted by their sender; receives add time only.
+// Seconds are wall time on this rank: `seconds` the whole call, encode/decode
+// inside codecs, wire waiting on transfers (the whole call on the plain path).
+// Sampled error is the relative L2 error ||decoded - x|| / ||x|| of the first
+// chunk of this rank's own contribution, measured on every k-th lossy call
+// of an op (k = 1 / error_sample_rate); 0 when lossless or never sampled.
 #pragma once
 
 #include <array>

@@ -1,22 +1,34 @@
 #include "comm/communicator.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
+
+#include "comm/algorithms/chunk_transfer.h"
+#include "comm/algorithms/codec_steps.h"
 
 namespace cmpi::comm {
 namespace {
 
-// Times one call and adds it to the counters for its op.
-class CallTimer {
+// MPI guarantees at least this many tags; compressed collectives and halo
+// exchanges cycle through them on the private communicator.
+constexpr int kTagCycle = 32767;
+
+// Accounts one plain call: the bytes go on the wire as they are, and the
+// whole call is wire time.
+class PlainCall {
  public:
-  CallTimer(OpCounters& counters, uint64_t bytes) : counters_(counters), start_(MPI_Wtime()) {
+  PlainCall(OpCounters& counters, uint64_t bytes) : counters_(counters), start_(MPI_Wtime()) {
     counters_.calls += 1;
     counters_.raw_bytes += bytes;
     counters_.wire_bytes += bytes;
   }
-  ~CallTimer() {
+  ~PlainCall() {
     double elapsed = MPI_Wtime() - start_;
     counters_.seconds += elapsed;
     counters_.wire_seconds += elapsed;
@@ -27,21 +39,33 @@ class CallTimer {
   double start_;
 };
 
-std::vector<int> to_counts(const std::vector<size_t>& counts, GroupKind group) {
-  std::vector<int> out(counts.size());
-  for (size_t i = 0; i < counts.size(); ++i) out[i] = mpi_count(counts[i], group);
-  return out;
+// Adds the whole call's time to `seconds`; the algorithm charges the rest.
+class CompressedCall {
+ public:
+  explicit CompressedCall(OpCounters& counters) : counters_(counters), start_(MPI_Wtime()) {}
+  ~CompressedCall() { counters_.seconds += MPI_Wtime() - start_; }
+
+ private:
+  OpCounters& counters_;
+  double start_;
+};
+
+size_t total_of(const std::vector<size_t>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), size_t(0));
 }
 
-std::vector<int> displacements(const std::vector<int>& counts) {
-  std::vector<int> displs(counts.size(), 0);
-  long long offset = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (offset > INT_MAX) throw std::length_error("collective spans more than INT_MAX elements");
-    displs[i] = int(offset);
-    offset += counts[i];
-  }
-  return displs;
+// The bytes a rank sends, uncompressed, in the bandwidth-optimal algorithm
+// of each operation (the ring and chain the compressed path runs), so that
+// raw and wire bytes of both paths compare like for like.
+uint64_t ring_allreduce_bytes(size_t n, int rank, int size) {
+  if (size == 1) return 0;
+  auto segment = [&](int j) { return n / size_t(size) + (size_t(j) < n % size_t(size) ? 1 : 0); };
+  return uint64_t(2 * n - segment(rank) - segment((rank + 1) % size)) * sizeof(float);
+}
+
+uint64_t chain_broadcast_bytes(size_t n, int rank, int root, int size) {
+  bool last = (rank - root + size) % size == size - 1;
+  return last ? 0 : uint64_t(n) * sizeof(float);
 }
 
 }  // namespace
@@ -53,16 +77,112 @@ int mpi_count(size_t n, GroupKind group) {
   return int(n);
 }
 
-Communicator::Communicator(MPI_Comm comm, GroupKind kind) : comm_(comm), kind_(kind) {
+// ------------------------------------------------------------ requests
+
+struct Communicator::Request::Pending {
+  virtual ~Pending() = default;
+  virtual void finish() = 0;
+};
+
+namespace {
+
+struct PlainPending final : Communicator::Request::Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool is_recv = false;
+  size_t expected = 0;
+  int peer = 0, tag = 0;
+  GroupKind group = GroupKind::kWorld;
+  OpCounters* counters = nullptr;
+
+  void finish() override {
+    MPI_Status status;
+    double start = MPI_Wtime();
+    MPI_Wait(&request, &status);
+    double elapsed = MPI_Wtime() - start;
+    counters->seconds += elapsed;
+    counters->wire_seconds += elapsed;
+    if (!is_recv) return;
+    int count = 0;
+    MPI_Get_count(&status, MPI_FLOAT, &count);
+    if (count != int(expected))
+      throw std::runtime_error(
+          std::string("group ") + to_string(group) + ": irecv from rank " + std::to_string(peer) +
+          " tag " + std::to_string(tag) + " expected " + std::to_string(expected) +
+          " floats, the message holds " +
+          (count == MPI_UNDEFINED ? "a non-float payload" : std::to_string(count) + " floats"));
+  }
+};
+
+struct CompressedSendPending final : Communicator::Request::Pending {
+  CompressedContext ctx;
+  std::optional<OutgoingTransfer> out;
+  void finish() override {
+    double start = MPI_Wtime();
+    out->wait();
+    ctx.counters->seconds += MPI_Wtime() - start;
+    out.reset();
+  }
+};
+
+struct CompressedRecvPending final : Communicator::Request::Pending {
+  CompressedContext ctx;
+  std::optional<IncomingTransfer> in;
+  float* data = nullptr;
+  void finish() override {
+    double start = MPI_Wtime();
+    while (!in->done()) {
+      size_t k = in->wait_next();
+      in->decode(k, data + in->shape().chunk_offset(k));
+    }
+    ctx.counters->seconds += MPI_Wtime() - start;
+    in.reset();
+  }
+};
+
+}  // namespace
+
+Communicator::Request& Communicator::Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    Request discard(std::move(*this));
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+
+Communicator::Request::~Request() {
+  if (!op_) return;
+  try {
+    op_->finish();
+  } catch (...) {
+    // A destructor cannot report; Communicator::wait is where errors surface.
+  }
+}
+
+// ------------------------------------------------------------ lifetime
+
+Communicator::Communicator(MPI_Comm comm, GroupKind kind) : Communicator(comm, kind, nullptr) {}
+
+Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy)
+    : comm_(comm), kind_(kind), policy_(std::move(policy)) {
+  if (policy_ && policy_->group() != kind)
+    throw std::invalid_argument(std::string("group ") + to_string(kind) +
+                                ": given the policy slice of group " + to_string(policy_->group()));
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  // The compressed algorithms and halos exchange point-to-point messages; on
+  // a communicator of their own these can never match the caller's sends.
+  MPI_Comm_dup(comm_, &internal_);
 }
 
 Communicator::~Communicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  if (internal_ != MPI_COMM_NULL) MPI_Comm_free(&internal_);
+  if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
+
+// ------------------------------------------------------------ helpers
 
 void Communicator::check_counts(const std::vector<size_t>& counts, const char* op) const {
   if (counts.size() != size_t(size_))
@@ -71,69 +191,358 @@ void Communicator::check_counts(const std::vector<size_t>& counts, const char* o
                                 std::to_string(size_) + " ranks");
 }
 
-void Communicator::allreduce(float* data, size_t n, Role) {
-  CallTimer timer(stats_.at(Op::kAllreduce), n * sizeof(float));
+void Communicator::check_peer(int peer, const char* what, const char* op) const {
+  if (peer < 0 || peer >= size_)
+    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": " + op + " " + what +
+                                " " + std::to_string(peer) + " is not a rank of " +
+                                std::to_string(size_));
+}
+
+const std::vector<int>& Communicator::mpi_counts(const std::vector<size_t>& counts,
+                                                 std::vector<int>& out) {
+  out.resize(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) out[i] = mpi_count(counts[i], kind_);
+  return out;
+}
+
+const std::vector<int>& Communicator::mpi_displs(const std::vector<int>& counts,
+                                                 std::vector<int>& out) {
+  out.resize(counts.size());
+  long long offset = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (offset > INT_MAX)
+      throw std::length_error(std::string("group ") + to_string(kind_) +
+                              ": collective spans more than INT_MAX elements");
+    out[i] = int(offset);
+    offset += counts[i];
+  }
+  return out;
+}
+
+size_t Communicator::agreed_bytes(Op op, Role role, size_t local_bytes) {
+  if (!policy_ || policy_->size_independent(op, role)) return local_bytes;
+  unsigned long long mine = local_bytes, largest = 0;
+  MPI_Allreduce(&mine, &largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_);
+  return size_t(largest);
+}
+
+int Communicator::next_tag() {
+  int tag = tag_sequence_;
+  tag_sequence_ = (tag_sequence_ + 1) % kTagCycle;
+  return tag;
+}
+
+CompressedContext Communicator::context(const Route& route, Op op, MPI_Comm comm, int tag,
+                                        uint64_t buffer_key) {
+  CompressedContext ctx;
+  ctx.comm = comm;
+  ctx.rank = rank_;
+  ctx.size = size_;
+  ctx.group = kind_;
+  ctx.codec = route.codec;
+  ctx.feedback = route.feedback;
+  ctx.buffer_key = buffer_key;
+  ctx.chunk_elems = route.chunk_elems;
+  ctx.tag = tag;
+  ctx.counters = &stats_.at(op);
+  return ctx;
+}
+
+void Communicator::begin_compressed(const Route& route, Op op, uint64_t raw_bytes, const float* own,
+                                    size_t own_n) {
+  OpCounters& counters = stats_.at(op);
+  counters.calls += 1;
+  counters.compressed_calls += 1;
+  counters.raw_bytes += raw_bytes;
+  if (route.codec->lossless() || policy_->sample_every() == 0 || own == nullptr) return;
+  // Deterministic sampling: the first lossy call of each op, then every k-th.
+  if (lossy_calls_[int(op)]++ % policy_->sample_every() != 0) return;
+  sample_error(*route.codec, counters, own, std::min(own_n, route.chunk_elems));
+}
+
+void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, const float* own,
+                                size_t n) {
+  if (n == 0) return;
+  // Encodes the first chunk of this rank's own contribution once more, on
+  // the side, with the rule's codec (not through error feedback, whose
+  // residuals must only see real traffic), and compares the decoded values.
+  sample_payload_.resize(codec.max_encoded_bytes(n));
+  sample_decoded_.resize(n);
+  size_t bytes = codec.encode(own, n, sample_payload_.data(), sample_payload_.size());
+  codec.decode(sample_payload_.data(), bytes, sample_decoded_.data(), n);
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double d = double(sample_decoded_[i]) - double(own[i]);
+    diff += d * d;
+    norm += double(own[i]) * double(own[i]);
+  }
+  // A zero or non-finite reference has no meaningful relative error.
+  if (!(norm > 0) || !std::isfinite(norm) || !std::isfinite(diff)) return;
+  counters.error_sum += std::sqrt(diff / norm);
+  counters.error_samples += 1;
+}
+
+// ------------------------------------------------------------ collectives
+
+void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
+  const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
+  if (const Route* route = compressing_route(Op::kAllreduce, role, n * sizeof(float))) {
+    CompressedCall call(stats_.at(Op::kAllreduce));
+    begin_compressed(*route, Op::kAllreduce, bytes, data, n);
+    CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+    ring_allreduce(ctx, data, n);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kAllreduce), bytes);
   MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), MPI_FLOAT, MPI_SUM, comm_);
 }
 
 void Communicator::reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
-                                  Role) {
+                                  Role role, uint64_t buffer_key) {
   check_counts(counts, "reduce_scatter");
-  size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
-  CallTimer timer(stats_.at(Op::kReduceScatter), total * sizeof(float));
-  auto c = to_counts(counts, kind_);
-  MPI_Reduce_scatter(in, out, c.data(), MPI_FLOAT, MPI_SUM, comm_);
+  const size_t total = total_of(counts);
+  const uint64_t bytes = uint64_t(total - counts[rank_]) * sizeof(float);
+  if (const Route* route = compressing_route(Op::kReduceScatter, role, total * sizeof(float))) {
+    CompressedCall call(stats_.at(Op::kReduceScatter));
+    begin_compressed(*route, Op::kReduceScatter, bytes, in, total);
+    CompressedContext ctx = context(*route, Op::kReduceScatter, internal_, next_tag(), buffer_key);
+    ring_reduce_scatter(ctx, in, out, counts);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kReduceScatter), bytes);
+  MPI_Reduce_scatter(in, out, mpi_counts(counts, recv_counts_).data(), MPI_FLOAT, MPI_SUM, comm_);
 }
 
 void Communicator::allgather(const float* in, float* out, const std::vector<size_t>& counts,
-                             Role) {
+                             Role role, uint64_t buffer_key) {
   check_counts(counts, "allgather");
-  size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
-  CallTimer timer(stats_.at(Op::kAllgather), total * sizeof(float));
-  auto c = to_counts(counts, kind_);
-  auto displs = displacements(c);
+  const size_t total = total_of(counts);
+  const uint64_t bytes = uint64_t(total - counts[(rank_ + 1) % size_]) * sizeof(float);
+  if (const Route* route = compressing_route(Op::kAllgather, role, total * sizeof(float))) {
+    CompressedCall call(stats_.at(Op::kAllgather));
+    begin_compressed(*route, Op::kAllgather, bytes, in, counts[rank_]);
+    CompressedContext ctx = context(*route, Op::kAllgather, internal_, next_tag(), buffer_key);
+    ring_allgather(ctx, in, out, counts);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kAllgather), bytes);
+  const auto& c = mpi_counts(counts, recv_counts_);
+  const auto& displs = mpi_displs(c, recv_displs_);
   MPI_Allgatherv(in, c[rank_], MPI_FLOAT, out, c.data(), displs.data(), MPI_FLOAT, comm_);
 }
 
-void Communicator::broadcast(float* data, size_t n, int root, Role) {
-  CallTimer timer(stats_.at(Op::kBroadcast), n * sizeof(float));
+void Communicator::broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key) {
+  check_peer(root, "root", "broadcast");
+  const uint64_t bytes = chain_broadcast_bytes(n, rank_, root, size_);
+  if (const Route* route = compressing_route(Op::kBroadcast, role, n * sizeof(float))) {
+    CompressedCall call(stats_.at(Op::kBroadcast));
+    begin_compressed(*route, Op::kBroadcast, bytes, rank_ == root ? data : nullptr, n);
+    CompressedContext ctx = context(*route, Op::kBroadcast, internal_, next_tag(), buffer_key);
+    chain_broadcast(ctx, data, n, root);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kBroadcast), bytes);
   MPI_Bcast(data, mpi_count(n, kind_), MPI_FLOAT, root, comm_);
 }
 
 void Communicator::alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
-                            const std::vector<size_t>& recv_counts, Role) {
+                            const std::vector<size_t>& recv_counts, Role role,
+                            uint64_t buffer_key) {
   check_counts(send_counts, "alltoall");
   check_counts(recv_counts, "alltoall");
-  size_t total = std::accumulate(send_counts.begin(), send_counts.end(), size_t(0));
-  CallTimer timer(stats_.at(Op::kAlltoall), total * sizeof(float));
-  auto sc = to_counts(send_counts, kind_);
-  auto rc = to_counts(recv_counts, kind_);
-  auto sd = displacements(sc);
-  auto rd = displacements(rc);
+  const size_t send_total = total_of(send_counts);
+  const uint64_t bytes = uint64_t(send_total - send_counts[rank_]) * sizeof(float);
+  const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
+  if (const Route* route = compressing_route(Op::kAlltoall, role, policy_bytes)) {
+    CompressedCall call(stats_.at(Op::kAlltoall));
+    // The first block this rank actually sends elsewhere is its sample.
+    size_t offset = 0, sample_n = 0;
+    for (int j = 0; j < size_ && sample_n == 0; ++j) {
+      if (j != rank_) sample_n = send_counts[j];
+      if (sample_n == 0) offset += send_counts[j];
+    }
+    begin_compressed(*route, Op::kAlltoall, bytes, in + offset, sample_n);
+    CompressedContext ctx = context(*route, Op::kAlltoall, internal_, next_tag(), buffer_key);
+    compressed_alltoall(ctx, in, send_counts, out, recv_counts);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kAlltoall), bytes);
+  const auto& sc = mpi_counts(send_counts, send_counts_);
+  const auto& rc = mpi_counts(recv_counts, recv_counts_);
+  const auto& sd = mpi_displs(sc, send_displs_);
+  const auto& rd = mpi_displs(rc, recv_displs_);
   MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT, comm_);
 }
 
-void Communicator::send(const float* data, size_t n, int dest, int tag, Role) {
-  CallTimer timer(stats_.at(Op::kSendRecv), n * sizeof(float));
+void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffer_key) {
+  const bool has_lo = rank_ > 0, has_hi = rank_ < size_ - 1;
+  const size_t send_lo = has_lo ? b.send_lo_count : 0, send_hi = has_hi ? b.send_hi_count : 0;
+  const size_t recv_lo = has_lo ? b.recv_lo_count : 0, recv_hi = has_hi ? b.recv_hi_count : 0;
+  const uint64_t bytes = uint64_t(send_lo + send_hi) * sizeof(float);
+  const size_t largest = std::max(std::max(send_lo, send_hi), std::max(recv_lo, recv_hi));
+  const size_t policy_bytes = agreed_bytes(Op::kHalo, role, largest * sizeof(float));
+  if (const Route* route = compressing_route(Op::kHalo, role, policy_bytes)) {
+    CompressedCall call(stats_.at(Op::kHalo));
+    begin_compressed(*route, Op::kHalo, bytes, send_lo ? b.send_lo : b.send_hi,
+                     send_lo ? send_lo : send_hi);
+    CompressedContext ctx = context(*route, Op::kHalo, internal_, next_tag(), buffer_key);
+    comm::halo_exchange(ctx, b);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kHalo), bytes);
+  const int lo = has_lo ? rank_ - 1 : MPI_PROC_NULL, hi = has_hi ? rank_ + 1 : MPI_PROC_NULL;
+  const int tag = next_tag();
+  // Upward first (my upper rows become my upper neighbour's lower halo), then
+  // downward; MPI_PROC_NULL turns the missing side of the end ranks into no-ops.
+  MPI_Status status;
+  MPI_Sendrecv(b.send_hi, mpi_count(send_hi, kind_), MPI_FLOAT, hi, tag, b.recv_lo,
+               mpi_count(recv_lo, kind_), MPI_FLOAT, lo, tag, internal_, &status);
+  int got_lo = 0;
+  MPI_Get_count(&status, MPI_FLOAT, &got_lo);
+  MPI_Sendrecv(b.send_lo, mpi_count(send_lo, kind_), MPI_FLOAT, lo, tag, b.recv_hi,
+               mpi_count(recv_hi, kind_), MPI_FLOAT, hi, tag, internal_, &status);
+  int got_hi = 0;
+  MPI_Get_count(&status, MPI_FLOAT, &got_hi);
+  if ((has_lo && size_t(got_lo) != recv_lo) || (has_hi && size_t(got_hi) != recv_hi))
+    throw std::runtime_error(std::string("group ") + to_string(kind_) + ": halo_exchange on rank " +
+                             std::to_string(rank_) + ": expected " + std::to_string(recv_lo) +
+                             " + " + std::to_string(recv_hi) + " halo elements, neighbours sent " +
+                             std::to_string(has_lo ? got_lo : 0) + " + " +
+                             std::to_string(has_hi ? got_hi : 0));
+}
+
+// ------------------------------------------------------------ point to point
+
+void Communicator::send(const float* data, size_t n, int dest, int tag, Role role,
+                        uint64_t buffer_key) {
+  check_peer(dest, "dest", "send");
+  const uint64_t bytes = uint64_t(n) * sizeof(float);
+  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes)) {
+    CompressedCall call(stats_.at(Op::kSendRecv));
+    begin_compressed(*route, Op::kSendRecv, bytes, data, n);
+    CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
+    compressed_send(ctx, data, n, dest);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kSendRecv), bytes);
   MPI_Send(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_);
 }
 
-void Communicator::recv(float* data, size_t n, int source, int tag, Role) {
+void Communicator::recv(float* data, size_t n, int source, int tag, Role role) {
+  check_peer(source, "source", "recv");
   // Received bytes are counted by the sender; only time is added here.
+  if (const Route* route = compressing_route(Op::kSendRecv, role, n * sizeof(float))) {
+    CompressedCall call(stats_.at(Op::kSendRecv));
+    CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
+    compressed_recv(ctx, data, n, source);
+    return;
+  }
   OpCounters& counters = stats_.at(Op::kSendRecv);
+  MPI_Status status;
   double start = MPI_Wtime();
-  MPI_Recv(data, mpi_count(n, kind_), MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE);
-  counters.seconds += MPI_Wtime() - start;
-  counters.wire_seconds += MPI_Wtime() - start;
+  MPI_Recv(data, mpi_count(n, kind_), MPI_FLOAT, source, tag, comm_, &status);
+  double elapsed = MPI_Wtime() - start;
+  counters.seconds += elapsed;
+  counters.wire_seconds += elapsed;
+  int count = 0;
+  MPI_Get_count(&status, MPI_FLOAT, &count);
+  if (count != int(n))
+    throw std::runtime_error(
+        std::string("group ") + to_string(kind_) + ": recv from rank " + std::to_string(source) +
+        " tag " + std::to_string(tag) + " expected " + std::to_string(n) +
+        " floats, the message holds " +
+        (count == MPI_UNDEFINED ? "a non-float payload" : std::to_string(count) + " floats"));
 }
 
 void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data,
-                            size_t recv_n, int source, int tag, Role) {
-  CallTimer timer(stats_.at(Op::kSendRecv), send_n * sizeof(float));
+                            size_t recv_n, int source, int tag, Role role, uint64_t buffer_key) {
+  check_peer(dest, "dest", "sendrecv");
+  check_peer(source, "source", "sendrecv");
+  const uint64_t bytes = uint64_t(send_n) * sizeof(float);
+  const Route* out_route = compressing_route(Op::kSendRecv, role, bytes);
+  const Route* in_route = compressing_route(Op::kSendRecv, role, recv_n * sizeof(float));
+  if ((out_route || in_route) && !(dest == rank_ && source == rank_)) {
+    // Either direction may be compressed on its own, as its peer decides the
+    // same for the same size: start the send, receive, then finish the send.
+    Request out = isend(send_data, send_n, dest, tag, role, buffer_key);
+    recv(recv_data, recv_n, source, tag, role);
+    wait(out);
+    return;
+  }
+  PlainCall call(stats_.at(Op::kSendRecv), dest == rank_ ? 0 : bytes);
   MPI_Sendrecv(send_data, mpi_count(send_n, kind_), MPI_FLOAT, dest, tag, recv_data,
                mpi_count(recv_n, kind_), MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE);
 }
 
-void Communicator::barrier() { MPI_Barrier(comm_); }
+Communicator::Request Communicator::isend(const float* data, size_t n, int dest, int tag, Role role,
+                                          uint64_t buffer_key) {
+  check_peer(dest, "dest", "isend");
+  const uint64_t bytes = uint64_t(n) * sizeof(float);
+  OpCounters& counters = stats_.at(Op::kSendRecv);
+  Request request;
+  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes)) {
+    CompressedCall call(counters);
+    begin_compressed(*route, Op::kSendRecv, bytes, data, n);
+    auto pending = std::make_unique<CompressedSendPending>();
+    pending->ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
+    // The same transfer compressed_send makes, so that recv can take it.
+    check_context(pending->ctx, TransferOp::kSendRecv);
+    if (dest == rank_)
+      throw std::invalid_argument(describe_call(pending->ctx, TransferOp::kSendRecv) + ": rank " +
+                                  std::to_string(rank_) + " cannot send to itself");
+    OutgoingTransfer& out = pending->out.emplace(
+        pending->ctx, dest, make_shape(pending->ctx, TransferOp::kSendRecv, n, rank_));
+    for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
+      uint64_t key = feedback_key(buffer_key, FeedbackSite::kSend, uint64_t(dest), k);
+      out.send_chunk(k, data + out.shape().chunk_offset(k), &key);
+    }
+    request.op_ = std::move(pending);
+    return request;
+  }
+  PlainCall call(counters, bytes);
+  auto pending = std::make_unique<PlainPending>();
+  pending->counters = &counters;
+  MPI_Isend(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_, &pending->request);
+  request.op_ = std::move(pending);
+  return request;
+}
+
+Communicator::Request Communicator::irecv(float* data, size_t n, int source, int tag, Role role) {
+  check_peer(source, "source", "irecv");
+  OpCounters& counters = stats_.at(Op::kSendRecv);
+  Request request;
+  if (const Route* route = compressing_route(Op::kSendRecv, role, n * sizeof(float))) {
+    auto pending = std::make_unique<CompressedRecvPending>();
+    pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
+    check_context(pending->ctx, TransferOp::kSendRecv);
+    pending->in.emplace(pending->ctx, source,
+                        make_shape(pending->ctx, TransferOp::kSendRecv, n, source));
+    pending->data = data;
+    request.op_ = std::move(pending);
+    return request;
+  }
+  auto pending = std::make_unique<PlainPending>();
+  pending->is_recv = true;
+  pending->expected = n;
+  pending->peer = source;
+  pending->tag = tag;
+  pending->group = kind_;
+  pending->counters = &counters;
+  double start = MPI_Wtime();
+  MPI_Irecv(data, mpi_count(n, kind_), MPI_FLOAT, source, tag, comm_, &pending->request);
+  counters.seconds += MPI_Wtime() - start;
+  request.op_ = std::move(pending);
+  return request;
+}
+
+void Communicator::wait(Request& request) {
+  if (!request.op_) return;
+  auto op = std::move(request.op_);
+  op->finish();
+}
+
+void Communicator::barrier() {
+  MPI_Barrier(comm_);
+}
 
 }  // namespace cmpi::comm

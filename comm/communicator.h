@@ -1,28 +1,64 @@
 // Communicator: one MPI communicator of the process grid (dp, tp, pp, sp,
-// zero or world) with the statistics of everything it moved. Operations work
-// on float buffers and name the Role of what they move, so that the policy
-// engine can decide per group, operation and role how to send it. Counts are
-// in elements; buffers larger than INT_MAX elements are rejected.
+// zero or world) with its slice of the compression policy and the statistics
+// of everything it moved. Operations work on float buffers and name the Role
+// of what they move; each asks the policy slice for a route (one table lookup
+// for a `none` policy) and runs either the plain MPI operation or the
+// compressed algorithm of comm/algorithms/. Counts are in elements; buffers
+// larger than INT_MAX elements are rejected on the plain path.
 //
 // Every rank of the group must call the same collective with matching sizes;
-// a mismatch is detected by MPI (truncation) and aborts the job with MPI's
-// message instead of hanging.
+// all ranks then take the same route, because they ask the same policy about
+// the same (op, role, bytes). Alltoall and halo exchange, where ranks may
+// hold different sizes, first agree on the largest one (one small allreduce)
+// when the policy's answer for them depends on the size at all. A size
+// mismatch aborts in MPI (plain path) or raises a TransferError naming the
+// peer and the field (compressed path); either way the job must end.
+//
+// Error feedback keeps a residual per buffer_key (default 0): callers that
+// sync several distinct buffers through a lossy rule with error feedback
+// give each its own key.
 #pragma once
 
 #include <mpi.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "comm/algorithms/compressed_collectives.h"
 #include "comm/comm_stats.h"
 #include "comm/group_kind.h"
+#include "comm/policy.h"
 
 namespace cmpi::comm {
 
 class Communicator {
  public:
-  // Takes ownership of `comm` (freed on destruction) unless it is MPI_COMM_WORLD.
+  // A pending isend/irecv. Must be completed with Communicator::wait before
+  // the buffers it refers to are reused; destroying a pending request waits
+  // for it (errors are then swallowed: wait explicitly to see them).
+  class Request {
+   public:
+    Request() = default;
+    Request(Request&&) noexcept = default;
+    Request& operator=(Request&& other) noexcept;
+    ~Request();
+    bool pending() const { return op_ != nullptr; }
+
+    struct Pending;  // defined in communicator.cpp
+
+   private:
+    friend class Communicator;
+    std::unique_ptr<Pending> op_;
+  };
+
+  // Takes ownership of `comm` (freed on destruction) unless it is
+  // MPI_COMM_WORLD. Without a policy every message travels raw. Collective
+  // over `comm` (duplicates it for the compressed algorithms' own traffic).
   Communicator(MPI_Comm comm, GroupKind kind);
+  Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -31,38 +67,82 @@ class Communicator {
   int size() const { return size_; }
   GroupKind kind() const { return kind_; }
   MPI_Comm mpi() const { return comm_; }
+  // nullptr when built without a policy.
+  const PolicySlice* policy() const { return policy_.get(); }
 
   // data[0..n) = sum over ranks, in place.
-  void allreduce(float* data, size_t n, Role role);
+  void allreduce(float* data, size_t n, Role role, uint64_t buffer_key = 0);
   // out[0..counts[rank]) = sum over ranks of in's block `rank`; in holds
   // sum(counts) elements laid out block after block.
-  void reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts, Role role);
+  void reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts, Role role,
+                      uint64_t buffer_key = 0);
   // out = concatenation of every rank's in[0..counts[r]); counts may differ per rank.
-  void allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role);
+  void allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role,
+                 uint64_t buffer_key = 0);
   // data[0..n) on every rank = root's data.
-  void broadcast(float* data, size_t n, int root, Role role);
+  void broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key = 0);
   // Block j of in (send_counts[j] elements) goes to rank j; block i of out
   // (recv_counts[i]) comes from rank i.
   void alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
-                const std::vector<size_t>& recv_counts, Role role);
-  void send(const float* data, size_t n, int dest, int tag, Role role);
+                const std::vector<size_t>& recv_counts, Role role, uint64_t buffer_key = 0);
+  // Tags must be >= 0. A message sent with send/isend/sendrecv is received
+  // with recv/irecv/sendrecv of the same n and role.
+  void send(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
   void recv(float* data, size_t n, int source, int tag, Role role);
   // Sends to `dest` while receiving from `source` (no deadlock on rings).
-  void sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data,
-                size_t recv_n, int source, int tag, Role role);
+  void sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data, size_t recv_n,
+                int source, int tag, Role role, uint64_t buffer_key = 0);
+  // Nonblocking forms. A compressed isend encodes everything before it
+  // returns (the transfers run in the background); a compressed irecv
+  // receives and decodes inside wait().
+  Request isend(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
+  Request irecv(float* data, size_t n, int source, int tag, Role role);
+  void wait(Request& request);
+  // Neighbour exchange along the line of ranks 0..size-1 (not periodic): see
+  // HaloBuffers in comm/algorithms/compressed_collectives.h. The policy sees
+  // op `halo` and the largest single message of the call over the group.
+  void halo_exchange(const HaloBuffers& buffers, Role role = Role::kHalo, uint64_t buffer_key = 0);
   void barrier();
 
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
 
  private:
+  using Route = PolicySlice::Route;
+
+  // The compressing route for a message, or nullptr for the plain path.
+  const Route* compressing_route(Op op, Role role, size_t bytes) const {
+    if (!policy_) return nullptr;
+    const Route* route = policy_->route(op, role, bytes);
+    return route != nullptr && route->codec != nullptr ? route : nullptr;
+  }
+  // For ops whose sizes may differ between ranks: the largest over the group
+  // when the route depends on the size (one allreduce), else `local_bytes`.
+  size_t agreed_bytes(Op op, Role role, size_t local_bytes);
   void check_counts(const std::vector<size_t>& counts, const char* op) const;
+  void check_peer(int peer, const char* what, const char* op) const;
+  CompressedContext context(const Route& route, Op op, MPI_Comm comm, int tag, uint64_t buffer_key);
+  // Starts a compressed call's accounting and samples its error when due.
+  void begin_compressed(const Route& route, Op op, uint64_t raw_bytes, const float* own,
+                        size_t own_n);
+  void sample_error(compress::Codec& codec, OpCounters& counters, const float* own, size_t n);
+  int next_tag();
+  const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
+  const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 
   CommStats stats_;
   MPI_Comm comm_;
+  MPI_Comm internal_ = MPI_COMM_NULL;  // compressed collectives and halos only
   GroupKind kind_;
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<PolicySlice> policy_;
+  int tag_sequence_ = 0;
+  std::array<uint64_t, kOpCount> lossy_calls_{};
+  // Reused by the plain path so that it does not allocate per call.
+  std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;
+  std::vector<uint8_t> sample_payload_;
+  std::vector<float> sample_decoded_;
 };
 
 // Checks n fits an MPI count; throws std::length_error naming the group otherwise.

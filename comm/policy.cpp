@@ -21,6 +21,11 @@ bool has(uint32_t mask, int bit) {
   return (mask >> bit) & 1u;
 }
 
+// Chunks hold whole floats.
+bool whole_floats(int64_t bytes) {
+  return bytes > 0 && bytes % int64_t(sizeof(float)) == 0;
+}
+
 PolicyRule preset_rule(std::vector<GroupKind> groups, std::vector<Role> roles,
                        compress::CodecSpec codec, bool error_feedback, std::string origin) {
   PolicyRule rule;
@@ -78,8 +83,8 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
   if (config_.min_bytes < 0)
     throw PolicyError("compression min_bytes must be >= 0, got " +
                       std::to_string(config_.min_bytes));
-  if (config_.chunk_bytes < int64_t(sizeof(float)))
-    throw PolicyError("compression chunk_bytes must be >= 4, got " +
+  if (!whole_floats(config_.chunk_bytes))
+    throw PolicyError("compression chunk_bytes must be a positive multiple of 4, got " +
                       std::to_string(config_.chunk_bytes));
   if (!(config_.error_sample_rate >= 0.0 && config_.error_sample_rate <= 1.0))
     throw PolicyError("compression error_sample_rate must lie in [0, 1], got " +
@@ -93,8 +98,8 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     const RuleMatch& m = rule.match;
     if (m.min_bytes < -1 || m.max_bytes < -1)
       throw PolicyError(name + ": min_bytes and max_bytes must be >= 0 (or unset)");
-    if (rule.chunk_bytes != -1 && rule.chunk_bytes < int64_t(sizeof(float)))
-      throw PolicyError(name + ": chunk_bytes must be >= 4, got " +
+    if (rule.chunk_bytes != -1 && !whole_floats(rule.chunk_bytes))
+      throw PolicyError(name + ": chunk_bytes must be a positive multiple of 4, got " +
                         std::to_string(rule.chunk_bytes));
     Bounds b;
     b.groups = mask_of(m.groups, kGroupKindCount);

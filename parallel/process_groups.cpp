@@ -6,22 +6,30 @@
 namespace cmpi::parallel {
 namespace {
 
+std::unique_ptr<comm::Communicator> make_group(MPI_Comm comm, const comm::Policy& policy,
+                                               comm::GroupKind kind) {
+  return std::make_unique<comm::Communicator>(comm, kind,
+                                              std::make_unique<comm::PolicySlice>(policy, kind));
+}
+
 // Ranks that agree on every coordinate but `varying` land in one group,
 // ordered by their coordinate along `varying`.
 std::unique_ptr<comm::Communicator> split(MPI_Comm world, const ParallelDims& dims,
                                           const GridCoord& me, int GridCoord::*varying,
-                                          comm::GroupKind kind) {
+                                          const comm::Policy& policy, comm::GroupKind kind) {
   GridCoord anchor = me;
   anchor.*varying = 0;
   int color = dims.rank_of(anchor);
   MPI_Comm comm;
   MPI_Comm_split(world, color, me.*varying, &comm);
-  return std::make_unique<comm::Communicator>(comm, kind);
+  return make_group(comm, policy, kind);
 }
 
 }  // namespace
 
-ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims) : dims_(dims) {
+ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims,
+                             const comm::PolicyConfig& policy)
+    : dims_(dims), policy_(policy) {
   int world_size = 0;
   MPI_Comm_rank(world, &world_rank_);
   MPI_Comm_size(world, &world_size);
@@ -32,14 +40,14 @@ ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims) : dims_(d
   coord_ = dims.coord_of(world_rank_);
   MPI_Comm world_copy;
   MPI_Comm_dup(world, &world_copy);
-  world_ = std::make_unique<comm::Communicator>(world_copy, comm::GroupKind::kWorld);
-  tp_ = split(world, dims, coord_, &GridCoord::tp, comm::GroupKind::kTp);
-  sp_ = split(world, dims, coord_, &GridCoord::sp, comm::GroupKind::kSp);
-  dp_ = split(world, dims, coord_, &GridCoord::dp, comm::GroupKind::kDp);
-  pp_ = split(world, dims, coord_, &GridCoord::pp, comm::GroupKind::kPp);
+  world_ = make_group(world_copy, policy_, comm::GroupKind::kWorld);
+  tp_ = split(world, dims, coord_, &GridCoord::tp, policy_, comm::GroupKind::kTp);
+  sp_ = split(world, dims, coord_, &GridCoord::sp, policy_, comm::GroupKind::kSp);
+  dp_ = split(world, dims, coord_, &GridCoord::dp, policy_, comm::GroupKind::kDp);
+  pp_ = split(world, dims, coord_, &GridCoord::pp, policy_, comm::GroupKind::kPp);
   MPI_Comm zero_comm;
   MPI_Comm_dup(dp_->mpi(), &zero_comm);
-  zero_ = std::make_unique<comm::Communicator>(zero_comm, comm::GroupKind::kZero);
+  zero_ = make_group(zero_comm, policy_, comm::GroupKind::kZero);
 }
 
 comm::Communicator& ProcessGroups::group(comm::GroupKind kind) {

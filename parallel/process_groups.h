@@ -2,23 +2,30 @@
 // from ParallelDims by MPI_Comm_split and passed explicitly to whatever
 // communicates. `zero` is a duplicate of `dp` (ZeRO shards over the DP
 // ranks) so that its traffic is counted and governed by its own policy slice.
+// Each communicator gets the slice of one Policy built from `policy`: the
+// codec instances its group's rules need, so nothing is looked up per call.
 #pragma once
 
 #include <memory>
 
 #include "comm/communicator.h"
+#include "comm/policy.h"
+#include "comm/policy_config.h"
 #include "parallel/parallel_dims.h"
 
 namespace cmpi::parallel {
 
 class ProcessGroups {
  public:
-  // Collective over `world`: every rank must call it with the same dims.
-  ProcessGroups(MPI_Comm world, const ParallelDims& dims);
+  // Collective over `world`: every rank must call it with the same dims and
+  // policy. Throws comm::PolicyError (naming the rule) for a bad policy.
+  ProcessGroups(MPI_Comm world, const ParallelDims& dims,
+                const comm::PolicyConfig& policy = comm::PolicyConfig{});
 
   const ParallelDims& dims() const { return dims_; }
   const GridCoord& coord() const { return coord_; }
   int world_rank() const { return world_rank_; }
+  const comm::Policy& policy() const { return policy_; }
 
   comm::Communicator& world() { return *world_; }
   comm::Communicator& dp() { return *dp_; }
@@ -30,6 +37,7 @@ class ProcessGroups {
 
  private:
   ParallelDims dims_;
+  comm::Policy policy_;
   GridCoord coord_;
   int world_rank_ = 0;
   std::unique_ptr<comm::Communicator> world_, dp_, tp_, pp_, sp_, zero_;

@@ -262,8 +262,12 @@ TEST(Policy, ErrorsNameTheRulesOrigin) {
   EXPECT_NE(bounds.find("never match"), std::string::npos) << bounds;
 
   PolicyRule tiny_chunk = rule({}, CodecSpec("identity"), "configs/run.yaml:50");
-  tiny_chunk.chunk_bytes = 2;
-  EXPECT_NE(thrown_by(build(tiny_chunk)).find("configs/run.yaml:50"), std::string::npos);
+  for (int64_t bad : {int64_t(2), int64_t(4097), int64_t(0)}) {
+    tiny_chunk.chunk_bytes = bad;
+    std::string chunk = thrown_by(build(tiny_chunk));
+    EXPECT_NE(chunk.find("configs/run.yaml:50"), std::string::npos) << chunk;
+    EXPECT_NE(chunk.find("multiple of 4"), std::string::npos) << chunk;
+  }
 
   // Rules without an origin are named by their position.
   PolicyConfig two;
@@ -284,6 +288,8 @@ TEST(Policy, InvalidSettingsAreRejectedByName) {
   EXPECT_NE(thrown_by([&] { make_policy(min); }).find("min_bytes"), std::string::npos);
   PolicyConfig chunk;
   chunk.chunk_bytes = 0;
+  EXPECT_NE(thrown_by([&] { make_policy(chunk); }).find("chunk_bytes"), std::string::npos);
+  chunk.chunk_bytes = 1002;
   EXPECT_NE(thrown_by([&] { make_policy(chunk); }).find("chunk_bytes"), std::string::npos);
   PolicyConfig rate;
   rate.error_sample_rate = 1.5;
