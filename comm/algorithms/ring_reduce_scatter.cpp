@@ -48,8 +48,8 @@ void ring_reduce_scatter_stage(CompressedContext& ctx, TransferOp op, const floa
   const int left = (ctx.rank + n_ranks - 1) % n_ranks;
   auto segment_sent_at = [&](int step) { return (ctx.rank - 1 - step + 2 * n_ranks) % n_ranks; };
 
+  // Sends stay alive until the end; each hop's receive buffers only for that hop.
   std::vector<std::unique_ptr<OutgoingTransfer>> outgoing;
-  std::vector<std::unique_ptr<IncomingTransfer>> incoming;
 
   // Step 0: own data of segment r-1, the only encoding with feedback.
   const int first = segment_sent_at(0);
@@ -68,9 +68,7 @@ void ring_reduce_scatter_stage(CompressedContext& ctx, TransferOp op, const floa
     // Arriving now: what the left neighbour sent at step-1, i.e. segment r-1-step.
     const int segment = segment_sent_at(step);
     const bool last = step == n_ranks - 1;
-    incoming.push_back(std::make_unique<IncomingTransfer>(
-        ctx, left, make_shape(ctx, op, counts[segment], segment)));
-    IncomingTransfer& hop = *incoming.back();
+    IncomingTransfer hop(ctx, left, make_shape(ctx, op, counts[segment], segment));
     OutgoingTransfer* next = nullptr;
     if (!last) {
       outgoing.push_back(std::make_unique<OutgoingTransfer>(
