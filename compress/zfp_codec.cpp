@@ -127,6 +127,7 @@ class ZfpWorker {
 
   bool ok() const { return zfp_ && bits_ && field_; }
   uint8_t* scratch_bytes() { return reinterpret_cast<uint8_t*>(scratch_.data()); }
+  size_t scratch_capacity() const { return scratch_.size() * kScratchUnit; }
 
   // Compresses in[0..n) into the scratch buffer; returns the stream's bytes
   // (0 if libzfp failed).
@@ -156,7 +157,14 @@ class ZfpWorker {
 
 // What went wrong in one chunk inside a parallel region (exceptions must not
 // leave the region, so they are raised after it).
-enum class ChunkFailure : uint8_t { kNone, kNoMemory, kZfpFailed, kNonFinite, kWrongLength };
+enum class ChunkFailure : uint8_t {
+  kNone,
+  kNoMemory,
+  kZfpFailed,
+  kNonFinite,
+  kWrongLength,
+  kReadPastScratch
+};
 
 // Scratch buffers for each thread, allocated before the parallel region.
 std::vector<std::vector<uint64_t>> make_scratch(int threads, size_t chunk_floats) {
@@ -418,7 +426,11 @@ void ZfpCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n,
       }
       std::memcpy(worker.scratch_bytes(), in + offsets[k], bytes);
       consumed[k] = worker.decompress(out + start, length);
-      if (consumed[k] == 0)
+      // libzfp reads its stream front to back, so its final position bounds
+      // every byte it read: this proves the scratch bound held.
+      if (consumed[k] > worker.scratch_capacity())
+        failures[k] = ChunkFailure::kReadPastScratch;
+      else if (consumed[k] == 0)
         failures[k] = ChunkFailure::kZfpFailed;
       else if (consumed[k] != bytes)
         failures[k] = ChunkFailure::kWrongLength;
