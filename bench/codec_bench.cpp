@@ -235,6 +235,8 @@ std::string codec_bench_usage() {
          "  --repeats R        timed runs per measurement after one warm-up; median is reported\n"
          "                     (default 5, --quick 1)\n"
          "  --threads T        threads for the all-threads columns (default: OpenMP's maximum)\n"
+         "  --clock wall|cpu   what times the single-thread columns: the wall clock (default) or\n"
+         "                     the thread's CPU time, which a busy machine disturbs less\n"
          "  --seed S           seed of the synthetic data (default 42)\n"
          "  --csv FILE         where to write the rows (default bench_codec.csv)\n";
 }
@@ -277,6 +279,11 @@ CodecBenchOptions parse_codec_bench_args(int argc, char** argv) {
       repeats_given = true;
     } else if (arg == "--threads") {
       options.threads = parse_positive_int(arg, value());
+    } else if (arg == "--clock") {
+      const std::string text = value();
+      if (text != "wall" && text != "cpu")
+        throw std::invalid_argument("--clock: expected wall or cpu, got '" + text + "'");
+      options.cpu_clock = text == "cpu";
     } else if (arg == "--seed") {
       const std::string text = value();
       if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)

@@ -23,6 +23,7 @@ struct CodecBenchOptions {
   size_t size = 0;                      // synthetic elements, and cap for files
   int repeats = 0;
   int threads = 0;
+  bool cpu_clock = false;  // time the single-thread runs by thread CPU time
   std::string csv_path = "bench_codec.csv";
   uint64_t seed = 42;
 };

@@ -4,17 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <stdexcept>
 
 namespace cmpi::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct RunTimes {
   size_t encoded_bytes = 0;
@@ -23,15 +18,15 @@ struct RunTimes {
 };
 
 RunTimes timed_run(BenchSubject& subject, const std::vector<float>& input, int threads, int repeats,
-                   std::vector<float>& out) {
+                   bool cpu_time, std::vector<float>& out) {
   const size_t n = input.size();
   RunTimes run;
   run.encoded_bytes = subject.encode(input.data(), n, threads);  // warm-up
   std::vector<double> samples;
   for (int r = 0; r < repeats; ++r) {
-    auto start = Clock::now();
+    const double start = now_seconds(cpu_time);
     size_t bytes = subject.encode(input.data(), n, threads);
-    samples.push_back(seconds_since(start));
+    samples.push_back(now_seconds(cpu_time) - start);
     // Stochastic codecs may vary a little; the lossless ones must not.
     if (bytes != run.encoded_bytes && subject.lossless())
       throw std::runtime_error(subject.label() + ": encoded size changed between runs (" +
@@ -46,15 +41,24 @@ RunTimes timed_run(BenchSubject& subject, const std::vector<float>& input, int t
   subject.decode(out.data(), n, threads);  // warm-up
   samples.clear();
   for (int r = 0; r < repeats; ++r) {
-    auto start = Clock::now();
+    const double start = now_seconds(cpu_time);
     subject.decode(out.data(), n, threads);
-    samples.push_back(seconds_since(start));
+    samples.push_back(now_seconds(cpu_time) - start);
   }
   run.decode_seconds = median(samples);
   return run;
 }
 
 }  // namespace
+
+double now_seconds(bool thread_cpu_time) {
+  if (thread_cpu_time) {
+    timespec now{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
+      return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 double median(std::vector<double> samples) {
   if (samples.empty()) return 0;
@@ -115,7 +119,7 @@ Measurement measure(BenchSubject& subject, const std::vector<float>& input,
   Measurement m;
   m.elements = input.size();
 
-  RunTimes single = timed_run(subject, input, 1, repeats, scratch);
+  RunTimes single = timed_run(subject, input, 1, repeats, options.cpu_time_1t, scratch);
   m.encoded_bytes = single.encoded_bytes;
   m.encode_seconds_1t = m.encode_seconds_mt = single.encode_seconds;
   m.decode_seconds_1t = m.decode_seconds_mt = single.decode_seconds;
@@ -126,7 +130,7 @@ Measurement measure(BenchSubject& subject, const std::vector<float>& input,
                              " did not round-trip bit-exactly");
 
   if (options.threads > 1) {
-    RunTimes multi = timed_run(subject, input, options.threads, repeats, scratch);
+    RunTimes multi = timed_run(subject, input, options.threads, repeats, false, scratch);
     m.encode_seconds_mt = multi.encode_seconds;
     m.decode_seconds_mt = multi.decode_seconds;
     if (subject.lossless() && std::memcmp(scratch.data(), input.data(), input.size() * 4) != 0)

@@ -18,6 +18,11 @@ namespace cmpi::bench {
 struct MeasureOptions {
   int repeats = 5;
   int threads = 1;  // the all-threads run; 1 skips it
+  // Time the single-thread run by the calling thread's CPU time instead of
+  // the wall clock: on a machine shared with other work, time spent
+  // descheduled then does not count against the codec. (Single-thread
+  // OpenMP regions and Blosc with one thread run on the calling thread.)
+  bool cpu_time_1t = false;
 };
 
 struct ErrorStats {
@@ -49,6 +54,9 @@ double compression_ratio(const Measurement& m);
 double throughput_gbps(const Measurement& m, double seconds);
 
 ErrorStats compare(const float* original, const float* decoded, size_t n);
+
+// Seconds on a monotonic clock: the wall clock, or the calling thread's CPU time.
+double now_seconds(bool thread_cpu_time);
 
 // Median of the samples (mean of the middle two for an even count); 0 if empty.
 double median(std::vector<double> samples);

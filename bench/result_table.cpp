@@ -21,7 +21,7 @@ std::string fit(const std::string& text, size_t width) {
 
 std::string csv_header() {
   return "dataset,codec,spec,kind,lossless,elements,ratio,bits_per_value,"
-         "encode_gbps_1t,decode_gbps_1t,encode_gbps_mt,decode_gbps_mt,threads,parallelism,"
+         "encode_gbps_1t,decode_gbps_1t,encode_gbps_mt,decode_gbps_mt,threads,parallelism,clock_1t,"
          "rel_rmse,max_abs_error";
 }
 
@@ -53,6 +53,7 @@ std::string csv_line(const ResultRow& row) {
   line += format("%.6g", throughput_gbps(m, m.decode_seconds_mt)) + ",";
   line += std::to_string(row.threads) + ",";
   line += csv_field(row.parallelism) + ",";
+  line += csv_field(row.clock_1t) + ",";
   line += format("%.6g", m.error.rel_rmse) + ",";
   line += format("%.6g", m.error.max_abs_error);
   return line;

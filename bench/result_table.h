@@ -20,6 +20,7 @@ struct ResultRow {
   bool reference = false;   // a lossless reference point, not a project codec
   std::string parallelism;  // BenchSubject::parallelism()
   int threads = 1;
+  std::string clock_1t = "wall";  // what timed the _1t columns: "wall" or "cpu"
   Measurement measurement;
 };
 
