@@ -173,9 +173,10 @@ void run_subject(BenchSubject& subject, const Dataset& data, bool reference,
   row.reference = reference;
   row.parallelism = options.threads > 1 ? subject.parallelism() : "none";
   row.threads = options.threads;
+  row.clock_1t = options.cpu_clock ? "cpu" : "wall";
   try {
-    row.measurement =
-        measure(subject, data.values, {options.repeats, options.threads}, state.scratch);
+    row.measurement = measure(subject, data.values,
+                              {options.repeats, options.threads, options.cpu_clock}, state.scratch);
   } catch (const std::exception& e) {
     state.failures.push_back(data.name + " / " + subject.label() + ": " + e.what());
     std::printf("%-11s %-36s FAILED: %s\n", data.name.c_str(), subject.label().c_str(), e.what());
@@ -331,6 +332,8 @@ int run_codec_bench(int argc, char** argv) {
         "# all-threads columns (nT) use %d threads; %d timed repeats after 1 warm-up, "
         "median; GB/s = 10^9 bytes of input floats per second\n",
         options.threads, options.repeats);
+    std::printf("# single-thread columns (1T) timed by %s; all-thread columns by the wall clock\n",
+                options.cpu_clock ? "the thread's CPU time" : "the wall clock");
     datasets = list_datasets(options);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cmpi-bench codec: %s\n", e.what());

@@ -112,6 +112,15 @@ TEST(BenchArgs, QuickDefaultsAndUnknownOption) {
   options = parse_codec_bench_args(int(spec_argv.size()), spec_argv.data());
   EXPECT_EQ(options.codecs, (std::vector<std::string>{"zfp:mode=rate,rate=8"}));
 
+  std::vector<std::string> clock_words{"codec", "--clock", "cpu"};
+  std::vector<char*> clock_argv;
+  for (auto& w : clock_words) clock_argv.push_back(w.data());
+  EXPECT_TRUE(parse_codec_bench_args(int(clock_argv.size()), clock_argv.data()).cpu_clock);
+  clock_words[2] = "gpu";
+  clock_argv.assign({clock_words[0].data(), clock_words[1].data(), clock_words[2].data()});
+  EXPECT_THROW(parse_codec_bench_args(int(clock_argv.size()), clock_argv.data()),
+               std::invalid_argument);
+
   std::vector<std::string> bad_words{"codec", "--frobnicate"};
   std::vector<char*> bad_argv;
   for (auto& w : bad_words) bad_argv.push_back(w.data());
@@ -229,6 +238,9 @@ TEST(BenchMeasure, IdentityCodecIsExactWithRatioBelowOne) {
   std::vector<float> scratch;
   Measurement m = measure(identity, input, {2, 2}, scratch);
   EXPECT_TRUE(m.error.bit_exact);
+  Measurement by_cpu_time = measure(identity, input, {2, 1, true}, scratch);
+  EXPECT_GT(by_cpu_time.encode_seconds_1t, 0);
+  EXPECT_GT(by_cpu_time.decode_seconds_1t, 0);
   EXPECT_EQ(m.encoded_bytes, 5000u * 4 + compress::kPayloadHeaderBytes);
   EXPECT_GT(m.encode_seconds_1t, 0);
   EXPECT_GT(m.decode_seconds_mt, 0);
