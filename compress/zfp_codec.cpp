@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "compress/nonfinite.h"
+
 namespace cmpi::compress {
 namespace {
 
@@ -71,21 +73,6 @@ uint32_t load_le32(const uint8_t* p) {
 
 void store_le32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
-}
-
-// Index of the first NaN or +-Inf in p[0..n), or n. The first pass is a
-// branch-free OR that vectorizes; only a chunk that has one is searched.
-size_t find_nonfinite(const float* p, size_t n) {
-  uint32_t any = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, p + i, sizeof bits);
-    any |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  if (!any) return n;
-  for (size_t i = 0; i < n; ++i)
-    if (!std::isfinite(p[i])) return i;
-  return n;
 }
 
 [[noreturn]] void bad_param(const std::string& key, const std::string& why) {
@@ -283,7 +270,7 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
       const size_t start = layout.start(size_t(k)), length = layout.length(size_t(k));
       const size_t raw_bytes = length * sizeof(float);
       uint8_t* slot = out + table + start * sizeof(float);
-      const size_t nonfinite_at = find_nonfinite(in + start, length);
+      const size_t nonfinite_at = first_nonfinite(in + start, length);
       size_t bytes = 0;
       if (nonfinite_at < length) {
         if (fail_on_nonfinite_) {
