@@ -25,6 +25,14 @@ template <unsigned W>
 void pack_groups(const uint32_t* values, size_t groups, uint8_t* out) {
   if constexpr (W == 0) {
     return;
+  } else if constexpr (W == 8) {
+    // Whole bytes: a narrowing copy through a local buffer (no aliasing, a
+    // fixed trip count), which the compiler vectorises.
+    for (size_t g = 0; g < groups; ++g) {
+      uint8_t bytes[kGroup];
+      for (size_t j = 0; j < kGroup; ++j) bytes[j] = uint8_t(values[g * kGroup + j]);
+      std::memcpy(out + g * kGroup, bytes, kGroup);
+    }
   } else {
     for (size_t g = 0; g < groups; ++g) {
       const uint32_t* v = values + g * kGroup;
@@ -47,6 +55,14 @@ template <unsigned W>
 void unpack_groups(const uint8_t* in, size_t groups, uint32_t* values) {
   if constexpr (W == 0) {
     std::memset(values, 0, groups * kGroup * sizeof(uint32_t));
+  } else if constexpr (W == 8) {
+    for (size_t g = 0; g < groups; ++g) {
+      uint8_t bytes[kGroup];
+      std::memcpy(bytes, in + g * kGroup, kGroup);
+      uint32_t wide[kGroup];
+      for (size_t j = 0; j < kGroup; ++j) wide[j] = bytes[j];
+      std::memcpy(values + g * kGroup, wide, sizeof(wide));
+    }
   } else {
     for (size_t g = 0; g < groups; ++g) {
       uint32_t* v = values + g * kGroup;

@@ -1,9 +1,11 @@
-// Blocks of kBlock values are summed with kLanes float accumulators; a block
-// whose float result is not finite is either non-finite input (refused) or
-// an overflow of x^2 or of the sum for huge finite values, and a sum of
-// squares below 1e-30 may have lost tiny values to underflow: both are
-// redone in double. Max |x| is an integer max over the float bits without the sign,
-// where NaN and infinity show up as keys >= the all-ones exponent.
+// Blocks of kBlock values are summed in float by the eight-lane kernels of
+// quantize_kernels; a block whose float result is not finite is either
+// non-finite input (refused) or an overflow of x^2 or of the sum for huge
+// finite values, and a sum of squares below 1e-30 may have lost tiny values
+// to underflow: both are redone in double (an all-zero block is recognised
+// first, so it stays fast). Max |x| is an integer max over the float bits
+// without the sign, where NaN and infinity show up as keys >= the all-ones
+// exponent.
 #include "compress/bucket_stats.h"
 
 #include <algorithm>
@@ -14,27 +16,21 @@
 #include <string>
 
 #include "compress/nonfinite.h"
+#include "compress/quantize_kernels.h"
 
 namespace cmpi::compress {
 namespace {
 
 constexpr size_t kBlock = 256;
-constexpr size_t kLanes = 8;
 constexpr float kSmallestTrusted = 1e-30f;
 
 template <bool kSquare>
 double block_sum(const float* x, size_t len) {
-  float acc[kLanes] = {};
-  size_t i = 0;
-  for (; i + kLanes <= len; i += kLanes)
-    for (size_t l = 0; l < kLanes; ++l)
-      acc[l] += kSquare ? x[i + l] * x[i + l] : std::fabs(x[i + l]);
-  float total = 0;
-  for (size_t l = 0; l < kLanes; ++l) total += acc[l];
-  for (; i < len; ++i) total += kSquare ? x[i] * x[i] : std::fabs(x[i]);
+  const float total = kSquare ? kernels::sum_squares(x, len) : kernels::sum_abs(x, len);
   // Squares of tiny values underflow in float (|x| < 1e-19); redo such
   // blocks, like overflowing ones, in double.
   if (std::isfinite(total) && (!kSquare || total >= kSmallestTrusted)) return total;
+  if (total == 0 && kernels::max_magnitude_key(x, len) == 0) return 0;
   double exact[4] = {};
   size_t j = 0;
   for (; j + 4 <= len; j += 4)
@@ -44,16 +40,6 @@ double block_sum(const float* x, size_t len) {
   return (exact[0] + exact[1]) + (exact[2] + exact[3]);  // non-finite only for non-finite input
 }
 
-uint32_t max_magnitude_key(const float* x, size_t len) {
-  uint32_t best = 0;
-  for (size_t i = 0; i < len; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, x + i, 4);
-    best = std::max(best, bits & 0x7fffffffu);
-  }
-  return best;
-}
-
 [[noreturn]] void overflow(const CodecSpec& spec, size_t bucket_index) {
   throw std::invalid_argument("codec " + spec.to_string() + ": the scale of bucket " +
                               std::to_string(bucket_index) + " overflows float");
@@ -61,30 +47,34 @@ uint32_t max_magnitude_key(const float* x, size_t len) {
 
 }  // namespace
 
+float bucket_stat(const CodecSpec& spec, BucketStat stat, const float* x, size_t n, size_t bucket,
+                  size_t index) {
+  const size_t span = bucket_span(n, bucket);
+  const float* v = x + index * span;
+  const size_t len = std::min(span, n - index * span);
+  if (stat == BucketStat::kMaxAbs) {
+    const uint32_t key = kernels::max_magnitude_key(v, len);
+    if (key >= 0x7f800000u) require_finite(spec, x, n);
+    float value;
+    std::memcpy(&value, &key, 4);
+    return value;
+  }
+  double sum = 0;
+  for (size_t start = 0; start < len; start += kBlock) {
+    const size_t block = std::min(kBlock, len - start);
+    sum += stat == BucketStat::kL2Norm ? block_sum<true>(v + start, block)
+                                       : block_sum<false>(v + start, block);
+  }
+  if (!std::isfinite(sum)) require_finite(spec, x, n);
+  const double value = stat == BucketStat::kL2Norm ? std::sqrt(sum) : sum / double(len);
+  if (value > FLT_MAX) overflow(spec, index);
+  return float(value);
+}
+
 void compute_bucket_stats(const CodecSpec& spec, BucketStat stat, const float* x, size_t n,
                           size_t bucket, float* out) {
-  const size_t span = bucket_span(n, bucket);
-  const size_t buckets = bucket_count(n, bucket);
-  for (size_t b = 0; b < buckets; ++b) {
-    const float* v = x + b * span;
-    const size_t len = std::min(span, n - b * span);
-    if (stat == BucketStat::kMaxAbs) {
-      const uint32_t key = max_magnitude_key(v, len);
-      if (key >= 0x7f800000u) require_finite(spec, x, n);
-      std::memcpy(&out[b], &key, 4);
-      continue;
-    }
-    double sum = 0;
-    for (size_t start = 0; start < len; start += kBlock) {
-      const size_t block = std::min(kBlock, len - start);
-      sum += stat == BucketStat::kL2Norm ? block_sum<true>(v + start, block)
-                                         : block_sum<false>(v + start, block);
-    }
-    if (!std::isfinite(sum)) require_finite(spec, x, n);
-    const double value = stat == BucketStat::kL2Norm ? std::sqrt(sum) : sum / double(len);
-    if (value > FLT_MAX) overflow(spec, b);
-    out[b] = float(value);
-  }
+  for (size_t b = 0; b < bucket_count(n, bucket); ++b)
+    out[b] = bucket_stat(spec, stat, x, n, bucket, b);
 }
 
 size_t bucket_param(const CodecSpec& spec) {

@@ -37,6 +37,11 @@ inline size_t bucket_count(size_t n, size_t bucket) {
 void compute_bucket_stats(const CodecSpec& spec, BucketStat stat, const float* x, size_t n,
                           size_t bucket, float* out);
 
+// The statistic of bucket `index` alone, with the same checks (the error for
+// non-finite input still names the first bad index of the whole array).
+float bucket_stat(const CodecSpec& spec, BucketStat stat, const float* x, size_t n, size_t bucket,
+                  size_t index);
+
 // Reads a quantizer's `bucket` parameter (>= 0, < 2^31), default 512.
 size_t bucket_param(const CodecSpec& spec);
 

@@ -1,8 +1,8 @@
-// Encode and decode run in blocks of kBlock values through the bit packer;
-// the per-value work is integer only (no log2, no float arithmetic): split
-// the float's bits into sign, exponent and mantissa, add one to the exponent
-// if the random 23 bits fall below the mantissa, and fix up the few special
-// codes with selects.
+// Encode and decode run in blocks of kBlock values: draw the block's random
+// numbers, map values to codes (quantize_kernels: integer only, no log2 and
+// no float arithmetic: split the float's bits into sign, exponent and
+// mantissa, add one to the exponent if the random 23 bits fall below the
+// mantissa, fix up the special codes with selects), then bit-pack them.
 #include "compress/natural_codec.h"
 
 #include <algorithm>
@@ -11,40 +11,12 @@
 #include <string>
 
 #include "compress/bit_packing.h"
+#include "compress/quantize_kernels.h"
 
 namespace cmpi::compress {
 namespace {
 
 constexpr size_t kBlock = 1024;
-constexpr uint32_t kNanCode = 0x100;
-constexpr uint32_t kQuietNan = 0x7fc00000u;
-
-void encode_block(const float* x, size_t len, const uint32_t* u23, uint32_t* codes) {
-  for (size_t j = 0; j < len; ++j) {
-    uint32_t bits;
-    std::memcpy(&bits, x + j, 4);
-    const uint32_t sign = bits >> 31;
-    const uint32_t exponent = (bits >> 23) & 0xff;
-    const uint32_t mantissa = bits & 0x7fffff;
-    // Round up with probability mantissa / 2^23; never past 2^127 (254), and
-    // infinities/NaN (255) keep their exponent.
-    const uint32_t up = uint32_t(u23[j] < mantissa) & uint32_t(exponent < 254);
-    const uint32_t e8 = exponent + up;
-    uint32_t code = e8 == 0 ? 0 : (sign << 8) | e8;
-    code = (exponent == 255 && mantissa != 0) ? kNanCode : code;
-    codes[j] = code;
-  }
-}
-
-void decode_block(const uint32_t* codes, size_t len, float* out) {
-  for (size_t j = 0; j < len; ++j) {
-    const uint32_t c = codes[j];
-    uint32_t bits = ((c & 0x100) << 23) | ((c & 0xff) << 23);
-    bits = c == kNanCode ? kQuietNan : bits;
-    std::memcpy(out + j, &bits, 4);
-  }
-}
-
 }  // namespace
 
 NaturalCodec::NaturalCodec(const CodecSpec& spec)
@@ -61,12 +33,8 @@ size_t NaturalCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t
   uint32_t codes[kBlock];
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
-    for (size_t j = 0; j < len; j += 2) {
-      const uint64_t r = random_.next();
-      u23[j] = uint32_t(r) & 0x7fffffu;
-      u23[j + 1] = uint32_t(r >> 32) & 0x7fffffu;  // kBlock is even
-    }
-    encode_block(in + start, len, u23, codes);
+    random_.fill(u23, len, 23);
+    kernels::natural_encode(in + start, len, u23, codes);
     pack_bits(codes, len, kNaturalCodeBits, out + packed_bytes(start, kNaturalCodeBits));
   }
   return packed_bytes(n, kNaturalCodeBits);
@@ -85,7 +53,7 @@ void NaturalCodec::decode_body(const uint8_t* in, size_t size, float* out, size_
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
     unpack_bits(in + packed_bytes(start, kNaturalCodeBits), len, kNaturalCodeBits, codes);
-    decode_block(codes, len, out + start);
+    kernels::natural_decode(codes, len, out + start);
   }
 }
 

@@ -4,7 +4,8 @@
 // it, |x| = 2^e (1 + m) with m in [0, 1) -> 2^(e+1) with probability m, else
 // 2^e, which is unbiased (E = 2^e (1 + m)) with relative variance at most
 // 1/8. What is left is a sign and an exponent: 9 bits per value, packed.
-// Spec: {name: natural, seed: 0}.
+// Spec: {name: natural, seed: 0}. Senders whose results are summed should
+// use different seeds so that their rounding errors average out.
 //
 // Code (9 bits): sign << 8 | e8, with e8 the float's biased exponent:
 //   e8 = 1..254   +-2^(e8 - 127), exactly the float with that exponent and a
@@ -20,7 +21,7 @@
 #pragma once
 
 #include "compress/codec.h"
-#include "compress/random_stream.h"
+#include "compress/random_blocks.h"
 
 namespace cmpi::compress {
 
@@ -40,7 +41,7 @@ class NaturalCodec final : public Codec {
                    uint16_t flags) const override;
 
  private:
-  RandomStream random_;
+  RandomBlocks random_;
 };
 
 }  // namespace cmpi::compress

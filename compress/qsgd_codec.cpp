@@ -1,5 +1,5 @@
 // Encode runs in blocks of kBlock values: the block's random numbers are
-// drawn first (two 24-bit uniforms per 64-bit draw), then each bucket segment
+// drawn first (24-bit uniforms from RandomBlocks), then each bucket segment
 // of the block is quantized with its own scale by a branch-free loop, and the
 // block's codes are packed (kBlock is a multiple of 8, so every block starts
 // on a byte boundary of the code stream). Decode mirrors it: unpack a block,
@@ -15,6 +15,7 @@
 
 #include "compress/bit_packing.h"
 #include "compress/bucket_stats.h"
+#include "compress/quantize_kernels.h"
 
 namespace cmpi::compress {
 namespace {
@@ -23,23 +24,19 @@ constexpr size_t kBlock = 1024;
 constexpr uint32_t kMaxLevels = 65535;
 
 // Quantizes x[0..len) with scale `norm` into codes in [0, 2s]; `u24` holds
-// 24-bit uniform integers.
+// 24-bit uniform integers. A denormal norm, whose s / N overflows float,
+// takes a slower double-precision path with the same rounding rule.
 void quantize_segment(const float* x, size_t len, float norm, uint32_t s, const uint32_t* u24,
                       uint32_t* codes) {
   const float inv = norm > 0 ? float(double(s) / double(norm)) : 0.f;
-  const bool fast = std::isfinite(inv);
-  const double inv_wide = norm > 0 ? double(s) / double(norm) : 0.0;
+  if (std::isfinite(inv)) return kernels::qsgd_quantize(x, len, inv, s, u24, codes);
+  const double wide = double(s) / double(norm);
   for (size_t j = 0; j < len; ++j) {
-    uint32_t bits;
-    std::memcpy(&bits, x + j, 4);
-    // r = |x| s / N; float keeps its fraction exact enough for s <= 65535. A
-    // denormal N (inv overflows float) takes the double path.
-    const float r = fast ? std::fabs(x[j]) * inv : float(std::fabs(double(x[j])) * inv_wide);
+    const double r = std::fabs(double(x[j])) * wide;
     uint32_t level = uint32_t(r);
-    const float fraction = r - float(level);
-    level += float(u24[j]) * 0x1p-24f < fraction;
+    level += double(u24[j]) * 0x1p-24 < r - double(level);
     level = std::min(level, s);
-    codes[j] = (bits >> 31) ? s - level : s + level;
+    codes[j] = std::signbit(x[j]) ? s - level : s + level;
   }
 }
 
@@ -68,25 +65,26 @@ size_t QsgdCodec::max_body_bytes(size_t n) const {
 size_t QsgdCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, uint16_t&) {
   const size_t buckets = bucket_count(n, bucket_);
   const size_t span = bucket_span(n, bucket_);
-  std::vector<float> scales(buckets);
-  compute_bucket_stats(spec(), max_norm_ ? BucketStat::kMaxAbs : BucketStat::kL2Norm, in, n,
-                       bucket_, scales.data());
-  if (buckets) std::memcpy(out, scales.data(), 4 * buckets);
+  const BucketStat stat = max_norm_ ? BucketStat::kMaxAbs : BucketStat::kL2Norm;
   uint8_t* packed = out + 4 * buckets;
 
   uint32_t u24[kBlock];
   uint32_t codes[kBlock];
+  float scale = 0;
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
-    for (size_t j = 0; j < len; j += 2) {
-      const uint64_t r = random_.next();
-      u24[j] = uint32_t(r) & 0xffffffu;
-      u24[j + 1] = uint32_t(r >> 32) & 0xffffffu;  // kBlock is even: j + 1 < kBlock
-    }
+    random_.fill(u24, len, 24);
     for (size_t i = start; i < start + len;) {
       const size_t b = i / span;
       const size_t segment_end = std::min(start + len, (b + 1) * span);
-      quantize_segment(in + i, segment_end - i, scales[b], levels_, u24 + (i - start),
+      // A bucket's scale is computed when its first value is reached, so
+      // for buckets up to kBlock values the data is still in cache when it
+      // is quantized.
+      if (i == b * span) {
+        scale = bucket_stat(spec(), stat, in, n, bucket_, b);
+        std::memcpy(out + 4 * b, &scale, 4);
+      }
+      quantize_segment(in + i, segment_end - i, scale, levels_, u24 + (i - start),
                        codes + (i - start));
       i = segment_end;
     }
@@ -119,14 +117,11 @@ void QsgdCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n
     throw DecodeError("body", "qsgd code stream has nonzero padding bits");
 
   const uint32_t max_code = 2 * levels_;
-  const float s = float(levels_);
   uint32_t codes[kBlock];
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
     unpack_bits(packed + packed_bytes(start, code_bits_), len, code_bits_, codes);
-    uint32_t worst = 0;
-    for (size_t j = 0; j < len; ++j) worst = std::max(worst, codes[j]);
-    if (worst > max_code) {
+    if (kernels::max_code(codes, len) > max_code) {
       const size_t j = size_t(
           std::find_if(codes, codes + len, [&](uint32_t c) { return c > max_code; }) - codes);
       throw DecodeError("body", "qsgd code " + std::to_string(codes[j]) + " of value " +
@@ -136,8 +131,7 @@ void QsgdCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n
     for (size_t i = start; i < start + len;) {
       const size_t b = i / span;
       const size_t segment_end = std::min(start + len, (b + 1) * span);
-      const float bucket_step = step[b];
-      for (size_t j = i; j < segment_end; ++j) out[j] = (float(codes[j - start]) - s) * bucket_step;
+      kernels::qsgd_dequantize(codes + (i - start), segment_end - i, levels_, step[b], out + i);
       i = segment_end;
     }
   }

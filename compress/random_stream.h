@@ -1,10 +1,9 @@
-// RandomStream: the random bits of the stochastic codecs (randomk, qsgd,
-// natural). SplitMix64 (Steele, Lea, Flood 2014): a 64-bit counter advanced
-// by the golden-ratio constant and passed through a bijective mixer. It is
-// cheap (two multiplies per 64 bits), passes BigCrush, and any 64-bit seed
-// gives a full-period stream, which is all stochastic rounding and index
-// sampling need. Each codec owns one stream; its state advances with every
-// encode, so repeated encodings of the same data draw fresh randomness.
+// RandomStream: random 64-bit words for randomk's index draws and for
+// seeding RandomBlocks (qsgd, natural). SplitMix64 (Steele, Lea, Flood 2014): a 64-bit counter
+// advanced by the golden-ratio constant and passed through a bijective mixer. It is cheap (two
+// multiplies per 64 bits), passes BigCrush, and any 64-bit seed gives a full-period stream, which
+// is all stochastic rounding and index sampling need. Each codec owns one stream; its state
+// advances with every encode, so repeated encodings of the same data draw fresh randomness.
 #pragma once
 
 #include <cstdint>

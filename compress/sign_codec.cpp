@@ -1,6 +1,6 @@
-// Sign bits are gathered 64 at a time into a word (shift of each float's
-// top bit) and stored little-endian, which is the bit_packing stream layout
-// for width 1; decode selects +scale or -scale per bit.
+// Sign bits are gathered 64 at a time into a word (quantize_kernels: the
+// floats' top bits) and stored little-endian, which is the bit_packing stream
+// layout for width 1; decode sets the sign bit of the scale per stream bit.
 #include "compress/sign_codec.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "compress/bit_packing.h"
 #include "compress/bucket_stats.h"
+#include "compress/quantize_kernels.h"
 
 namespace cmpi::compress {
 
@@ -31,12 +32,7 @@ size_t SignCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, u
   uint8_t* bits_out = out + 4 * buckets;
   for (size_t start = 0; start < n; start += 64) {
     const size_t len = std::min<size_t>(64, n - start);
-    uint64_t word = 0;
-    for (size_t j = 0; j < len; ++j) {
-      uint32_t bits;
-      std::memcpy(&bits, in + start + j, 4);
-      word |= uint64_t(bits >> 31) << j;
-    }
+    const uint64_t word = kernels::sign_bits(in + start, len);
     std::memcpy(bits_out + start / 8, &word, (len + 7) / 8);
   }
   return 4 * buckets + packed_bytes(n, 1);
@@ -63,10 +59,7 @@ void SignCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n
           "body", "sign scale of bucket " + std::to_string(b) + " is " + std::to_string(scale));
     const size_t begin = b * span;
     const size_t end = std::min(n, begin + span);
-    for (size_t i = begin; i < end; ++i) {
-      const bool negative = (bits_in[i / 8] >> (i % 8)) & 1;
-      out[i] = negative ? -scale : scale;
-    }
+    kernels::sign_decode(bits_in, begin, end - begin, scale, out + begin);
   }
 }
 

@@ -30,8 +30,16 @@ class TopKCodec final : public SparseCodec {
                      uint16_t& flags) override;
 
  private:
+  static constexpr size_t kSampleSize = 1 << 14;
+
+  bool select_from_sample(const float* in, size_t n, size_t k);
+  void select_exactly(const float* in, size_t n, size_t k);
+  void keep_above(const float* in, const uint64_t* idx, size_t count, uint32_t kth,
+                  size_t ties_left);
+
   double ratio_;
   std::vector<uint32_t> magnitude_;  // selection scratch
+  std::vector<uint64_t> candidates_;
 };
 
 }  // namespace cmpi::compress

@@ -62,6 +62,44 @@ TEST(TopK, KeepsExactlyTheKLargestMagnitudesBitExact) {
   }
 }
 
+// Reference check: out keeps x bit-exactly at exactly k positions, zero
+// elsewhere, and no dropped magnitude exceeds a kept one.
+void expect_top_k(const std::vector<float>& x, const std::vector<float>& out, size_t k) {
+  size_t kept = 0;
+  float smallest_kept = INFINITY, largest_dropped = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (out[i] != 0.f) {
+      ++kept;
+      ASSERT_EQ(float_bits(out[i]), float_bits(x[i])) << i;
+      smallest_kept = std::min(smallest_kept, std::fabs(x[i]));
+    } else {
+      largest_dropped = std::max(largest_dropped, std::fabs(x[i]));
+    }
+  }
+  EXPECT_EQ(kept, k);
+  EXPECT_GE(smallest_kept, largest_dropped);
+}
+
+// Large inputs take the sampled path (a strided sample sets a floor, exact
+// selection runs on the candidates above it); the result must be the exact
+// top k, also when the sample is misleading and the exact path takes over.
+TEST(TopK, LargeInputsSelectExactlyThroughTheSample) {
+  const size_t n = (size_t(1) << 20) + 3;
+  auto x = gaussian(n, cmpi::testing::test_seed());
+  for (double ratio : {0.001, 0.01, 0.1}) {
+    auto codec = make_codec(CodecSpec("topk", {{"ratio", std::to_string(ratio)}}));
+    expect_top_k(x, decode_all(*codec, codec->encode(x.data(), n), n),
+                 kept_count_for_ratio(ratio, n));
+  }
+  // Misleading sample: the strided positions hold the largest values, so the
+  // floor it suggests lets through fewer than k candidates.
+  const size_t stride = n / (1 << 14);
+  for (size_t i = 0; i < n; ++i) x[i] = 0.001f * float(i % 1000 + 1);
+  for (size_t s = 0; s < (1 << 14); ++s) x[s * stride + stride / 2] = 100.f + float(s);
+  auto codec = make_codec(CodecSpec("topk", {{"ratio", "0.01"}}));
+  expect_top_k(x, decode_all(*codec, codec->encode(x.data(), n), n), kept_count_for_ratio(0.01, n));
+}
+
 TEST(TopK, TiesStillKeepExactlyK) {
   // Magnitudes from a handful of values, so the k-th is tied many times.
   std::mt19937_64 rng(cmpi::testing::test_seed());
