@@ -162,6 +162,11 @@ void check_consistency(const Config& c) {
     fail_at(c, "training.warmup_steps",
             "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
                 std::to_string(c.training.warmup_steps));
+  // Refuse rather than silently train without the checkpoints the user asked for.
+  if (c.checkpoint.every > 0)
+    fail_at(c, "checkpoint.every",
+            "checkpointing is not implemented in this version; set 0 (got " +
+                std::to_string(c.checkpoint.every) + ")");
   if (c.data.branching > c.model.vocab_size)
     fail_at(c, "data.branching",
             "a token cannot have more successors than model.vocab_size (" +

@@ -131,7 +131,7 @@ parallel: {data: 2, tensor: 2, pipeline: 2, zero_stage: 2, schedule: gpipe,
 training: {steps: 20, global_batch: 64, micro_batch: 4, lr: 1e-3, min_lr: 0, warmup_steps: 20,
            weight_decay: 0, beta1: 0.8, beta2: 0.99, eps: 1e-6, grad_clip: 0, threads: 2}
 data: {kind: markov, seed: 7, branching: 8, concentration: 0.5}
-checkpoint: {dir: ckpt, every: 5}
+checkpoint: {dir: ckpt, every: 0}
 log: {every: 1, metrics_jsonl: no}
 )"));
   EXPECT_EQ(c.run.seed, 18446744073709551615ull);
@@ -357,6 +357,8 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
       {"model:\n  layers: 2\nparallel:\n  pipeline: 3\n", "pipeline", "parallel.pipeline",
        "every stage needs at least one layer"},
       {"parallel:\n  spatial: 2\n", "spatial", "parallel.spatial", "a GPT needs spatial: 1"},
+      {"checkpoint:\n  every: 100\n", "every", "checkpoint.every",
+       "checkpointing is not implemented in this version"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.yaml);
@@ -642,7 +644,7 @@ compression:
       chunk_bytes: 8KiB
     - match: {}
       codec: none
-checkpoint: {dir: "", every: 9}
+checkpoint: {dir: "", every: 0}
 log: {every: 4, metrics_jsonl: false}
 )";
   const Config original = load_config(write(text));
