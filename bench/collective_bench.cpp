@@ -334,11 +334,15 @@ void run(const CollectiveBenchOptions& options, int argc, char** argv) {
   if (speak) {
     std::printf("# cmpi-bench collective\n# command: %s\n", command_line(argc, argv).c_str());
     for (const auto& line : describe_machine()) std::printf("# %s\n", line.c_str());
-    std::printf("# ranks: %d, data: %s, chunk: %s, link rate: %s\n", size, data_label.c_str(),
-                format_byte_size(options.chunk_bytes).c_str(),
-                options.link_bits_per_second > 0
-                    ? (std::to_string(options.link_bits_per_second / 1e6) + " Mbit/s").c_str()
-                    : "not given (no wire bound)");
+    char rate[64] = "not given (no wire bound)";
+    if (options.link_bits_per_second > 0)
+      std::snprintf(rate, sizeof rate, "%g Mbit/s", options.link_bits_per_second / 1e6);
+    std::printf("# ranks: %d, data: %s, chunk: %s, codec min_bytes: %s, link rate: %s\n", size,
+                data_label.c_str(), format_byte_size(options.chunk_bytes).c_str(),
+                options.codec_min_bytes < 0
+                    ? "policy default"
+                    : format_byte_size(size_t(options.codec_min_bytes)).c_str(),
+                rate);
     table = std::make_unique<CollectiveTable>(options.csv_path, stdout);
   }
 
