@@ -36,6 +36,9 @@ struct ParallelConfig {
   int64_t spatial = 1;
   int64_t zero_stage = 0;           // 0..3
   std::string schedule = "1f1b";    // gpipe | 1f1b
+  // Layers per pipeline stage, first stage first; empty = balanced (written
+  // `balanced` in YAML).
+  std::vector<int64_t> stage_layers;
   int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
 };
 

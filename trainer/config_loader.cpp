@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "compress/codec_registry.h"
+#include "parallel/pipeline_stages.h"
 #include "trainer/compression_config.h"
 #include "trainer/config_overrides.h"
 
@@ -56,6 +57,26 @@ void read_model(MapReader r, ModelConfig& model) {
   r.finish();
 }
 
+// `balanced` (or absent) -> empty; else a list of positive layer counts.
+// How the counts relate to parallel.pipeline and model.layers is checked in
+// check_consistency.
+void read_stage_layers(MapReader& r, std::vector<int64_t>& out) {
+  const YAML::Node node = r.take("stage_layers");
+  const std::string expected = "`balanced` or a list of layer counts per stage, e.g. [3, 1]";
+  if (!node.IsDefined() || node.IsNull() || (node.IsScalar() && node.Scalar() == "balanced"))
+    return;
+  if (!node.IsSequence() || node.size() == 0) r.fail("stage_layers", "expected " + expected);
+  out.clear();
+  for (const YAML::Node& item : node) {
+    const auto count = item.IsScalar() ? parse_integer(item.Scalar()) : std::nullopt;
+    if (!count || *count < 1)
+      r.context().fail(r.key_path("stage_layers"), item,
+                       "every stage needs a whole number of layers >= 1, got " +
+                           (item.IsScalar() ? "'" + item.Scalar() + "'" : std::string("a list")));
+    out.push_back(*count);
+  }
+}
+
 void read_parallel(MapReader r, ParallelConfig& parallel) {
   const IntRange dimension{1, kMaxRanks};
   r.read_or_auto("data", parallel.data, dimension, 0);
@@ -64,6 +85,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("spatial", parallel.spatial, dimension);
   r.read("zero_stage", parallel.zero_stage, IntRange{0, 3});
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
+  read_stage_layers(r, parallel.stage_layers);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
   r.finish();
 }
@@ -178,6 +200,15 @@ void check_consistency(const Config& c) {
     fail_at(c, "parallel.data",
             layout_text(p) + " needs more than " + std::to_string(kMaxRanks) + " ranks");
   resolve_layout(c, int(ranks), "");
+  if (!p.stage_layers.empty()) {
+    try {
+      parallel::partition_layers(c.model.layers, p.pipeline, p.stage_layers);
+    } catch (const std::invalid_argument& e) {
+      const std::string prefix = "parallel.stage_layers ", why = e.what();
+      fail_at(c, "parallel.stage_layers",
+              why.compare(0, prefix.size(), prefix) == 0 ? why.substr(prefix.size()) : why);
+    }
+  }
 }
 
 Config parse_tree(YAML::Node root, const std::string& source,
@@ -301,6 +332,13 @@ std::string to_yaml(const Config& c) {
   put(out, "spatial", int64_t(c.parallel.spatial));
   put(out, "zero_stage", int64_t(c.parallel.zero_stage));
   put(out, "schedule", c.parallel.schedule);
+  if (c.parallel.stage_layers.empty()) {
+    put(out, "stage_layers", std::string("balanced"));
+  } else {
+    out << YAML::Key << "stage_layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int64_t count : c.parallel.stage_layers) out << count;
+    out << YAML::EndSeq;
+  }
   put(out, "dp_bucket_bytes", format_size(c.parallel.dp_bucket_bytes));
   out << YAML::EndMap;
 

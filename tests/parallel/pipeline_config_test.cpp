@@ -1,0 +1,80 @@
+// The pipeline keys of a run's config: parallel.stage_layers read as
+// `balanced` or a list, checked against parallel.pipeline and model.layers
+// with errors naming the key and where it was written, and written back by
+// to_yaml so that it reloads to the same counts.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "trainer/config_loader.h"
+
+namespace cmpi::trainer {
+namespace {
+
+const std::string kBase =
+    "model: {layers: 5, hidden: 32, heads: 4}\n"
+    "training: {global_batch: 8, micro_batch: 2}\n";
+
+Config parse(const std::string& parallel_section, const std::vector<std::string>& overrides = {}) {
+  return parse_config(kBase + parallel_section, "pp.yaml", overrides);
+}
+
+std::string error_of(const std::string& parallel_section,
+                     const std::vector<std::string>& overrides = {}) {
+  try {
+    parse(parallel_section, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
+
+TEST(PipelineConfig, StageLayersDefaultToBalanced) {
+  EXPECT_TRUE(parse("parallel: {pipeline: 2}\n").parallel.stage_layers.empty());
+  EXPECT_TRUE(
+      parse("parallel: {pipeline: 2, stage_layers: balanced}\n").parallel.stage_layers.empty());
+}
+
+TEST(PipelineConfig, StageLayersReadAsListAndFromOverrides) {
+  const auto written = parse("parallel:\n  pipeline: 2\n  stage_layers: [4, 1]\n");
+  EXPECT_EQ(written.parallel.stage_layers, (std::vector<int64_t>{4, 1}));
+  const auto overridden =
+      parse("parallel: {pipeline: 4}\n", {"parallel.stage_layers=[2, 1, 1, 1]"});
+  EXPECT_EQ(overridden.parallel.stage_layers, (std::vector<int64_t>{2, 1, 1, 1}));
+}
+
+TEST(PipelineConfig, BadStageLayersNameTheKeyAndLine) {
+  const auto wrong_sum = error_of("parallel:\n  pipeline: 2\n  stage_layers: [3, 1]\n");
+  EXPECT_EQ(wrong_sum.rfind("pp.yaml:5: parallel.stage_layers:", 0), 0u) << wrong_sum;
+  EXPECT_CONTAINS(wrong_sum, "sum to 4, model.layers is 5");
+
+  const auto wrong_length = error_of("parallel:\n  pipeline: 2\n  stage_layers: [1, 1, 3]\n");
+  EXPECT_EQ(wrong_length.rfind("pp.yaml:5: parallel.stage_layers:", 0), 0u) << wrong_length;
+  EXPECT_CONTAINS(wrong_length, "lists 3 stages, parallel.pipeline is 2");
+
+  const auto empty_stage = error_of("parallel:\n  pipeline: 2\n  stage_layers: [5, 0]\n");
+  EXPECT_CONTAINS(empty_stage, "pp.yaml:5");
+  EXPECT_CONTAINS(empty_stage, "parallel.stage_layers");
+  EXPECT_CONTAINS(empty_stage, ">= 1, got '0'");
+
+  EXPECT_CONTAINS(error_of("parallel: {pipeline: 2, stage_layers: [4, x]}\n"), "got 'x'");
+  EXPECT_CONTAINS(error_of("parallel: {pipeline: 2, stage_layers: even}\n"),
+                  "parallel.stage_layers: expected `balanced` or a list");
+  EXPECT_CONTAINS(error_of("parallel: {pipeline: 2}\n", {"parallel.stage_layers=[1, 1]"}),
+                  "--set parallel.stage_layers=[1, 1]");
+}
+
+TEST(PipelineConfig, StageLayersSurviveTheResolvedConfig) {
+  for (const std::string section :
+       {"parallel: {pipeline: 2, stage_layers: [2, 3]}\n", "parallel: {pipeline: 2}\n"}) {
+    const Config first = parse(section);
+    const Config again = parse_config(to_yaml(first), "resolved.yaml");
+    EXPECT_EQ(again.parallel.stage_layers, first.parallel.stage_layers) << to_yaml(first);
+  }
+}
+
+}  // namespace
+}  // namespace cmpi::trainer
