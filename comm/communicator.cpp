@@ -81,7 +81,11 @@ int mpi_count(size_t n, GroupKind group) {
 
 struct Communicator::Request::Pending {
   virtual ~Pending() = default;
+  // Completes the transfer (receives and decodes what is still to come).
   virtual void finish() = 0;
+  // Lets go of a transfer that will never be waited for, without blocking:
+  // an error path must not turn into a hang.
+  virtual void abandon() = 0;
 };
 
 namespace {
@@ -93,6 +97,12 @@ struct PlainPending final : Communicator::Request::Pending {
   int peer = 0, tag = 0;
   GroupKind group = GroupKind::kWorld;
   OpCounters* counters = nullptr;
+
+  void abandon() override {
+    if (request == MPI_REQUEST_NULL) return;
+    if (is_recv) MPI_Cancel(&request);
+    MPI_Request_free(&request);
+  }
 
   void finish() override {
     MPI_Status status;
@@ -116,6 +126,9 @@ struct PlainPending final : Communicator::Request::Pending {
 struct CompressedSendPending final : Communicator::Request::Pending {
   CompressedContext ctx;
   std::optional<OutgoingTransfer> out;
+  // The transfer's destructor frees its pending requests and keeps its
+  // buffers alive for MPI.
+  void abandon() override { out.reset(); }
   void finish() override {
     double start = MPI_Wtime();
     out->wait();
@@ -128,6 +141,7 @@ struct CompressedRecvPending final : Communicator::Request::Pending {
   CompressedContext ctx;
   std::optional<IncomingTransfer> in;
   float* data = nullptr;
+  void abandon() override { in.reset(); }  // cancels what is still posted
   void finish() override {
     double start = MPI_Wtime();
     while (!in->done()) {
@@ -150,12 +164,7 @@ Communicator::Request& Communicator::Request::operator=(Request&& other) noexcep
 }
 
 Communicator::Request::~Request() {
-  if (!op_) return;
-  try {
-    op_->finish();
-  } catch (...) {
-    // A destructor cannot report; Communicator::wait is where errors surface.
-  }
+  if (op_) op_->abandon();
 }
 
 // ------------------------------------------------------------ lifetime
@@ -538,7 +547,12 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
 void Communicator::wait(Request& request) {
   if (!request.op_) return;
   auto op = std::move(request.op_);
-  op->finish();
+  try {
+    op->finish();
+  } catch (...) {
+    op->abandon();
+    throw;
+  }
 }
 
 void Communicator::barrier() {

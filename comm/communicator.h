@@ -37,8 +37,10 @@ namespace cmpi::comm {
 class Communicator {
  public:
   // A pending isend/irecv. Must be completed with Communicator::wait before
-  // the buffers it refers to are reused; destroying a pending request waits
-  // for it (errors are then swallowed: wait explicitly to see them).
+  // the buffers it refers to are reused, and before the Communicator goes.
+  // Destroying a pending request abandons it without blocking (what is
+  // still posted is cancelled or freed): that is for error paths, after
+  // which the job is expected to end; the data it carried is lost.
   class Request {
    public:
     Request() = default;

@@ -387,6 +387,28 @@ TEST(CommunicatorStats, ErrorIsSampledOnEveryKthLossyCall) {
   EXPECT_NE(comm->stats().to_json().find("\"rel_error\""), std::string::npos);
 }
 
+TEST(Communicator, ErrorFeedbackKeepsResidualsPerBufferKey) {
+  if (!have_codec("zfp")) GTEST_SKIP() << "zfp is not registered in the codec registry yet";
+  PolicyConfig config =
+      everything_through(compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", "8"}}), 1 << 20);
+  config.rules[0].error_feedback = true;
+  Policy zfp(config);
+  auto comm = make_comm(&zfp);
+  const PolicySlice::Route& route = comm->policy()->routes().at(0);
+  ASSERT_NE(route.feedback, nullptr);
+  // Two buffers of different sizes, each under its own key.
+  std::vector<float> a = data_of(comm->rank(), 4096, 40), b = data_of(comm->rank(), 1000, 41);
+  comm->allreduce(a.data(), a.size(), Role::kGradient, 1);
+  size_t after_a = route.feedback->residuals().size();
+  EXPECT_GT(after_a, 0u);
+  comm->allreduce(b.data(), b.size(), Role::kGradient, 2);
+  EXPECT_GT(route.feedback->residuals().size(), after_a);
+  // The same key again reuses its residuals instead of adding new ones.
+  size_t after_b = route.feedback->residuals().size();
+  comm->allreduce(a.data(), a.size(), Role::kGradient, 1);
+  EXPECT_EQ(route.feedback->residuals().size(), after_b);
+}
+
 TEST(CommunicatorStats, SmallMessagesStayPlainUnderTheDefaultMinBytes) {
   PolicyConfig config;
   PolicyRule rule;  // min_bytes left to the policy's 64 KiB
