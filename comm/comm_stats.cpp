@@ -29,10 +29,11 @@ std::string counters_json(const OpCounters& c) {
   std::snprintf(buf, sizeof buf,
                 "{\"calls\":%llu,\"compressed_calls\":%llu,\"raw_bytes\":%llu,"
                 "\"wire_bytes\":%llu,\"ratio\":%.4f,\"seconds\":%.6f,\"encode_s\":%.6f,"
-                "\"decode_s\":%.6f,\"wire_s\":%.6f,\"rel_error\":%.3e}",
+                "\"decode_s\":%.6f,\"wire_s\":%.6f,\"rel_error\":%.3e,\"error_samples\":%llu}",
                 (unsigned long long)c.calls, (unsigned long long)c.compressed_calls,
                 (unsigned long long)c.raw_bytes, (unsigned long long)c.wire_bytes, c.ratio(),
-                c.seconds, c.encode_seconds, c.decode_seconds, c.wire_seconds, c.mean_error());
+                c.seconds, c.encode_seconds, c.decode_seconds, c.wire_seconds, c.mean_error(),
+                (unsigned long long)c.error_samples);
   return buf;
 }
 
@@ -43,7 +44,8 @@ std::string CommStats::to_json() const {
   bool first = true;
   for (int i = 0; i < kOpCount; ++i) {
     if (per_op_[i].calls == 0) continue;
-    out += (first ? "\"" : ",\"") + std::string(to_string(Op(i))) + "\":" + counters_json(per_op_[i]);
+    out +=
+        (first ? "\"" : ",\"") + std::string(to_string(Op(i))) + "\":" + counters_json(per_op_[i]);
     first = false;
   }
   return out + "}}";
