@@ -1,31 +1,51 @@
 #include "models/attention.h"
 
 #include <cmath>
+#include <limits>
 
 namespace cmpi::models {
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options)
-    : heads_(options.heads), head_dim_(options.head_dim()) {
-  qkv = register_module("qkv", torch::nn::Linear(options.hidden, 3 * options.hidden));
-  out = register_module("out", torch::nn::Linear(options.hidden, options.hidden));
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
+                                                 uint64_t buffer_key)
+    : local_heads_(parallel::tp_split(options.heads, tp, "model.heads")),
+      head_dim_(options.head_dim()) {
+  parallel::ParallelLinearOptions qkv_options;
+  qkv_options.in_features = options.hidden;
+  qkv_options.out_features = 3 * options.hidden;
+  qkv_options.buffer_key = buffer_key;
+  qkv = register_module("qkv", parallel::ColumnParallelLinear(qkv_options, tp));
+  parallel::ParallelLinearOptions out_options;
+  out_options.in_features = options.hidden;
+  out_options.out_features = options.hidden;
+  out_options.buffer_key = buffer_key + 1;
+  out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(options.dropout));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
 }
 
+void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptions& options,
+                                       std::vector<ParamLayout>& out_layouts) const {
+  using Init = ParamLayout::Init;
+  const double residual_std = options.init_std / std::sqrt(2.0 * double(options.layers));
+  out_layouts.push_back(
+      {prefix + "qkv.weight", qkv->weight, 0, Init::kNormal, options.init_std, true});
+  out_layouts.push_back({prefix + "qkv.bias", qkv->bias, 0, Init::kZeros, 0, false});
+  out_layouts.push_back({prefix + "out.weight", out->weight, 1, Init::kNormal, residual_std, true});
+  out_layouts.push_back({prefix + "out.bias", out->bias, -1, Init::kZeros, 0, false});
+}
+
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t batch = x.size(0), time = x.size(1), hidden = x.size(2);
-  auto parts = qkv->forward(x).split(hidden, /*dim=*/2);
-  auto heads_first = [&](const torch::Tensor& t) {
-    return t.view({batch, time, heads_, head_dim_}).transpose(1, 2);  // [B, nh, T, hd]
-  };
-  auto q = heads_first(parts[0]);
-  auto k = heads_first(parts[1]);
-  auto v = heads_first(parts[2]);
+  const int64_t batch = x.size(0), time = x.size(1);
+  // [B, T, heads, (q k v), head_dim] for this rank's heads.
+  const auto fused = qkv->forward(x).view({batch, time, local_heads_, 3, head_dim_});
+  auto heads_first = [&](int64_t which) { return fused.select(3, which).transpose(1, 2); };
+  const auto q = heads_first(0), k = heads_first(1), v = heads_first(2);  // [B, nh, T, hd]
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
   auto future = torch::ones({time, time}, torch::dtype(torch::kBool)).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   auto weights = attn_dropout_->forward(torch::softmax(scores, -1));
-  auto y = torch::matmul(weights, v).transpose(1, 2).contiguous().view({batch, time, hidden});
+  auto y =
+      torch::matmul(weights, v).transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
   return resid_dropout_->forward(out->forward(y));
 }
 

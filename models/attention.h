@@ -1,24 +1,38 @@
-// Causal multi-head self-attention: q, k, v from one fused projection, each
-// head attends to positions <= its own (upper triangle masked to -inf before
-// the softmax), heads concatenated and projected back to the hidden size.
+// Causal multi-head self-attention with its heads split across the tp group
+// (Megatron style): the fused q/k/v projection is column-parallel, so each
+// rank computes q, k and v of its heads only; each head attends to positions
+// <= its own (upper triangle masked to -inf before the softmax); the output
+// projection is row-parallel and sums the heads' contributions over the
+// group. The fused projection's rows are laid out head by head — [q; k; v]
+// of head 0, then of head 1, ... — so that the tp slices of the full weight
+// are whole heads and every layout uses the same global weights.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
 #include "models/gpt_options.h"
+#include "models/param_layout.h"
+#include "parallel/tensor_parallel_layers.h"
 
 namespace cmpi::models {
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  explicit CausalSelfAttentionImpl(const GptOptions& options);
+  // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls.
+  CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, H] -> [B, T, H]
+  void describe(const std::string& prefix, const GptOptions& options,
+                std::vector<ParamLayout>& out) const;
 
-  torch::nn::Linear qkv{nullptr};
-  torch::nn::Linear out{nullptr};
+  parallel::ColumnParallelLinear qkv{nullptr};  // H -> 3H (this rank's heads)
+  parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
 
  private:
-  int64_t heads_;
+  int64_t local_heads_;
   int64_t head_dim_;
   torch::nn::Dropout attn_dropout_{nullptr};
   torch::nn::Dropout resid_dropout_{nullptr};

@@ -1,64 +1,162 @@
 #include "models/gpt.h"
 
-#include <cmath>
+#include <map>
 #include <stdexcept>
+#include <string>
+
+#include "models/transformer_block.h"
+#include "parallel/process_groups.h"
+#include "parallel/tensor_parallel_layers.h"
+#include "parallel/vocab_parallel_cross_entropy.h"
 
 namespace cmpi::models {
+namespace {
 
-GptImpl::GptImpl(const GptOptions& options) : options_(options) {
-  token_embedding =
-      register_module("token_embedding", torch::nn::Embedding(options.vocab_size, options.hidden));
-  position_embedding =
-      register_module("position_embedding", torch::nn::Embedding(options.seq_len, options.hidden));
+// Error-feedback keys of the tp traffic: one per call site, distinct across
+// layers, so a lossy rule with error feedback keeps one residual per site.
+constexpr uint64_t kEmbeddingKey = 1;
+uint64_t block_key(int64_t layer) {
+  return 2 + 4 * uint64_t(layer);
+}
+uint64_t head_key(const GptOptions& o) {
+  return block_key(o.layers);
+}
+uint64_t loss_key(const GptOptions& o) {
+  return block_key(o.layers) + 1;
+}
+
+StagePlan resolved(StagePlan stage, const GptOptions& options) {
+  if (stage.end_layer == -1) stage.end_layer = options.layers;
+  if (stage.first_layer < 0 || stage.first_layer > stage.end_layer ||
+      stage.end_layer > options.layers)
+    throw std::invalid_argument("stage plan: layers [" + std::to_string(stage.first_layer) + ", " +
+                                std::to_string(stage.end_layer) + ") do not lie within the " +
+                                std::to_string(options.layers) + " layers of the model");
+  return stage;
+}
+
+}  // namespace
+
+GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, StagePlan stage)
+    : options_(options), stage_(resolved(stage, options)), tp_(&groups.tp()) {
+  if (options.hidden <= 0 || options.heads <= 0 || options.hidden % options.heads != 0)
+    throw std::invalid_argument("model.hidden (" + std::to_string(options.hidden) +
+                                ") must be a positive multiple of model.heads (" +
+                                std::to_string(options.heads) + ")");
+  parallel::tp_split(options.hidden, *tp_, "model.hidden");
+  if (stage_.has_embedding || stage_.has_head)
+    token_embedding_ = register_module(
+        "token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
+                               options.vocab_size, options.hidden, *tp_, kEmbeddingKey));
+  if (stage_.has_embedding)
+    position_embedding_ = register_module("position_embedding",
+                                          torch::nn::Embedding(options.seq_len, options.hidden));
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
-  blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < options.layers; ++i) blocks->push_back(TransformerBlock(options));
-  final_norm = register_module("final_norm",
-                               torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));
-  init_weights();
+  for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer)
+    blocks_.push_back(
+        register_module("block" + std::to_string(layer),
+                        std::make_shared<TransformerBlockImpl>(options, *tp_, block_key(layer))));
+  if (stage_.has_head)
+    final_norm_ = register_module(
+        "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));
+  collect_layouts();
+  for (const auto& layout : layouts_)
+    initialise_shard(layout, options_.seed, tp_->rank(), tp_->size());
 }
 
-void GptImpl::init_weights() {
-  torch::NoGradGuard no_grad;
-  const double std = options_.init_std;
-  const double residual_std = std / std::sqrt(2.0 * double(options_.layers));
-  token_embedding->weight.normal_(0.0, std);
-  position_embedding->weight.normal_(0.0, std);
-  for (const auto& module : *blocks) {
-    auto block = module->as<TransformerBlockImpl>();
-    for (auto* linear : {&block->attention->qkv, &block->fc_in}) {
-      (*linear)->weight.normal_(0.0, std);
-      (*linear)->bias.zero_();
-    }
-    for (auto* linear : {&block->attention->out, &block->fc_out}) {
-      (*linear)->weight.normal_(0.0, residual_std);
-      (*linear)->bias.zero_();
-    }
+// Lists every parameter with its layout, in registration order, and checks
+// that the list and the registered parameters agree one to one.
+void GptImpl::collect_layouts() {
+  using Init = ParamLayout::Init;
+  std::vector<ParamLayout> described;
+  if (token_embedding_)
+    described.push_back({"token_embedding.weight", token_embedding_->weight, 0, Init::kNormal,
+                         options_.init_std, true});
+  if (position_embedding_)
+    described.push_back({"position_embedding.weight", position_embedding_->weight, -1,
+                         Init::kNormal, options_.init_std, false});
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    blocks_[i]->describe("block" + std::to_string(stage_.first_layer + int64_t(i)) + ".", options_,
+                         described);
+  if (final_norm_) {
+    described.push_back({"final_norm.weight", final_norm_->weight, -1, Init::kOnes, 0, false});
+    described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
   }
+  std::map<std::string, ParamLayout> by_name;
+  for (auto& layout : described) by_name.emplace(layout.name, std::move(layout));
+  for (const auto& item : named_parameters()) {
+    auto found = by_name.find(item.key());
+    if (found == by_name.end() || !found->second.tensor.is_same(item.value()))
+      throw std::logic_error("GPT parameter " + item.key() + " has no layout");
+    layouts_.push_back(std::move(found->second));
+    by_name.erase(found);
+  }
+  if (!by_name.empty())
+    throw std::logic_error("GPT layout " + by_name.begin()->first + " names no parameter");
 }
 
-torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
-                               std::vector<torch::Tensor>* block_outputs) {
+torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
+  if (!stage_.has_embedding)
+    throw std::logic_error("GPT embed: this pipeline stage holds no embedding");
+  if (tokens.dim() != 2)
+    throw std::invalid_argument("GPT embed: tokens must be [batch, time], got " +
+                                c10::str(tokens.sizes()));
   const int64_t time = tokens.size(1);
   if (time > options_.seq_len)
     throw std::invalid_argument("sequence of " + std::to_string(time) +
                                 " tokens exceeds model.seq_len " +
                                 std::to_string(options_.seq_len));
   auto positions = torch::arange(time, torch::kLong);
-  auto x =
-      dropout_->forward(token_embedding->forward(tokens) + position_embedding->forward(positions));
-  for (const auto& module : *blocks) {
-    x = module->as<TransformerBlockImpl>()->forward(x);
+  return dropout_->forward(token_embedding_->forward(tokens) +
+                           position_embedding_->forward(positions));
+}
+
+torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
+                                  std::vector<torch::Tensor>* block_outputs) {
+  auto x = hidden;
+  for (const auto& block : blocks_) {
+    x = block->forward(x);
     if (block_outputs) block_outputs->push_back(x.detach());
   }
-  x = final_norm->forward(x);
-  return torch::matmul(x, token_embedding->weight.t());
+  return x;
+}
+
+torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tensor& targets) {
+  if (!stage_.has_head) throw std::logic_error("GPT head_loss: this pipeline stage holds no head");
+  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(hidden),
+                                                token_embedding_->weight, *tp_, head_key(options_));
+  return parallel::vocab_parallel_cross_entropy(logits, targets, *tp_, loss_key(options_)).mean();
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
-  auto logits = forward(tokens);
-  return torch::nn::functional::cross_entropy(logits.view({-1, options_.vocab_size}),
-                                              targets.reshape({-1}));
+  require_whole_model("loss");
+  return head_loss(run_blocks(embed(tokens)), targets);
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
+                               std::vector<torch::Tensor>* block_outputs) {
+  require_whole_model("forward");
+  auto x = final_norm_->forward(run_blocks(embed(tokens), block_outputs));
+  return parallel::vocab_parallel_logits(x, token_embedding_->weight, *tp_, head_key(options_));
+}
+
+std::vector<parallel::ParamInfo> GptImpl::param_infos() const {
+  std::vector<parallel::ParamInfo> infos;
+  infos.reserve(layouts_.size());
+  for (const auto& layout : layouts_)
+    infos.push_back({layout.name, layout.tensor, layout.split_dim >= 0, layout.weight_decay});
+  return infos;
+}
+
+torch::Tensor GptImpl::tied_embedding_weight() const {
+  return token_embedding_ ? token_embedding_->weight : torch::Tensor();
+}
+
+void GptImpl::require_whole_model(const char* what) const {
+  if (!stage_.has_embedding || !stage_.has_head || stage_.first_layer != 0 ||
+      stage_.end_layer != options_.layers)
+    throw std::logic_error(std::string("GPT ") + what +
+                           " needs the whole model; this pipeline stage holds part of it");
 }
 
 }  // namespace cmpi::models

@@ -2,38 +2,85 @@
 // transformer blocks, a final LayerNorm, and an output head tied to the
 // token embedding (logits = h · Wteᵀ). Weights are drawn from N(0, init_std)
 // with the residual output projections scaled by 1/sqrt(2·layers) (GPT-2).
+//
+// Tensor parallel over groups.tp(): attention heads, MLP features and the
+// vocabulary are split across the tp ranks (Megatron style), the logits
+// stay split and the loss is the vocab-parallel cross-entropy. Pipeline
+// stages: a StagePlan selects the blocks [first_layer, end_layer) and
+// whether the stage holds the embedding and/or the head. A head-only stage
+// keeps its own copy of the tied table under the same name,
+// "token_embedding.weight"; whoever runs the pipeline sums the two copies'
+// gradients. Initial weights depend only on (options.seed, parameter name),
+// so every layout starts from the single-rank model's global weights.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "models/gpt_options.h"
-#include "models/transformer_block.h"
+#include "models/param_layout.h"
+#include "models/stage_plan.h"
+#include "parallel/param_info.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
+namespace cmpi::parallel {
+class ProcessGroups;
+class VocabParallelEmbeddingImpl;
+}  // namespace cmpi::parallel
 
 namespace cmpi::models {
 
+class TransformerBlockImpl;
+
 class GptImpl : public torch::nn::Module {
  public:
-  explicit GptImpl(const GptOptions& options);
+  // Throws std::invalid_argument for a stage plan outside the model or a
+  // shape the tp group cannot split (naming the field).
+  GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, StagePlan stage = {});
 
-  // tokens [B, T] (int64) -> logits [B, T, vocab]. If `block_outputs` is
-  // given, each block's output is appended to it (detached).
+  // tokens [B, T] int64 -> hidden [B, T, H]. Needs stage().has_embedding.
+  torch::Tensor embed(const torch::Tensor& tokens);
+  // This stage's blocks; appends each block's output (detached) to
+  // `block_outputs` if given.
+  torch::Tensor run_blocks(const torch::Tensor& hidden,
+                           std::vector<torch::Tensor>* block_outputs = nullptr);
+  // Mean cross-entropy of predicting targets [B, T] from the last block's
+  // output. Needs stage().has_head. The same value on every tp rank.
+  torch::Tensor head_loss(const torch::Tensor& hidden, const torch::Tensor& targets);
+  // embed + run_blocks + head_loss (a single-stage model).
+  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // Single-stage model: tokens [B, T] -> this tp rank's slice of the logits,
+  // [B, T, vocab/tp] (the whole vocabulary with one tp rank).
   torch::Tensor forward(const torch::Tensor& tokens,
                         std::vector<torch::Tensor>* block_outputs = nullptr);
-  // Mean cross-entropy of predicting targets [B, T] from tokens [B, T].
-  torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+
+  // Every parameter of this rank, in registration order.
+  std::vector<parallel::ParamInfo> param_infos() const;
+  const std::vector<ParamLayout>& layouts() const { return layouts_; }
+  // The tied table's shard ("token_embedding.weight"): defined on stages with
+  // the embedding or the head (one tensor when a stage has both).
+  torch::Tensor tied_embedding_weight() const;
 
   const GptOptions& options() const { return options_; }
-
-  torch::nn::Embedding token_embedding{nullptr}, position_embedding{nullptr};
-  torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm final_norm{nullptr};
+  const StagePlan& stage() const { return stage_; }  // end_layer resolved
 
  private:
-  void init_weights();
+  void require_whole_model(const char* what) const;
+  void collect_layouts();
+
   GptOptions options_;
+  StagePlan stage_;
+  comm::Communicator* tp_;
+  std::shared_ptr<parallel::VocabParallelEmbeddingImpl> token_embedding_;
+  torch::nn::Embedding position_embedding_{nullptr};
+  std::vector<std::shared_ptr<TransformerBlockImpl>> blocks_;
+  torch::nn::LayerNorm final_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
+  std::vector<ParamLayout> layouts_;
 };
 TORCH_MODULE(Gpt);
 

@@ -14,6 +14,8 @@ struct GptOptions {
   int64_t mlp_ratio = 4;
   double dropout = 0.0;
   double init_std = 0.02;
+  // Initial weights are a function of (seed, parameter name) alone.
+  uint64_t seed = 0;
 
   int64_t head_dim() const { return hidden / heads; }
   // Parameters of the model (embeddings tied with the output head).

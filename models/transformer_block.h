@@ -1,8 +1,15 @@
 // Pre-LayerNorm transformer block: x + attn(ln1(x)), then + mlp(ln2(x)),
-// where the MLP is Linear(H, r*H) -> GELU -> Linear(r*H, H).
+// where the MLP is Linear(H, r*H) -> GELU -> Linear(r*H, H). Under tensor
+// parallelism the first MLP linear is column-parallel and the second
+// row-parallel, so the r*H activations stay split and the block
+// communicates twice forward (after attention and after the MLP) and twice
+// backward; the LayerNorms are replicated.
 #pragma once
 
 #include <torch/torch.h>
+
+#include <string>
+#include <vector>
 
 #include "models/attention.h"
 
@@ -10,12 +17,16 @@ namespace cmpi::models {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  explicit TransformerBlockImpl(const GptOptions& options);
+  // Uses the error-feedback keys buffer_key .. buffer_key + 3.
+  TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key);
   torch::Tensor forward(const torch::Tensor& x);
+  void describe(const std::string& prefix, const GptOptions& options,
+                std::vector<ParamLayout>& out) const;
 
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   CausalSelfAttention attention{nullptr};
-  torch::nn::Linear fc_in{nullptr}, fc_out{nullptr};
+  parallel::ColumnParallelLinear fc_in{nullptr};
+  parallel::RowParallelLinear fc_out{nullptr};
 
  private:
   torch::nn::Dropout dropout_{nullptr};

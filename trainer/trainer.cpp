@@ -10,7 +10,9 @@
 
 #include "models/gpt.h"
 #include "parallel/gradient_buckets.h"
+#include "parallel/param_info.h"
 #include "parallel/process_groups.h"
+#include "parallel/tensor_parallel_grad_norm.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/markov_source.h"
 #include "trainer/metrics.h"
@@ -68,6 +70,7 @@ struct Trainer::Impl {
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::unique_ptr<parallel::GradientBuckets> buckets;
   std::vector<torch::Tensor> parameters;
+  std::vector<parallel::ParamInfo> param_infos;
   LrSchedule schedule;
   int64_t micro_batches = 1;  // per rank per step
   double last_grad_norm = 0;
@@ -91,17 +94,17 @@ void Trainer::Impl::setup() {
   micro_batches = t.global_batch / (t.micro_batch * dp);
   at::set_num_threads(int(t.threads));
   torch::manual_seed(config.run.seed);
-  model = models::Gpt(gpt_options(config.model));
-  parameters = model->parameters();
+  auto model_options = gpt_options(config.model);
+  model_options.seed = config.run.seed;
+  model = models::Gpt(model_options, groups, models::StagePlan{});
+  param_infos = model->param_infos();
+  for (const auto& info : param_infos) parameters.push_back(info.tensor);
   sync_parameters();
 
   // Weight decay on matrices only; biases, LayerNorm and position table are exempt.
   std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& item : model->named_parameters()) {
-    const bool is_matrix =
-        item.value().dim() >= 2 && item.key().find("position") == std::string::npos;
-    (is_matrix ? decay : no_decay).push_back(item.value());
-  }
+  for (const auto& info : param_infos)
+    (info.weight_decay ? decay : no_decay).push_back(info.tensor);
   auto defaults = torch::optim::AdamWOptions(t.lr)
                       .betas({t.beta1, t.beta2})
                       .eps(t.eps)
@@ -196,8 +199,10 @@ double Trainer::Impl::train_step(int64_t step) {
   float loss_value = float(local_loss);
   if (dp > 1) groups.dp().allreduce(&loss_value, 1, comm::Role::kOther);
 
-  last_grad_norm =
-      t.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(parameters, t.grad_clip) : 0.0;
+  // Tensor-parallel shards count once each: norm² sums them over tp.
+  last_grad_norm = t.grad_clip > 0 ? parallel::clip_tensor_parallel_grad_norm(
+                                         param_infos, t.grad_clip, groups.tp())
+                                   : 0.0;
   const double lr = schedule.at(step);
   for (auto& group : optimizer->param_groups())
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
@@ -207,7 +212,9 @@ double Trainer::Impl::train_step(int64_t step) {
 }
 
 void Trainer::Impl::dump_tensors(int64_t step) {
-  if (groups.world_rank() != 0) return;
+  // The forward below is collective over tp: world rank 0's tp group runs it.
+  const auto& coord = groups.coord();
+  if (coord.dp != 0 || coord.pp != 0 || coord.sp != 0) return;
   std::vector<torch::Tensor> grads;
   for (const auto& p : parameters)
     if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}));
@@ -221,6 +228,7 @@ void Trainer::Impl::dump_tensors(int64_t step) {
     auto batch = torch::from_blob(tokens.data(), {config.training.micro_batch, seq}, torch::kLong);
     model->forward(batch, &activations);
   }
+  if (groups.world_rank() != 0) return;
   for (auto& a : activations) a = a.reshape({-1});
   write_f32(options.dump_tensors_dir + "/gradients.f32", torch::cat(grads));
   write_f32(options.dump_tensors_dir + "/activations.f32", torch::cat(activations));

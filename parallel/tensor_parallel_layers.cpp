@@ -1,0 +1,89 @@
+// Tensor-parallel layers: each is the plain layer's arithmetic on this rank's
+// shard, wrapped in the conjugate communication pair that makes forward and
+// backward equal the unsharded layer's (see tensor_parallel_layers.h).
+// Parameters start at zero; the model fills them from the global weights.
+#include "parallel/tensor_parallel_layers.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "parallel/tensor_parallel_ops.h"
+
+namespace cmpi::parallel {
+
+int64_t tp_split(int64_t total, const comm::Communicator& tp, const char* what) {
+  if (total <= 0 || total % tp.size() != 0)
+    throw std::invalid_argument(std::string(what) + " (" + std::to_string(total) +
+                                ") must be positive and divisible by the tp group size (" +
+                                std::to_string(tp.size()) + ")");
+  return total / tp.size();
+}
+
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ParallelLinearOptions& options,
+                                                   comm::Communicator& tp)
+    : options_(options), tp_(&tp) {
+  const int64_t out_shard = tp_split(options.out_features, tp, "column-parallel out_features");
+  if (options.in_features <= 0)
+    throw std::invalid_argument("column-parallel in_features must be positive");
+  weight = register_parameter("weight", torch::zeros({out_shard, options.in_features}));
+  if (options.bias) bias = register_parameter("bias", torch::zeros({out_shard}));
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
+  auto y =
+      torch::nn::functional::linear(copy_to_tp_region(x, *tp_, options_.buffer_key), weight, bias);
+  return options_.gather_output ? gather_from_tp_region(y, *tp_, options_.buffer_key) : y;
+}
+
+RowParallelLinearImpl::RowParallelLinearImpl(const ParallelLinearOptions& options,
+                                             comm::Communicator& tp)
+    : options_(options), tp_(&tp) {
+  const int64_t in_shard = tp_split(options.in_features, tp, "row-parallel in_features");
+  if (options.out_features <= 0)
+    throw std::invalid_argument("row-parallel out_features must be positive");
+  weight = register_parameter("weight", torch::zeros({options.out_features, in_shard}));
+  if (options.bias) bias = register_parameter("bias", torch::zeros({options.out_features}));
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
+  const auto input =
+      options_.input_is_parallel ? x : scatter_to_tp_region(x, *tp_, options_.buffer_key);
+  auto y = reduce_from_tp_region(torch::matmul(input, weight.t()), *tp_, options_.buffer_key);
+  return bias.defined() ? y + bias : y;
+}
+
+VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,
+                                                       comm::Communicator& tp, uint64_t buffer_key)
+    : vocab_size_(vocab_size), buffer_key_(buffer_key), tp_(&tp) {
+  const int64_t rows = tp_split(vocab_size, tp, "vocab-parallel embedding vocab_size");
+  if (hidden <= 0) throw std::invalid_argument("vocab-parallel embedding hidden must be positive");
+  first_id_ = int64_t(tp.rank()) * rows;
+  weight = register_parameter("weight", torch::zeros({rows, hidden}));
+}
+
+torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
+  if (ids.scalar_type() != torch::kLong)
+    throw std::invalid_argument("vocab-parallel embedding: ids must be int64");
+  if (ids.numel() > 0) {
+    const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
+    if (low < 0 || high >= vocab_size_)
+      throw std::invalid_argument(
+          "vocab-parallel embedding: token id " + std::to_string(low < 0 ? low : high) +
+          " is outside the vocabulary [0, " + std::to_string(vocab_size_) + ")");
+  }
+  if (tp_->size() == 1) return torch::embedding(weight, ids);
+  const int64_t rows = weight.size(0);
+  const auto mine = (ids >= first_id_) & (ids < first_id_ + rows);
+  const auto local_ids = (ids - first_id_).masked_fill(~mine, 0);
+  // Masked positions look up row 0 and are zeroed, so row 0's gradient gets
+  // nothing from them.
+  auto rows_out = torch::embedding(weight, local_ids).masked_fill(~mine.unsqueeze(-1), 0.0);
+  return reduce_from_tp_region(rows_out, *tp_, buffer_key_);
+}
+
+torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
+                                    comm::Communicator& tp, uint64_t buffer_key) {
+  return torch::matmul(copy_to_tp_region(hidden, tp, buffer_key), weight_shard.t());
+}
+
+}  // namespace cmpi::parallel

@@ -1,0 +1,101 @@
+// Megatron-style tensor-parallel layers over the tp group (see
+// tensor_parallel_ops.h for the communication each one does):
+//
+// ColumnParallelLinear  y = x Wᵀ + b with W [out, in] split by rows (output
+//   features): rank r holds W[r*out/tp .., :] and b's matching slice. The
+//   input enters through copy_to_tp_region (its gradient is summed over the
+//   group); the output stays split unless gather_output is set.
+// RowParallelLinear     W [out, in] split by columns (input features): rank r
+//   holds W[:, r*in/tp ..] and multiplies its slice of the input (already
+//   split, e.g. a ColumnParallelLinear's output, unless input_is_parallel is
+//   false); the partial products are summed with reduce_from_tp_region and
+//   the (replicated) bias is added once, after the sum.
+// VocabParallelEmbedding  table [vocab, hidden] split by rows: rank r looks
+//   up the ids in its range, writes zeros for the others, and the group sums
+//   (reduce_from_tp_region), so every rank ends with the full embedding.
+// vocab_parallel_logits  h · W_shardᵀ for a vocab-split table: each rank's
+//   slice of the logits (h enters through copy_to_tp_region).
+//
+// Parameters hold this rank's shard only; their gradients are the shard of
+// the unsharded layer's gradients. With one tp rank the layers are the plain
+// ones and send nothing.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "comm/communicator.h"
+
+namespace cmpi::parallel {
+
+struct ParallelLinearOptions {
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  // ColumnParallelLinear only: allgather the output into the full features.
+  bool gather_output = false;
+  // RowParallelLinear only: false when the input is full and must be split here.
+  bool input_is_parallel = true;
+  uint64_t buffer_key = 0;  // error-feedback key of this layer's traffic
+};
+
+class ColumnParallelLinearImpl : public torch::nn::Module {
+ public:
+  ColumnParallelLinearImpl(const ParallelLinearOptions& options, comm::Communicator& tp);
+  torch::Tensor forward(const torch::Tensor& x);  // [..., in] -> [..., out/tp] (or out)
+
+  torch::Tensor weight;  // [out/tp, in]
+  torch::Tensor bias;    // [out/tp], undefined without bias
+
+ private:
+  ParallelLinearOptions options_;
+  comm::Communicator* tp_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+class RowParallelLinearImpl : public torch::nn::Module {
+ public:
+  RowParallelLinearImpl(const ParallelLinearOptions& options, comm::Communicator& tp);
+  torch::Tensor forward(const torch::Tensor& x);  // [..., in/tp] (or in) -> [..., out]
+
+  torch::Tensor weight;  // [out, in/tp]
+  torch::Tensor bias;    // [out], replicated
+
+ private:
+  ParallelLinearOptions options_;
+  comm::Communicator* tp_;
+};
+TORCH_MODULE(RowParallelLinear);
+
+class VocabParallelEmbeddingImpl : public torch::nn::Module {
+ public:
+  VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden, comm::Communicator& tp,
+                             uint64_t buffer_key = 0);
+  // ids [...] int64 in [0, vocab) -> [..., hidden]. An id outside the
+  // vocabulary throws std::invalid_argument (rather than silently embedding
+  // to zeros).
+  torch::Tensor forward(const torch::Tensor& ids);
+
+  int64_t first_id() const { return first_id_; }  // of this rank's range
+  int64_t vocab_size() const { return vocab_size_; }
+
+  torch::Tensor weight;  // [vocab/tp, hidden]
+
+ private:
+  int64_t vocab_size_;
+  int64_t first_id_;
+  uint64_t buffer_key_;
+  comm::Communicator* tp_;
+};
+TORCH_MODULE(VocabParallelEmbedding);
+
+// hidden [..., H], weight_shard [V/tp, H] -> this rank's logits [..., V/tp].
+torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
+                                    comm::Communicator& tp, uint64_t buffer_key = 0);
+
+// The even split of `total` over the tp group; throws std::invalid_argument
+// naming `what` when it does not divide.
+int64_t tp_split(int64_t total, const comm::Communicator& tp, const char* what);
+
+}  // namespace cmpi::parallel
