@@ -146,6 +146,8 @@ void IncomingTransfer::receive_first_blocking() {
 }
 
 size_t IncomingTransfer::wait_next() {
+  if (done())
+    throw std::logic_error(describe_call(ctx_, shape_.op) + ": wait_next after the last chunk");
   size_t k = next_;
   if (k == 0 && !first_posted_) {
     receive_first_blocking();
