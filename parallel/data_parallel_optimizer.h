@@ -1,0 +1,117 @@
+// DataParallelOptimizer: everything a training step does after backward —
+// gradient reduction over the data-parallel group, clipping by the global
+// gradient norm, the AdamW update and making the updated weights available
+// again — behind one interface, for ZeRO stages 0 to 3.
+//
+// The trainer calls, per step:
+//   zero_grad(); before_forward(); { forward; backward } per micro-batch; step(lr, clip);
+// Gradients accumulate over the micro-batches in the optimizer's own flat
+// buffer (each parameter's .grad() is a view of it), so gradient reduction
+// happens once per step, after the last micro-batch, at every stage.
+//
+//   stage 0  replicated: bucketed allreduce of gradients over dp (role
+//            gradient), full optimizer state on every rank.
+//   stage 1  optimizer state sharded over dp: gradients are allreduced, each
+//            rank updates its 1/dp of the flat parameters, then an allgather
+//            over the zero group (role weight) brings the rest back.
+//   stage 2  + gradients sharded: reduce-scatter over the zero group (role
+//            gradient); after the step a rank keeps only its gradient shard.
+//            The full-size gradient buffer exists from the first backward of
+//            a step until its reduce-scatter (it is where micro-batches
+//            accumulate), so the PEAK gradient memory is not reduced, only
+//            what a rank holds between steps.
+//   stage 3  + parameters sharded: between steps a rank keeps only its
+//            parameter shard; the model's parameters are empty tensors then
+//            (shape [0], as DeepSpeed does). before_forward() allgathers the
+//            full parameters (role weight) ONCE PER STEP, not per layer; they
+//            stay until step() frees them. So the peak still holds the whole
+//            model's parameters during forward and backward; what shrinks to
+//            1/dp is what a rank holds between steps (and optimizer state and
+//            gradients as in stage 2). Gathering per layer would cut the peak
+//            to a shard plus one layer, at the price of a second gather per
+//            layer in backward; it needs hooks into the model and is not done.
+//
+// With tensor parallelism each tp rank runs its own instance over its own
+// shards (its dp group holds the same shards). With pipeline parallelism each
+// stage shards its own parameters over its own dp group; because gradients
+// accumulate over all micro-batches before the reduce-scatter and stage 3
+// gathers once per step, stages 1–3 need nothing more under PP than the
+// micro-batches of a step running between before_forward() and step().
+//
+// The global gradient norm is the norm of the whole model's gradient:
+//   norm² = Σ_pp ( Σ_tp Σ tensor-parallel ‖g‖² + Σ replicated ‖g‖² )
+// computed from the reduced gradient (its shards, summed over dp, under
+// stages 2/3), with parameters marked counted_elsewhere (the tied head copy on
+// the last pipeline stage) left out. Scalar allreduces (role other) over dp,
+// tp and pp as needed.
+//
+// ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
+// goes through groups.zero(); the stage 0/1 gradient allreduce through
+// groups.dp(). All optimizer state is float32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "parallel/adamw.h"
+#include "parallel/param_info.h"
+
+namespace cmpi::parallel {
+
+class ProcessGroups;
+
+// Bytes held by this rank right now.
+struct MemoryUsage {
+  int64_t parameter_bytes = 0;  // flat parameters and/or the parameter shard
+  int64_t gradient_bytes = 0;   // flat gradients and/or the gradient shard
+  int64_t optimizer_bytes = 0;  // AdamW moments
+  int64_t buffer_bytes = 0;     // communication staging
+  int64_t total() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
+  }
+};
+
+class DataParallelOptimizer {
+ public:
+  virtual ~DataParallelOptimizer() = default;
+
+  // Zeroes the accumulated gradients (stages 2/3: they are allocated, zeroed,
+  // when the next backward needs them).
+  virtual void zero_grad() = 0;
+  // Makes the model ready for forward and backward: stage 3 allgathers the
+  // parameters; every stage makes sure the gradient buffer is in place.
+  virtual void before_forward() = 0;
+  // Reduces the gradients over dp, clips them to max_grad_norm by the global
+  // norm (no clipping when max_grad_norm <= 0), updates the parameters with
+  // AdamW at learning rate `lr` and (stages 1/2) allgathers them. Returns the
+  // global gradient norm before clipping. Collective over dp/zero, tp and pp.
+  virtual double step(double lr, double max_grad_norm) = 0;
+  virtual MemoryUsage memory() const = 0;
+  // The largest memory().total() since construction.
+  virtual int64_t peak_bytes() const = 0;
+  virtual int zero_stage() const = 0;
+};
+
+struct DataParallelOptimizerOptions {
+  AdamWOptions adamw;
+  int zero_stage = 0;                 // 0..3
+  int64_t bucket_bytes = 25LL << 20;  // per collective call
+  // Parameters whose gradient another pipeline stage already counts in the
+  // global norm (the head's copy of the tied embedding on a stage without the
+  // embedding). Named by ParamInfo::name.
+  std::set<std::string> counted_elsewhere;
+};
+
+// Takes over the parameters: their storage moves into the optimizer's flat
+// buffer (the tensors stay the same objects, now views of it). Parameters must
+// be distinct float32 CPU tensors. Collective over groups.dp()/zero() only
+// when dp > 1 (none at construction). Throws std::invalid_argument naming the
+// culprit for a bad stage, bucket size, hyper-parameter or parameter.
+std::unique_ptr<DataParallelOptimizer> make_data_parallel_optimizer(
+    std::vector<ParamInfo> params, const DataParallelOptimizerOptions& options,
+    ProcessGroups& groups);
+
+}  // namespace cmpi::parallel

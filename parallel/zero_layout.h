@@ -1,0 +1,85 @@
+// ZeroLayout: where each parameter lives in the flat buffer that the
+// data-parallel optimizer keeps, how that buffer is cut into communication
+// buckets, and which slice of it (the shard) this dp rank owns under ZeRO.
+//
+// Parameters are packed one after another (registration order) into a flat
+// buffer of `total` elements, padded to `padded` (a multiple of dp, less than
+// dp elements of padding). The buffer is cut into buckets of at most
+// bucket_elements; bucket b spans dp equal pieces of `piece` elements each and
+// rank r owns piece r of every bucket:
+//
+//   flat:  | b0: r0 r1 .. r(dp-1) | b1: r0 r1 .. | ... |
+//   shard of rank r = b0.piece(r) ++ b1.piece(r) ++ ...   (padded / dp elements)
+//
+// So one reduce-scatter per bucket leaves each rank the summed gradient of its
+// pieces (contiguous in its shard), and one allgather per bucket writes every
+// rank's updated pieces straight back into the flat buffer. With dp = 1 the
+// shard is the whole buffer. Torch-free: it only knows sizes and flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cmpi::parallel {
+
+struct FlatParam {
+  std::string name;
+  size_t numel = 0;
+  bool tensor_parallel = false;  // a distinct shard on every tp rank
+  bool weight_decay = true;
+  bool counted_elsewhere = false;  // its gradient norm is counted by another pp stage
+};
+
+struct ZeroBucket {
+  size_t start = 0;         // flat offset of the bucket
+  size_t piece = 0;         // elements per rank; the bucket spans dp * piece
+  size_t shard_offset = 0;  // where this rank's piece sits in its shard
+};
+
+// A run of elements owned by this rank that belong to one parameter.
+struct ZeroSegment {
+  size_t flat_offset = 0;
+  size_t shard_offset = 0;
+  size_t length = 0;
+  size_t param = 0;  // index into params()
+};
+
+class ZeroLayout {
+ public:
+  // Throws std::invalid_argument for dp < 1, dp_rank outside [0, dp),
+  // bucket_bytes below one float per rank, or an empty parameter (naming it).
+  ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64_t bucket_bytes);
+
+  const std::vector<FlatParam>& params() const { return params_; }
+  const std::vector<size_t>& offsets() const { return offsets_; }  // flat offset per param
+  size_t total() const { return total_; }
+  size_t padded() const { return padded_; }
+  size_t shard_size() const { return padded_ / size_t(dp_); }
+  int dp() const { return dp_; }
+  int dp_rank() const { return dp_rank_; }
+  const std::vector<ZeroBucket>& buckets() const { return buckets_; }
+  size_t largest_piece() const { return largest_piece_; }
+
+  // This rank's pieces cut at parameter boundaries (padding left out), in
+  // flat order.
+  const std::vector<ZeroSegment>& owned_segments() const { return owned_; }
+  // Every parameter as one segment (shard_offset = flat_offset): what a rank
+  // that holds the whole buffer owns.
+  const std::vector<ZeroSegment>& whole_segments() const { return whole_; }
+
+ private:
+  std::vector<FlatParam> params_;
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  size_t padded_ = 0;
+  int dp_ = 1;
+  int dp_rank_ = 0;
+  std::vector<ZeroBucket> buckets_;
+  size_t largest_piece_ = 0;
+  std::vector<ZeroSegment> owned_;
+  std::vector<ZeroSegment> whole_;
+};
+
+}  // namespace cmpi::parallel

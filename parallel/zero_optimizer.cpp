@@ -1,0 +1,300 @@
+// How a step runs (see zero_optimizer.h for the buffers of each stage):
+//   1. fold in gradients autograd left outside the flat buffer;
+//      stage 3: release the full parameters (forward and backward are done);
+//   2. reduce: allreduce per bucket over dp (stages 0/1) or reduce-scatter per
+//      bucket over zero into the gradient shard (stages 2/3, then the flat
+//      gradients are freed);
+//   3. global norm from the reduced gradient this rank owns, clip;
+//   4. AdamW on this rank's segments (all of them at stage 0);
+//   5. stages 1/2: allgather each bucket's updated pieces over zero; the own
+//      piece is restored afterwards so a lossy weight rule never perturbs the
+//      master copy. Stage 3 gathers in the next before_forward().
+#include "parallel/zero_optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "parallel/process_groups.h"
+
+namespace cmpi::parallel {
+namespace {
+
+// Error-feedback keys: gradient buckets use their index, weight buckets this
+// offset plus their index, so a lossy rule never mixes their residuals.
+constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
+
+std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
+                                      const std::set<std::string>& counted_elsewhere) {
+  std::vector<FlatParam> flat;
+  std::unordered_set<const void*> seen;
+  std::set<std::string> unmatched = counted_elsewhere;
+  for (const auto& p : params) {
+    const auto& t = p.tensor;
+    if (!t.defined())
+      throw std::invalid_argument("optimizer parameter " + p.name + " is undefined");
+    if (t.scalar_type() != torch::kFloat)
+      throw std::invalid_argument("optimizer parameter " + p.name + " is " +
+                                  std::string(c10::toString(t.scalar_type())) +
+                                  "; only float32 is supported");
+    if (!t.device().is_cpu())
+      throw std::invalid_argument("optimizer parameter " + p.name + " is not on the CPU");
+    if (!seen.insert(t.unsafeGetTensorImpl()).second)
+      throw std::invalid_argument("optimizer parameter " + p.name + " is listed twice");
+    unmatched.erase(p.name);
+    flat.push_back({p.name, size_t(t.numel()), p.tensor_parallel, p.weight_decay,
+                    counted_elsewhere.count(p.name) > 0});
+  }
+  if (!unmatched.empty())
+    throw std::invalid_argument("counted_elsewhere names " + *unmatched.begin() +
+                                ", which is not a parameter of this rank");
+  return flat;
+}
+
+int checked_stage(int stage) {
+  if (stage < 0 || stage > 3)
+    throw std::invalid_argument("parallel.zero_stage = " + std::to_string(stage) +
+                                ": must be 0, 1, 2 or 3");
+  return stage;
+}
+
+double sum_of_squares(const float* data, size_t n) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += double(data[i]) * double(data[i]);
+  return sum;
+}
+
+}  // namespace
+
+ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
+                             const DataParallelOptimizerOptions& options, ProcessGroups& groups)
+    : params_(std::move(params)),
+      options_(options),
+      groups_(groups),
+      stage_(checked_stage(options.zero_stage)),
+      layout_(flat_params_of(params_, options.counted_elsewhere), groups.dp().size(),
+              groups.dp().rank(), options.bucket_bytes),
+      segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
+  validate(options_.adamw);
+  if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
+    throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
+  flat_params_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto view = param_view(i);
+    view.copy_(params_[i].tensor.detach());
+    params_[i].tensor.set_data(view);
+  }
+  const size_t state = stage_ == 0 ? layout_.padded() : layout_.shard_size();
+  exp_avg_.assign(state, 0.0f);
+  exp_avg_sq_.assign(state, 0.0f);
+  if (stage_ >= 2) grad_shard_.assign(layout_.shard_size(), 0.0f);
+  if (stage_ == 3) {
+    // The model stays materialised until the first step; the shard is the master copy.
+    param_shard_.assign(layout_.shard_size(), 0.0f);
+    const float* flat = flat_params_.data_ptr<float>();
+    for (const auto& b : layout_.buckets())
+      std::memcpy(param_shard_.data() + b.shard_offset,
+                  flat + b.start + size_t(layout_.dp_rank()) * b.piece, b.piece * sizeof(float));
+  }
+  if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
+  counts_.assign(size_t(dp()), 0);
+  note_memory();
+}
+
+torch::Tensor ZeroOptimizer::param_view(size_t i) const {
+  return flat_params_.narrow(0, int64_t(layout_.offsets()[i]), int64_t(layout_.params()[i].numel))
+      .view(shapes_[i]);
+}
+
+torch::Tensor ZeroOptimizer::grad_view(size_t i) const {
+  return flat_grads_.narrow(0, int64_t(layout_.offsets()[i]), int64_t(layout_.params()[i].numel))
+      .view(shapes_[i]);
+}
+
+// ------------------------------------------------------------ per step
+
+void ZeroOptimizer::zero_grad() {
+  if (flat_grads_.defined()) flat_grads_.zero_();
+}
+
+void ZeroOptimizer::before_forward() {
+  torch::NoGradGuard no_grad;
+  if (!flat_params_.defined()) gather_parameters();
+  attach_gradients();
+}
+
+double ZeroOptimizer::step(double lr, double max_grad_norm) {
+  torch::NoGradGuard no_grad;
+  attach_gradients();
+  if (stage_ == 3) release_parameters();
+  reduce_gradients();
+  if (stage_ >= 2) release_gradients();
+  const double norm = global_norm();
+  if (max_grad_norm > 0) {
+    const double scale = max_grad_norm / (norm + 1e-6);
+    if (scale < 1.0) scale_gradients(float(scale));
+  }
+  ++steps_;
+  update(lr);
+  if (stage_ == 1 || stage_ == 2) allgather_parameters();
+  note_memory();
+  return norm;
+}
+
+// ------------------------------------------------------------ buffers
+
+void ZeroOptimizer::gather_parameters() {
+  flat_params_ = torch::empty({int64_t(layout_.padded())}, torch::kFloat);
+  float* flat = flat_params_.data_ptr<float>();
+  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+    const auto& bucket = layout_.buckets()[b];
+    if (dp() == 1) {
+      std::memcpy(flat + bucket.start, param_shard_.data() + bucket.shard_offset,
+                  bucket.piece * sizeof(float));
+      continue;
+    }
+    std::fill(counts_.begin(), counts_.end(), bucket.piece);
+    groups_.zero().allgather(param_shard_.data() + bucket.shard_offset, flat + bucket.start,
+                             counts_, comm::Role::kWeight, kWeightKeyBase + b);
+  }
+  for (size_t i = 0; i < params_.size(); ++i) params_[i].tensor.set_data(param_view(i));
+  note_memory();
+}
+
+void ZeroOptimizer::release_parameters() {
+  for (auto& p : params_) {
+    p.tensor.mutable_grad() = torch::Tensor();
+    p.tensor.set_data(torch::empty({0}, torch::kFloat));
+  }
+  flat_params_ = torch::Tensor();
+}
+
+void ZeroOptimizer::attach_gradients() {
+  if (!flat_grads_.defined()) {
+    flat_grads_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
+    note_memory();
+  }
+  if (!flat_params_.defined()) return;  // stage 3 between steps: nothing to attach to
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& grad = params_[i].tensor.mutable_grad();
+    const float* expected = flat_grads_.data_ptr<float>() + layout_.offsets()[i];
+    if (grad.defined() && grad.data_ptr<float>() == expected) continue;
+    auto view = grad_view(i);
+    if (grad.defined()) view.add_(grad.reshape(shapes_[i]));
+    grad = view;
+  }
+}
+
+void ZeroOptimizer::release_gradients() {
+  for (auto& p : params_)
+    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = torch::Tensor();
+  flat_grads_ = torch::Tensor();
+}
+
+void ZeroOptimizer::note_memory() {
+  peak_bytes_ = std::max(peak_bytes_, memory().total());
+}
+
+MemoryUsage ZeroOptimizer::memory() const {
+  const auto bytes = [](size_t elements) { return int64_t(elements * sizeof(float)); };
+  MemoryUsage m;
+  m.parameter_bytes = bytes((flat_params_.defined() ? layout_.padded() : 0) + param_shard_.size());
+  m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size());
+  m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
+  m.buffer_bytes = bytes(staging_.size());
+  return m;
+}
+
+// ------------------------------------------------------------ communication
+
+void ZeroOptimizer::reduce_gradients() {
+  float* flat = flat_grads_.data_ptr<float>();
+  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+    const auto& bucket = layout_.buckets()[b];
+    const size_t span = bucket.piece * size_t(dp());
+    if (stage_ < 2) {
+      if (dp() > 1) groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
+    } else if (dp() == 1) {
+      std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
+                  span * sizeof(float));
+    } else {
+      std::fill(counts_.begin(), counts_.end(), bucket.piece);
+      groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
+                                    counts_, comm::Role::kGradient, b);
+    }
+  }
+}
+
+void ZeroOptimizer::allgather_parameters() {
+  if (dp() == 1) return;
+  float* flat = flat_params_.data_ptr<float>();
+  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+    const auto& bucket = layout_.buckets()[b];
+    float* own = flat + bucket.start + size_t(layout_.dp_rank()) * bucket.piece;
+    std::memcpy(staging_.data(), own, bucket.piece * sizeof(float));
+    std::fill(counts_.begin(), counts_.end(), bucket.piece);
+    groups_.zero().allgather(staging_.data(), flat + bucket.start, counts_, comm::Role::kWeight,
+                             kWeightKeyBase + b);
+    std::memcpy(own, staging_.data(), bucket.piece * sizeof(float));
+  }
+}
+
+// Stages 0/1 hold the whole reduced gradient, so the norm needs no dp traffic;
+// stages 2/3 sum their shards' squares over the zero group first.
+double ZeroOptimizer::global_norm() {
+  const bool sharded_grads = stage_ >= 2;
+  const float* grads = sharded_grads ? grad_shard_.data() : flat_grads_.data_ptr<float>();
+  const auto& segments = sharded_grads ? layout_.owned_segments() : layout_.whole_segments();
+  double tensor_parallel = 0, replicated = 0;
+  for (const auto& s : segments) {
+    const auto& param = layout_.params()[s.param];
+    if (param.counted_elsewhere) continue;
+    const double squares =
+        sum_of_squares(grads + (sharded_grads ? s.shard_offset : s.flat_offset), s.length);
+    (param.tensor_parallel ? tensor_parallel : replicated) += squares;
+  }
+  if (sharded_grads && dp() > 1) {
+    float sums[2] = {float(tensor_parallel), float(replicated)};
+    groups_.zero().allreduce(sums, 2, comm::Role::kOther);
+    tensor_parallel = sums[0];
+    replicated = sums[1];
+  }
+  if (groups_.tp().size() > 1) {
+    float sum = float(tensor_parallel);
+    groups_.tp().allreduce(&sum, 1, comm::Role::kOther);
+    tensor_parallel = sum;
+  }
+  double total = tensor_parallel + replicated;
+  if (groups_.pp().size() > 1) {
+    float sum = float(total);
+    groups_.pp().allreduce(&sum, 1, comm::Role::kOther);
+    total = sum;
+  }
+  return std::sqrt(total);
+}
+
+// ------------------------------------------------------------ update
+
+void ZeroOptimizer::scale_gradients(float factor) {
+  float* grads = stage_ >= 2 ? grad_shard_.data() : flat_grads_.data_ptr<float>();
+  const size_t n = stage_ >= 2 ? grad_shard_.size() : layout_.padded();
+  for (size_t i = 0; i < n; ++i) grads[i] *= factor;
+}
+
+void ZeroOptimizer::update(double lr) {
+  const AdamWStep step(options_.adamw, lr, steps_);
+  float* params = stage_ == 3 ? param_shard_.data() : flat_params_.data_ptr<float>();
+  float* grads = stage_ >= 2 ? grad_shard_.data() : flat_grads_.data_ptr<float>();
+  for (const auto& s : segments_) {
+    const size_t param_at = stage_ == 3 ? s.shard_offset : s.flat_offset;
+    const size_t grad_at = stage_ >= 2 ? s.shard_offset : s.flat_offset;
+    adamw_update(step, layout_.params()[s.param].weight_decay, params + param_at, grads + grad_at,
+                 exp_avg_.data() + s.shard_offset, exp_avg_sq_.data() + s.shard_offset, s.length);
+  }
+}
+
+}  // namespace cmpi::parallel

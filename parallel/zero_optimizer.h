@@ -1,0 +1,81 @@
+// ZeroOptimizer: the DataParallelOptimizer of ZeRO stages 0–3 (see
+// data_parallel_optimizer.h for what each stage keeps and moves). One class
+// for all stages: they differ only in which buffers exist when, which slice
+// of the flat buffer a rank updates (ZeroLayout), and which collective
+// reduces gradients.
+//
+//   buffer            stage 0    stage 1    stage 2          stage 3
+//   flat parameters   always     always     always           forward..step
+//   parameter shard   -          -          -                always (master)
+//   flat gradients    always     always     backward..step   backward..step
+//   gradient shard    -          -          always           always
+//   AdamW moments     whole      shard      shard            shard
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "parallel/data_parallel_optimizer.h"
+#include "parallel/zero_layout.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
+
+namespace cmpi::parallel {
+
+class ZeroOptimizer final : public DataParallelOptimizer {
+ public:
+  ZeroOptimizer(std::vector<ParamInfo> params, const DataParallelOptimizerOptions& options,
+                ProcessGroups& groups);
+
+  void zero_grad() override;
+  void before_forward() override;
+  double step(double lr, double max_grad_norm) override;
+  MemoryUsage memory() const override;
+  int64_t peak_bytes() const override { return peak_bytes_; }
+  int zero_stage() const override { return stage_; }
+
+  const ZeroLayout& layout() const { return layout_; }
+
+ private:
+  int dp() const { return layout_.dp(); }
+  // Views of the flat buffers for parameter i.
+  torch::Tensor param_view(size_t i) const;
+  torch::Tensor grad_view(size_t i) const;
+
+  void gather_parameters();   // stage 3: shard -> flat parameters, model views
+  void release_parameters();  // stage 3: the model's parameters become empty
+  // Allocates the flat gradient buffer if needed and points every
+  // materialised parameter's .grad() at its view, folding in any gradient
+  // autograd put elsewhere.
+  void attach_gradients();
+  void release_gradients();  // stages 2/3, after the reduce-scatter
+  void reduce_gradients();
+  double global_norm();
+  void scale_gradients(float factor);
+  void update(double lr);
+  void allgather_parameters();  // stages 1/2
+  void note_memory();
+
+  std::vector<ParamInfo> params_;
+  std::vector<std::vector<int64_t>> shapes_;  // kept: stage 3 empties the tensors
+  DataParallelOptimizerOptions options_;
+  ProcessGroups& groups_;
+  int stage_;
+  ZeroLayout layout_;
+  const std::vector<ZeroSegment>& segments_;  // what this rank updates
+
+  torch::Tensor flat_params_;  // undefined while released (stage 3)
+  torch::Tensor flat_grads_;   // undefined while released (stages 2/3) or before the first backward
+  std::vector<float> param_shard_;  // stage 3
+  std::vector<float> grad_shard_;   // stages 2/3
+  std::vector<float> exp_avg_, exp_avg_sq_;
+  std::vector<float> staging_;  // stages 1/2: this rank's piece during an allgather
+  std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
+  int64_t steps_ = 0;
+  int64_t peak_bytes_ = 0;
+};
+
+}  // namespace cmpi::parallel

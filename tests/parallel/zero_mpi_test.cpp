@@ -1,0 +1,392 @@
+// The data-parallel optimizer (ZeRO 0–3) against references a user trusts:
+// - its AdamW equals torch::optim::AdamW step for step;
+// - at every stage, over the world as dp, parameters after several clipped
+//   steps on random gradients (accumulated by autograd over micro-batches)
+//   equal torch's AdamW on the summed gradients, identically on every rank;
+// - ZeRO's memory savings: stage 1 optimizer state, stage 2 gradients and
+//   stage 3 parameters held per rank are 1/dp of stage 0's (within 10%);
+// - the global gradient norm under tp, pp and dp layouts counts every
+//   tensor-parallel shard, every replicated tensor once and the tied head
+//   copy not at all;
+// - the trainer's loss trajectory at stages 0–3 on dp2 (and dp4) equals the
+//   1-rank run within a relative 1e-4.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "parallel/adamw.h"
+#include "parallel/data_parallel_optimizer.h"
+#include "parallel/process_groups.h"
+#include "tests/support/test_seed.h"
+
+namespace cmpi::parallel {
+namespace {
+
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+torch::Tensor seeded_normal(std::vector<int64_t> shape, uint64_t seed) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return torch::randn(shape, generator, torch::kFloat);
+}
+
+void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, double rel,
+                  const std::string& what) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  const auto a = actual.contiguous();
+  const auto e = expected.contiguous();
+  const float* pa = a.data_ptr<float>();
+  const float* pe = e.data_ptr<float>();
+  int reported = 0;
+  for (int64_t i = 0; i < a.numel() && reported < 5; ++i) {
+    const double tolerance = rel * std::max(1.0, std::abs(double(pe[i])));
+    if (std::abs(double(pa[i]) - double(pe[i])) > tolerance) {
+      ADD_FAILURE() << what << " element " << i << ": " << pa[i] << " vs " << pe[i];
+      ++reported;
+    }
+  }
+}
+
+// ------------------------------------------------------------ AdamW
+
+TEST(AdamW, MatchesTorchAdamWOverSeveralSteps) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  AdamWOptions o;
+  o.beta1 = 0.9;
+  o.beta2 = 0.95;
+  o.eps = 1e-8;
+  o.weight_decay = 0.1;
+  const std::vector<std::vector<int64_t>> shapes = {{7, 5}, {13}};
+  const std::vector<bool> decay = {true, false};
+
+  std::vector<torch::Tensor> reference, mine, exp_avg, exp_avg_sq;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    reference.push_back(seeded_normal(shapes[i], seed + i).requires_grad_(true));
+    mine.push_back(reference.back().detach().clone());
+    exp_avg.push_back(torch::zeros(shapes[i]));
+    exp_avg_sq.push_back(torch::zeros(shapes[i]));
+  }
+  auto defaults = torch::optim::AdamWOptions(o.lr)
+                      .betas({o.beta1, o.beta2})
+                      .eps(o.eps)
+                      .weight_decay(o.weight_decay);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{reference[0]},
+                      std::make_unique<torch::optim::AdamWOptions>(defaults));
+  auto no_decay = std::make_unique<torch::optim::AdamWOptions>(defaults);
+  no_decay->weight_decay(0.0);
+  groups.emplace_back(std::vector<torch::Tensor>{reference[1]}, std::move(no_decay));
+  torch::optim::AdamW torch_adamw(groups, defaults);
+
+  for (int64_t step = 1; step <= 8; ++step) {
+    const double lr = 3e-3 * double(step) / 8.0;
+    for (auto& group : torch_adamw.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    std::vector<torch::Tensor> grads;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      // Gradients of very different scales per step exercise the moments.
+      grads.push_back(seeded_normal(shapes[i], seed + 100 * uint64_t(step) + i) *
+                      std::pow(10.0, double(step % 3) - 1.0));
+      reference[i].mutable_grad() = grads[i].clone();
+    }
+    torch_adamw.step();
+    const AdamWStep s(o, lr, step);
+    for (size_t i = 0; i < shapes.size(); ++i)
+      adamw_update(s, decay[i], mine[i].data_ptr<float>(), grads[i].data_ptr<float>(),
+                   exp_avg[i].data_ptr<float>(), exp_avg_sq[i].data_ptr<float>(),
+                   size_t(mine[i].numel()));
+    for (size_t i = 0; i < shapes.size(); ++i)
+      expect_close(mine[i], reference[i].detach(), 2e-6,
+                   "parameter " + std::to_string(i) + " step " + std::to_string(step));
+  }
+}
+
+TEST(AdamW, RejectsBadHyperParametersByName) {
+  AdamWOptions o;
+  o.beta2 = 1.0;
+  try {
+    validate(o);
+    FAIL() << "beta2 = 1 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("beta2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(AdamWStep(AdamWOptions{}, -1.0, 1), std::invalid_argument);
+}
+
+// ------------------------------------------------------------ the optimizer over dp
+
+struct TestParam {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool decay;
+};
+
+// Odd sizes so that buckets and shards cut through parameters and the flat
+// buffer needs padding.
+const std::vector<TestParam> kParams = {{"a.weight", {5, 7}, true},
+                                        {"a.bias", {5}, false},
+                                        {"b.weight", {9, 3}, true},
+                                        {"norm", {11}, false},
+                                        {"c.weight", {4, 6}, true}};
+
+std::vector<ParamInfo> make_params(uint64_t seed) {
+  std::vector<ParamInfo> params;
+  for (size_t i = 0; i < kParams.size(); ++i)
+    params.push_back({kParams[i].name,
+                      seeded_normal(kParams[i].shape, seed + i).requires_grad_(true), false,
+                      kParams[i].decay});
+  return params;
+}
+
+// The gradient contribution of (step, dp rank, micro-batch) to parameter i.
+torch::Tensor contribution(uint64_t seed, int64_t step, int rank, int micro, size_t i) {
+  return seeded_normal(kParams[i].shape, seed ^ (uint64_t(step) << 40) ^ (uint64_t(rank) << 24) ^
+                                             (uint64_t(micro) << 16) ^
+                                             (i + 1) * 0x9E3779B97F4A7C15ull);
+}
+
+constexpr int kMicroBatches = 2;
+constexpr int64_t kSteps = 6;
+// No clipping for the first steps, then a bound below the norm.
+double clip_at(int64_t step) {
+  return step < 3 ? 0.0 : 2.0;
+}
+
+DataParallelOptimizerOptions test_options(int stage, int64_t bucket_bytes) {
+  DataParallelOptimizerOptions o;
+  o.adamw.beta1 = 0.9;
+  o.adamw.beta2 = 0.95;
+  o.adamw.weight_decay = 0.1;
+  o.zero_stage = stage;
+  o.bucket_bytes = bucket_bytes;
+  return o;
+}
+
+// One training step as the trainer runs it, with autograd accumulating each
+// micro-batch's gradient (d/dp Σ p·g = g) into the optimizer's buffer.
+double run_step(DataParallelOptimizer& optimizer, std::vector<ParamInfo>& params, uint64_t seed,
+                int64_t step, int dp_rank, double lr) {
+  optimizer.zero_grad();
+  optimizer.before_forward();
+  for (int m = 0; m < kMicroBatches; ++m) {
+    torch::Tensor loss = torch::zeros({});
+    for (size_t i = 0; i < params.size(); ++i)
+      loss = loss + (params[i].tensor * contribution(seed, step, dp_rank, m, i)).sum();
+    loss.backward();
+  }
+  return optimizer.step(lr, clip_at(step));
+}
+
+TEST(ZeroOptimizer, EveryStageMatchesTorchAdamWOnTheSummedGradients) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  const int dp = world_size();
+  ParallelDims dims;
+  dims.dp = dp;
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+
+  for (int64_t bucket_bytes : {int64_t(16) * dp, int64_t(64) * dp, int64_t(1) << 20}) {
+    for (int stage = 0; stage <= 3; ++stage) {
+      const std::string what =
+          "stage " + std::to_string(stage) + " bucket " + std::to_string(bucket_bytes);
+      auto options = test_options(stage, bucket_bytes);
+      auto params = make_params(seed);
+      auto optimizer = make_data_parallel_optimizer(params, options, groups);
+
+      auto reference = make_params(seed);
+      std::vector<torch::Tensor> decay, no_decay;
+      for (const auto& p : reference) (p.weight_decay ? decay : no_decay).push_back(p.tensor);
+      auto defaults = torch::optim::AdamWOptions(1.0).betas({0.9, 0.95}).weight_decay(0.1);
+      std::vector<torch::optim::OptimizerParamGroup> param_groups;
+      param_groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(defaults));
+      auto zero_decay = std::make_unique<torch::optim::AdamWOptions>(defaults);
+      zero_decay->weight_decay(0.0);
+      param_groups.emplace_back(no_decay, std::move(zero_decay));
+      torch::optim::AdamW torch_adamw(param_groups, defaults);
+
+      for (int64_t step = 0; step < kSteps; ++step) {
+        const double lr = 1e-2 * double(step + 1);
+        const double norm = run_step(*optimizer, params, seed, step, groups.coord().dp, lr);
+
+        std::vector<torch::Tensor> tensors;
+        for (size_t i = 0; i < reference.size(); ++i) {
+          auto sum = torch::zeros(kParams[i].shape);
+          for (int r = 0; r < dp; ++r)
+            for (int m = 0; m < kMicroBatches; ++m) sum += contribution(seed, step, r, m, i);
+          reference[i].tensor.mutable_grad() = sum;
+          tensors.push_back(reference[i].tensor);
+        }
+        const double expected_norm =
+            torch::nn::utils::clip_grad_norm_(tensors, clip_at(step) > 0 ? clip_at(step) : 1e30);
+        EXPECT_NEAR(norm, expected_norm, 1e-5 * expected_norm) << what << " step " << step;
+        for (auto& group : torch_adamw.param_groups())
+          static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+        torch_adamw.step();
+      }
+      optimizer->before_forward();  // stage 3: materialise the parameters
+      std::vector<float> mine;
+      for (size_t i = 0; i < params.size(); ++i) {
+        expect_close(params[i].tensor.detach(), reference[i].tensor.detach(), 1e-5,
+                     what + " " + params[i].name);
+        auto flat = params[i].tensor.detach().reshape({-1});
+        mine.insert(mine.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+      }
+      // Replicas must stay bit-identical.
+      std::vector<float> root = mine;
+      MPI_Bcast(root.data(), int(root.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+      EXPECT_EQ(mine, root) << what << ": parameters differ from dp rank 0's";
+    }
+  }
+}
+
+TEST(ZeroOptimizer, ShardsStateGradientsAndParametersOverDp) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  const int dp = world_size();
+  if (dp < 2) GTEST_SKIP() << "needs dp >= 2";
+  ParallelDims dims;
+  dims.dp = dp;
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+
+  std::vector<MemoryUsage> after_step;
+  for (int stage = 0; stage <= 3; ++stage) {
+    auto params = make_params(seed);
+    auto optimizer = make_data_parallel_optimizer(params, test_options(stage, 64 * dp), groups);
+    run_step(*optimizer, params, seed, 0, groups.coord().dp, 1e-2);
+    after_step.push_back(optimizer->memory());
+    if (stage == 3) {
+      for (const auto& p : params)
+        EXPECT_EQ(p.tensor.numel(), 0) << p.name << " still materialised between steps";
+      optimizer->before_forward();
+      const auto gathered = optimizer->memory();
+      EXPECT_EQ(gathered.parameter_bytes,
+                after_step[0].parameter_bytes + after_step[3].parameter_bytes)
+          << "gathered: full flat parameters plus the shard";
+      for (size_t i = 0; i < params.size(); ++i)
+        EXPECT_EQ(params[i].tensor.sizes().vec(), kParams[i].shape) << params[i].name;
+    }
+  }
+  const auto ratio = [&](int64_t sharded, int64_t whole) {
+    return double(sharded) * dp / double(whole);
+  };
+  const auto& zero0 = after_step[0];
+  EXPECT_NEAR(ratio(after_step[1].optimizer_bytes, zero0.optimizer_bytes), 1.0, 0.1);
+  EXPECT_EQ(after_step[1].gradient_bytes, zero0.gradient_bytes);
+  EXPECT_EQ(after_step[1].parameter_bytes, zero0.parameter_bytes);
+  EXPECT_NEAR(ratio(after_step[2].optimizer_bytes, zero0.optimizer_bytes), 1.0, 0.1);
+  EXPECT_NEAR(ratio(after_step[2].gradient_bytes, zero0.gradient_bytes), 1.0, 0.1);
+  EXPECT_NEAR(ratio(after_step[3].optimizer_bytes, zero0.optimizer_bytes), 1.0, 0.1);
+  EXPECT_NEAR(ratio(after_step[3].gradient_bytes, zero0.gradient_bytes), 1.0, 0.1);
+  EXPECT_NEAR(ratio(after_step[3].parameter_bytes, zero0.parameter_bytes), 1.0, 0.1);
+}
+
+TEST(ZeroOptimizer, RejectsBadInputNamingTheCulprit) {
+  ParallelDims dims;
+  dims.dp = world_size();
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+  const auto message = [&](std::vector<ParamInfo> params, DataParallelOptimizerOptions o) {
+    try {
+      make_data_parallel_optimizer(std::move(params), o, groups);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const uint64_t seed = cmpi::testing::test_seed();
+  EXPECT_NE(message(make_params(seed), test_options(4, 1 << 20)).find("zero_stage"),
+            std::string::npos);
+  auto twice = make_params(seed);
+  twice.push_back(twice[1]);
+  twice.back().name = "alias";
+  EXPECT_NE(message(twice, test_options(1, 1 << 20)).find("alias"), std::string::npos);
+  auto doubles = make_params(seed);
+  doubles[2].tensor = doubles[2].tensor.detach().to(torch::kDouble);
+  EXPECT_NE(message(doubles, test_options(0, 1 << 20)).find("b.weight"), std::string::npos);
+  auto elsewhere = test_options(0, 1 << 20);
+  elsewhere.counted_elsewhere = {"no.such.param"};
+  EXPECT_NE(message(make_params(seed), elsewhere).find("no.such.param"), std::string::npos);
+  EXPECT_NE(message(make_params(seed), test_options(2, 2)).find("bucket"), std::string::npos);
+}
+
+// ------------------------------------------------------------ the global norm under tp/pp/dp
+
+// Gradients of a rank: "split" is tensor-parallel (differs per tp rank),
+// "shared" replicated over tp, "tied" present on every pipeline stage but
+// counted only by the first.
+torch::Tensor norm_grad(uint64_t seed, int which, const GridCoord& c, bool tensor_parallel) {
+  const uint64_t key = uint64_t(which) * 1000003 + uint64_t(c.pp) * 7919 + uint64_t(c.dp) * 104729 +
+                       (tensor_parallel ? uint64_t(c.tp) * 15485863 : 0);
+  return seeded_normal({which == 0 ? 10 : 7}, seed + key);
+}
+
+TEST(ZeroOptimizer, GlobalNormCountsShardsOnceAndSkipsTheTiedCopy) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  const int world = world_size();
+  std::vector<ParallelDims> layouts;
+  const auto layout = [](int dp, int tp, int pp) {
+    ParallelDims d;
+    d.dp = dp;
+    d.tp = tp;
+    d.pp = pp;
+    return d;
+  };
+  if (world == 2) layouts = {layout(1, 2, 1), layout(1, 1, 2), layout(2, 1, 1)};
+  if (world == 4) layouts = {layout(2, 2, 1), layout(2, 1, 2), layout(1, 2, 2)};
+  if (layouts.empty()) GTEST_SKIP() << "layouts for 2 or 4 ranks";
+
+  for (const auto& dims : layouts) {
+    for (int stage : {0, 2, 3}) {
+      ProcessGroups groups(MPI_COMM_WORLD, dims);
+      const auto& me = groups.coord();
+      std::vector<ParamInfo> params = {
+          {"split", torch::zeros({10}).requires_grad_(true), true, true},
+          {"shared", torch::zeros({7}).requires_grad_(true), false, false},
+          {"tied", torch::zeros({7}).requires_grad_(true), false, true}};
+      auto options = test_options(stage, 32);
+      if (me.pp > 0) options.counted_elsewhere = {"tied"};
+      auto optimizer = make_data_parallel_optimizer(params, options, groups);
+      optimizer->zero_grad();
+      optimizer->before_forward();
+      // Gradients set directly (not by autograd): the optimizer folds them in.
+      for (int i = 0; i < 3; ++i)
+        params[size_t(i)].tensor.mutable_grad() = norm_grad(seed, i == 0 ? 0 : i, me, i == 0);
+      const double norm = optimizer->step(0.0, 0.0);
+
+      double expected = 0;
+      for (int pp = 0; pp < dims.pp; ++pp) {
+        for (int tp = 0; tp < dims.tp; ++tp) {
+          for (int i = 0; i < 3; ++i) {
+            if (i > 0 && tp > 0) continue;   // replicated: once per stage
+            if (i == 2 && pp > 0) continue;  // the tied copy: first stage only
+            torch::Tensor sum;
+            for (int dp = 0; dp < dims.dp; ++dp) {
+              GridCoord c;
+              c.pp = pp;
+              c.tp = tp;
+              c.dp = dp;
+              auto g = norm_grad(seed, i, c, i == 0);
+              sum = sum.defined() ? sum + g : g;
+            }
+            expected += sum.to(torch::kDouble).pow(2).sum().item<double>();
+          }
+        }
+      }
+      EXPECT_NEAR(norm, std::sqrt(expected), 1e-5 * std::sqrt(expected))
+          << dims.to_string() << " stage " << stage;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cmpi::parallel
