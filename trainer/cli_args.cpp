@@ -4,10 +4,12 @@ namespace cmpi::trainer {
 
 const char* CliArgs::usage() {
   return "usage: cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]\n"
+         "                  [--print-config]\n"
          "  --config FILE        run configuration (see configs/ and README.md)\n"
          "  --set key.path=val   override one config value, e.g. --set training.steps=50\n"
          "  --dump-tensors DIR   after the last step, write the gradients and block activations\n"
          "                       as raw float32 (DIR/gradients.f32, DIR/activations.f32)\n"
+         "  --print-config       print the fully resolved config (defaults included) and exit\n"
          "Run under MPI: mpirun -np 4 cmpi-train --config configs/tiny.yaml\n";
 }
 
@@ -30,6 +32,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       if (kv.find('=') == std::string::npos || kv.front() == '=')
         throw UsageError("--set expects key.path=value, got '" + kv + "'");
       args.overrides.push_back(kv);
+    } else if (arg == "--print-config") {
+      args.print_config = true;
     } else if (arg == "--dump-tensors") {
       args.dump_tensors_dir = value_of(i, arg);
     } else {

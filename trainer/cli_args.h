@@ -1,5 +1,6 @@
 // Command line of cmpi-train:
 //   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
+//              [--print-config]
 #pragma once
 
 #include <stdexcept>
@@ -18,6 +19,7 @@ struct CliArgs {
   std::vector<std::string> overrides;  // "key.path=value"
   std::string dump_tensors_dir;
   bool help = false;
+  bool print_config = false;  // print the resolved config and exit
 
   static CliArgs parse(int argc, char** argv);  // throws UsageError
   static const char* usage();

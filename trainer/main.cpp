@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fputs(trainer::CliArgs::usage(), stdout);
     return 0;
   }
+  if (args.print_config) {
+    if (rank == 0) std::fputs(trainer::to_yaml(config).c_str(), stdout);
+    return 0;
+  }
 
   try {
     parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, config.compression);
