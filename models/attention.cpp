@@ -1,14 +1,23 @@
 #include "models/attention.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace cmpi::models {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
-                                                 uint64_t buffer_key)
+                                                 uint64_t buffer_key, uint64_t dropout_seed)
     : local_heads_(parallel::tp_split(options.heads, tp, "model.heads")),
-      head_dim_(options.head_dim()) {
+      head_dim_(options.head_dim()),
+      attn_dropout_(options.dropout),
+      attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0))
+    throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
+                                std::to_string(options.dropout));
   parallel::ParallelLinearOptions qkv_options;
   qkv_options.in_features = options.hidden;
   qkv_options.out_features = 3 * options.hidden;
@@ -19,7 +28,6 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   out_options.out_features = options.hidden;
   out_options.buffer_key = buffer_key + 1;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
-  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(options.dropout));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
 }
 
@@ -43,7 +51,11 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
   auto future = torch::ones({time, time}, torch::dtype(torch::kBool)).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  auto weights = attn_dropout_->forward(torch::softmax(scores, -1));
+  auto weights = torch::softmax(scores, -1);
+  if (is_training() && attn_dropout_ > 0) {
+    auto keep = torch::empty_like(weights).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
+    weights = weights * keep / (1.0 - attn_dropout_);
+  }
   auto y =
       torch::matmul(weights, v).transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
   return resid_dropout_->forward(out->forward(y));

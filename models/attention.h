@@ -6,6 +6,12 @@
 // group. The fused projection's rows are laid out head by head — [q; k; v]
 // of head 0, then of head 1, ... — so that the tp slices of the full weight
 // are whole heads and every layout uses the same global weights.
+// Dropout of the attention probabilities acts on this rank's heads only, so
+// it draws from a generator of its own, seeded per layer and tp rank (as
+// Megatron's model-parallel RNG): the shared global generator would drop the
+// same pattern in different heads on every tp rank. Dropout after the output
+// projection acts on the replicated activation and uses the global generator,
+// identical on every tp rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,8 +28,10 @@ namespace cmpi::models {
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls.
-  CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key);
+  // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls;
+  // `dropout_seed`: of this rank's attention-dropout generator.
+  CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
+                          uint64_t dropout_seed);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, H] -> [B, T, H]
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;
@@ -34,7 +42,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
  private:
   int64_t local_heads_;
   int64_t head_dim_;
-  torch::nn::Dropout attn_dropout_{nullptr};
+  double attn_dropout_;
+  at::Generator attn_dropout_generator_;
   torch::nn::Dropout resid_dropout_{nullptr};
 };
 TORCH_MODULE(CausalSelfAttention);

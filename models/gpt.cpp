@@ -52,10 +52,13 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     position_embedding_ = register_module("position_embedding",
                                           torch::nn::Embedding(options.seq_len, options.hidden));
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
-  for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer)
-    blocks_.push_back(
-        register_module("block" + std::to_string(layer),
-                        std::make_shared<TransformerBlockImpl>(options, *tp_, block_key(layer))));
+  for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
+    const std::string name = "block" + std::to_string(layer);
+    const uint64_t dropout_seed =
+        parameter_seed(options.seed, name + ".attention.dropout@tp" + std::to_string(tp_->rank()));
+    blocks_.push_back(register_module(name, std::make_shared<TransformerBlockImpl>(
+                                                options, *tp_, block_key(layer), dropout_seed)));
+  }
   if (stage_.has_head)
     final_norm_ = register_module(
         "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));

@@ -5,10 +5,11 @@
 namespace cmpi::models {
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
-                                           uint64_t buffer_key) {
+                                           uint64_t buffer_key, uint64_t dropout_seed) {
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
-  attention = register_module("attention", CausalSelfAttention(options, tp, buffer_key));
+  attention =
+      register_module("attention", CausalSelfAttention(options, tp, buffer_key, dropout_seed));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
   parallel::ParallelLinearOptions in_options;
   in_options.in_features = h;

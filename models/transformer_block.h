@@ -17,8 +17,10 @@ namespace cmpi::models {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  // Uses the error-feedback keys buffer_key .. buffer_key + 3.
-  TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key);
+  // Uses the error-feedback keys buffer_key .. buffer_key + 3; dropout_seed
+  // seeds this rank's attention-dropout generator.
+  TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
+                       uint64_t dropout_seed);
   torch::Tensor forward(const torch::Tensor& x);
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;

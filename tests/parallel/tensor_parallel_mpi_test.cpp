@@ -471,6 +471,35 @@ TEST(TensorParallelGpt, StagePiecesChainToTheWholeModel) {
                std::invalid_argument);
 }
 
+// With dropout, what is replicated over tp (the residual stream, the loss,
+// LayerNorm gradients) must stay identical on every tp rank; only dropout
+// inside the tp region (attention probabilities) may differ per rank.
+TEST(TensorParallelGpt, DropoutKeepsReplicasIdenticalAcrossTp) {
+  auto options = tiny_gpt();
+  options.dropout = 0.2;
+  const auto tokens = random_ids({2, 16}, options.vocab_size, 90);
+  const auto targets = random_ids({2, 16}, options.vocab_size, 91);
+  ProcessGroups groups(MPI_COMM_WORLD, tp_dims(world_size()));
+  torch::manual_seed(cmpi::testing::test_seed());  // the trainer seeds every rank alike
+  models::Gpt model(options, groups);
+  model->train();
+  auto loss = model->loss(tokens, targets);
+  loss.backward();
+  std::vector<float> mine = {loss.item<float>()};
+  for (const auto& info : model->param_infos())
+    if (!info.tensor_parallel) mine.push_back(info.tensor.grad().abs().sum().item<float>());
+  std::vector<float> all(mine.size() * size_t(world_size()));
+  MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT,
+                MPI_COMM_WORLD);
+  for (int r = 1; r < world_size(); ++r)
+    for (size_t i = 0; i < mine.size(); ++i)
+      EXPECT_EQ(all[size_t(r) * mine.size() + i], all[i])
+          << (i == 0 ? "loss" : "replicated gradient #" + std::to_string(i)) << " on rank " << r;
+  model->eval();
+  auto eval_loss = model->loss(tokens, targets).item<double>();
+  EXPECT_NE(eval_loss, loss.item<double>()) << "dropout is active in training mode";
+}
+
 // ---------------------------------------------------------------- training
 
 trainer::Config small_config(uint64_t seed) {
