@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "models/gpt.h"
-#include "parallel/gradient_buckets.h"
+#include "parallel/data_parallel_optimizer.h"
 #include "parallel/param_info.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
@@ -67,8 +67,7 @@ struct Trainer::Impl {
   TrainerOptions options;
   models::Gpt model;
   MarkovSource source;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  std::unique_ptr<parallel::GradientBuckets> buckets;
+  std::unique_ptr<parallel::DataParallelOptimizer> optimizer;  // dp sync, clipping, AdamW, ZeRO
   std::vector<torch::Tensor> parameters;
   std::vector<parallel::ParamInfo> param_infos;
   LrSchedule schedule;
@@ -101,23 +100,16 @@ void Trainer::Impl::setup() {
   for (const auto& info : param_infos) parameters.push_back(info.tensor);
   sync_parameters();
 
-  // Weight decay on matrices only; biases, LayerNorm and position table are exempt.
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& info : param_infos)
-    (info.weight_decay ? decay : no_decay).push_back(info.tensor);
-  auto defaults = torch::optim::AdamWOptions(t.lr)
-                      .betas({t.beta1, t.beta2})
-                      .eps(t.eps)
-                      .weight_decay(t.weight_decay);
-  std::vector<torch::optim::OptimizerParamGroup> param_groups;
-  param_groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(defaults));
-  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(defaults);
-  no_decay_options->weight_decay(0.0);
-  param_groups.emplace_back(no_decay, std::move(no_decay_options));
-  optimizer = std::make_unique<torch::optim::AdamW>(param_groups, defaults);
-
-  buckets =
-      std::make_unique<parallel::GradientBuckets>(parameters, config.parallel.dp_bucket_bytes);
+  // Weight decay on matrices only (ParamInfo::weight_decay); the head's copy of
+  // the tied table on a stage without the embedding is counted in the global
+  // gradient norm by the first stage.
+  parallel::DataParallelOptimizerOptions optimizer_options;
+  optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
+  optimizer_options.zero_stage = int(config.parallel.zero_stage);
+  optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
+  if (model->stage().has_head && !model->stage().has_embedding)
+    optimizer_options.counted_elsewhere.insert("token_embedding.weight");
+  optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
   schedule.peak = t.lr;
   schedule.min_lr = t.min_lr;
   schedule.warmup_steps = t.warmup_steps;
@@ -153,21 +145,14 @@ std::string Trainer::Impl::groups_json() const {
 }
 
 std::string Trainer::Impl::memory_json() const {
-  int64_t param_elems = 0, grad_elems = 0, optimizer_elems = 0;
-  for (const auto& p : parameters) {
-    param_elems += p.numel();
-    if (p.grad().defined()) grad_elems += p.grad().numel();
-  }
-  for (const auto& entry : optimizer->state()) {
-    const auto& s = static_cast<const torch::optim::AdamWParamState&>(*entry.second);
-    optimizer_elems += s.exp_avg().numel() + s.exp_avg_sq().numel();
-    if (s.max_exp_avg_sq().defined()) optimizer_elems += s.max_exp_avg_sq().numel();
-  }
-  char buf[256];
+  const auto m = optimizer->memory();
+  char buf[320];
   std::snprintf(buf, sizeof buf,
-                "{\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,\"optimizer_bytes\":%lld}",
-                (long long)param_elems * 4, (long long)grad_elems * 4,
-                (long long)optimizer_elems * 4);
+                "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
+                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld}",
+                optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
+                (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
+                (long long)optimizer->peak_bytes());
   return buf;
 }
 
@@ -179,6 +164,7 @@ double Trainer::Impl::train_step(int64_t step) {
   const double scale = 1.0 / double(micro_batches * dp);
 
   optimizer->zero_grad();
+  optimizer->before_forward();
   model->train();
   double local_loss = 0;
   std::vector<int64_t> tokens(size_t(t.micro_batch * (seq + 1)));
@@ -195,19 +181,13 @@ double Trainer::Impl::train_step(int64_t step) {
     local_loss += loss.item<double>() * scale;
   }
 
-  if (dp > 1) buckets->allreduce(groups.dp());
   float loss_value = float(local_loss);
   if (dp > 1) groups.dp().allreduce(&loss_value, 1, comm::Role::kOther);
 
-  // Tensor-parallel shards count once each: norm² sums them over tp.
-  last_grad_norm = t.grad_clip > 0 ? parallel::clip_tensor_parallel_grad_norm(
-                                         param_infos, t.grad_clip, groups.tp())
-                                   : 0.0;
-  const double lr = schedule.at(step);
-  for (auto& group : optimizer->param_groups())
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  // Dumped gradients are this rank's own (before the dp reduction and clipping).
   if (step + 1 == t.steps && !options.dump_tensors_dir.empty()) dump_tensors(step);
-  optimizer->step();
+  // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO stage).
+  last_grad_norm = optimizer->step(schedule.at(step), t.grad_clip);
   return double(loss_value);
 }
 
