@@ -10,7 +10,8 @@
 //   copy not at all;
 // - the trainer's loss trajectory at stages 0–3 on dp2 (and dp4), with
 //   ZeRO-1 on dp2+tp2 and stages 1–3 on dp2+pp2 equals the 1-rank run within
-//   a relative 1e-4.
+//   a relative 1e-4; through the lossless mpc codec on the dp and zero
+//   groups it is bit-identical to the identity codec and to plain MPI.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/torch.h>
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/policy_config.h"
 #include "parallel/adamw.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
@@ -413,16 +415,29 @@ trainer::Config small_config(uint64_t seed) {
   return c;
 }
 
+struct Run {
+  std::vector<double> losses;
+  comm::OpCounters zero_traffic;  // what went through the zero group
+};
+
 // Trains on `comm` (every rank of it calls this) with the given layout.
-std::vector<double> train_on(MPI_Comm comm, trainer::Config config, ParallelDims dims,
-                             int zero_stage) {
+Run train_with(MPI_Comm comm, trainer::Config config, ParallelDims dims, int zero_stage,
+               const comm::PolicyConfig& policy = {}) {
   config.parallel.zero_stage = zero_stage;
   dims.zero_stage = zero_stage;
-  ProcessGroups groups(comm, dims);
+  ProcessGroups groups(comm, dims, policy);
   trainer::TrainerOptions options;
   options.print_every = 0;
   trainer::Trainer trainer(config, groups, options);
-  return trainer.run().losses;
+  Run run;
+  run.losses = trainer.run().losses;
+  run.zero_traffic = groups.zero().stats().total();
+  return run;
+}
+
+std::vector<double> train_on(MPI_Comm comm, const trainer::Config& config, ParallelDims dims,
+                             int zero_stage) {
+  return train_with(comm, config, dims, zero_stage).losses;
 }
 
 void expect_same_trajectory(const std::vector<double>& reference, const std::vector<double>& losses,
@@ -466,6 +481,44 @@ TEST(ZeroTrainer, EveryStageMatchesTheSingleRankTrajectory) {
     expect_same_trajectory(reference, train_on(quad, config, dims_of(2, 1, 2), stage),
                            "dp2+pp2 zero" + std::to_string(stage));
   MPI_Comm_free(&quad);
+}
+
+comm::PolicyConfig every_dp_and_zero_message_through(const std::string& codec) {
+  comm::PolicyConfig policy;
+  comm::PolicyRule rule;
+  rule.match.groups = {comm::GroupKind::kDp, comm::GroupKind::kZero};
+  rule.match.min_bytes = 0;
+  rule.codec = compress::CodecSpec(codec);
+  policy.rules.push_back(rule);
+  return policy;
+}
+
+// mpc is lossless: ZeRO's reduce-scatter, allgather and norm through mpc give
+// the bits of the identity codec on the same compressed algorithms, and, with
+// every reduction over two ranks (a + b either way round), of plain MPI.
+TEST(ZeroTrainer, LosslessMpcOnTheZeroGroupIsBitIdentical) {
+  const int rank = world_rank();
+  auto config = small_config(cmpi::testing::test_seed() % 100000 + 7);
+  config.training.steps = 4;
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &pair);
+  for (int stage : {1, 3}) {
+    const std::string what = "dp2 zero" + std::to_string(stage);
+    const auto plain = train_with(pair, config, dims_of(2, 1, 1), stage);
+    const auto identity = train_with(pair, config, dims_of(2, 1, 1), stage,
+                                     every_dp_and_zero_message_through("identity"));
+    const auto mpc =
+        train_with(pair, config, dims_of(2, 1, 1), stage, every_dp_and_zero_message_through("mpc"));
+    EXPECT_EQ(plain.zero_traffic.compressed_calls, 0u) << what;
+    EXPECT_GT(mpc.zero_traffic.compressed_calls, 0u) << what << ": nothing went through mpc";
+    EXPECT_LT(mpc.zero_traffic.wire_bytes, mpc.zero_traffic.raw_bytes) << what;
+    ASSERT_EQ(identity.losses.size(), mpc.losses.size());
+    for (size_t i = 0; i < mpc.losses.size(); ++i) {
+      EXPECT_EQ(mpc.losses[i], identity.losses[i]) << what << " step " << i + 1;
+      EXPECT_EQ(mpc.losses[i], plain.losses[i]) << what << " step " << i + 1;
+    }
+  }
+  MPI_Comm_free(&pair);
 }
 
 }  // namespace
