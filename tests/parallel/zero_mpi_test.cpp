@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/policy_config.h"
+#include "models/gpt.h"
 #include "parallel/adamw.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
@@ -293,6 +294,45 @@ TEST(ZeroOptimizer, ShardsStateGradientsAndParametersOverDp) {
   EXPECT_NEAR(ratio(after_step[3].optimizer_bytes, zero0.optimizer_bytes), 1.0, 0.1);
   EXPECT_NEAR(ratio(after_step[3].gradient_bytes, zero0.gradient_bytes), 1.0, 0.1);
   EXPECT_NEAR(ratio(after_step[3].parameter_bytes, zero0.parameter_bytes), 1.0, 0.1);
+}
+
+// The claim a user reads off the metrics, on the real model: under ZeRO-3 a
+// rank holds 1/dp of the GPT's parameters between steps (and 1/dp of its
+// gradients and AdamW state), against ZeRO-0's full copies.
+TEST(ZeroOptimizer, GptUnderZero3HoldsOneOverDpOfZero0) {
+  const int dp = world_size();
+  if (dp < 2) GTEST_SKIP() << "needs dp >= 2";
+  ParallelDims dims;
+  dims.dp = dp;
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+  models::GptOptions gpt;
+  gpt.vocab_size = 64;
+  gpt.seq_len = 16;
+  gpt.layers = 2;
+  gpt.hidden = 32;
+  gpt.heads = 4;
+  gpt.seed = cmpi::testing::test_seed();
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(gpt.seed + 1);
+  const auto tokens = torch::randint(gpt.vocab_size, {2, gpt.seq_len + 1}, generator, torch::kLong);
+
+  std::vector<MemoryUsage> usage;
+  for (int stage : {0, 3}) {
+    models::Gpt model(gpt, groups);
+    auto optimizer =
+        make_data_parallel_optimizer(model->param_infos(), test_options(stage, 16 << 10), groups);
+    optimizer->zero_grad();
+    optimizer->before_forward();
+    model->loss(tokens.narrow(1, 0, gpt.seq_len), tokens.narrow(1, 1, gpt.seq_len)).backward();
+    optimizer->step(1e-3, 1.0);
+    usage.push_back(optimizer->memory());
+  }
+  const double whole = double(gpt.parameter_count()) * sizeof(float);
+  EXPECT_NEAR(double(usage[0].parameter_bytes) / whole, 1.0, 0.01) << "ZeRO-0 holds the model";
+  const double ratio = double(usage[1].parameter_bytes) * dp / double(usage[0].parameter_bytes);
+  EXPECT_NEAR(ratio, 1.0, 0.1) << "ZeRO-3 parameters " << usage[1].parameter_bytes
+                               << " bytes vs ZeRO-0 " << usage[0].parameter_bytes;
+  EXPECT_NEAR(double(usage[1].gradient_bytes) * dp / double(usage[0].gradient_bytes), 1.0, 0.1);
+  EXPECT_NEAR(double(usage[1].optimizer_bytes) * dp / double(usage[0].optimizer_bytes), 1.0, 0.1);
 }
 
 TEST(ZeroOptimizer, RejectsBadInputNamingTheCulprit) {
