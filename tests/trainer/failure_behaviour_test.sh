@@ -25,7 +25,8 @@ code=$?
 # Only rank 0 writes the run directory: make that impossible so rank 0 fails
 # while the other ranks are already inside a collective.
 touch "$work/not-a-dir"
-run --config "$config" --set run.dir="$work/not-a-dir" --set training.steps=3
+run --config "$config" --set run.dir="$work/not-a-dir" --set training.steps=3 \
+  --set training.warmup_steps=1
 code=$?
 [ "$code" -ne 0 ] && [ "$code" -ne 124 ] || { echo "FAIL: runtime error exit code $code"; cat "$work/out.txt"; exit 1; }
 grep -q "rank 0/4: error" "$work/out.txt" || { echo "FAIL: no rank-tagged error"; cat "$work/out.txt"; exit 1; }
