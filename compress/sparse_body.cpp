@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/byte_order.h"
 #include "compress/payload.h"
 #include "compress/sparse_indices.h"
 
@@ -16,27 +17,13 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "sparse bodies store integers and floats little-endian");
 
 namespace cmpi::compress {
-namespace {
-
-uint64_t load_u64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-void store_u64(uint8_t* p, uint64_t v) {
-  std::memcpy(p, &v, 8);
-}
-
-}  // namespace
-
 size_t write_sparse_body(const uint64_t* idx, const float* values, size_t k, size_t n,
                          uint8_t* out) {
   const IndexForm form = smallest_index_form(idx, k, n);
   const size_t index_bytes = write_indices(form, idx, k, n, out + kSparseBodyFixedBytes);
-  store_u64(out, k);
+  store_le64(out, k);
   out[8] = uint8_t(form);
-  store_u64(out + 9, index_bytes);
+  store_le64(out + 9, index_bytes);
   if (k) std::memcpy(out + kSparseBodyFixedBytes + index_bytes, values, 4 * k);
   return kSparseBodyFixedBytes + index_bytes + 4 * k;
 }
@@ -47,9 +34,9 @@ SparseBodyInfo sparse_body_info(const uint8_t* in, size_t size) {
                                   " bytes is shorter than its " +
                                   std::to_string(kSparseBodyFixedBytes) + "-byte fixed part");
   SparseBodyInfo info;
-  info.kept = load_u64(in);
+  info.kept = load_le64(in);
   info.index_form = in[8];
-  info.index_bytes = load_u64(in + 9);
+  info.index_bytes = load_le64(in + 9);
   return info;
 }
 

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/byte_order.h"
 #include "compress/nonfinite.h"
 
 namespace cmpi::compress {
@@ -65,14 +66,6 @@ size_t blocks_of(size_t floats) {
 size_t stream_bound_bytes(size_t floats) {
   const size_t units = (blocks_of(floats) * kMaxBitsPerBlock + 63) / 64;
   return (units + 2) * kScratchUnit;
-}
-
-uint32_t load_le32(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
-}
-
-void store_le32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 
 [[noreturn]] void bad_param(const std::string& key, const std::string& why) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 
+#include "compress/byte_order.h"
 #include "compress/codec_registry.h"
 #include "tests/support/test_seed.h"
 
@@ -32,7 +33,7 @@ std::map<std::string, std::vector<std::string>> representative_specs() {
         "zfp:mode=precision,precision=12", "zfp:mode=reversible,chunk=64,threads=2"}},
       {"fp16", {"fp16"}},
       {"bf16", {"bf16"}},
-      {"mpc", {"mpc", "mpc:dim=4,chunk=64,threads=2"}},
+      {"mpc", {"mpc", "mpc:dim=4,chunk=64,threads=2", "mpc:dim=auto,chunk=2048"}},
       {"topk", {"topk:ratio=0.1", "topk:ratio=0.6"}},
       {"randomk", {"randomk:ratio=0.1,seed=7"}},
       {"threshold", {"threshold:threshold=0.5"}},
@@ -98,17 +99,12 @@ std::vector<FuzzTarget> all_targets(uint64_t seed) {
 
 // The header fields as stored, without validation (for re-sealing).
 PayloadHeader raw_header(const std::vector<uint8_t>& payload) {
-  auto field = [&](size_t offset, int bytes) {
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | payload[offset + size_t(i)];
-    return v;
-  };
   PayloadHeader header;
   header.codec = static_cast<CodecId>(payload[5]);
-  header.flags = uint16_t(field(6, 2));
-  for (size_t i = 0; i < 4; ++i) header.params[i] = uint32_t(field(8 + 4 * i, 4));
-  header.element_count = field(24, 8);
-  header.body_bytes = field(32, 8);
+  header.flags = load_le16(&payload[6]);
+  for (size_t i = 0; i < 4; ++i) header.params[i] = load_le32(&payload[8 + 4 * i]);
+  header.element_count = load_le64(&payload[24]);
+  header.body_bytes = load_le64(&payload[32]);
   return header;
 }
 

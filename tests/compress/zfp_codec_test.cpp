@@ -16,6 +16,7 @@
 
 #include <zfp.h>
 
+#include "compress/byte_order.h"
 #include "compress/codec_registry.h"
 #include "compress/zfp_codec.h"
 #include "tests/support/test_seed.h"
@@ -65,27 +66,21 @@ bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 uint32_t chunk_entry(const std::vector<uint8_t>& payload, size_t k) {
-  const uint8_t* p = payload.data() + kPayloadHeaderBytes + 4 * k;
-  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+  return load_le32(&payload[kPayloadHeaderBytes + 4 * k]);
 }
 
 void set_chunk_entry(std::vector<uint8_t>& payload, size_t k, uint32_t v) {
-  for (int i = 0; i < 4; ++i) payload[kPayloadHeaderBytes + 4 * k + i] = uint8_t(v >> (8 * i));
+  store_le32(&payload[kPayloadHeaderBytes + 4 * k], v);
 }
 
 // Rewrites the header so that it matches a body of the payload's new size,
 // with a valid checksum: what a corrupted body behind an intact header is.
 void reseal(std::vector<uint8_t>& payload) {
-  auto field = [&](size_t offset, int bytes) {
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | payload[offset + size_t(i)];
-    return v;
-  };
   PayloadHeader header;
   header.codec = static_cast<CodecId>(payload[5]);
-  header.flags = uint16_t(field(6, 2));
-  for (size_t i = 0; i < 4; ++i) header.params[i] = uint32_t(field(8 + 4 * i, 4));
-  header.element_count = field(24, 8);
+  header.flags = load_le16(&payload[6]);
+  for (size_t i = 0; i < 4; ++i) header.params[i] = load_le32(&payload[8 + 4 * i]);
+  header.element_count = load_le64(&payload[24]);
   header.body_bytes = payload.size() - kPayloadHeaderBytes;
   write_payload_header(header, payload.data());
 }
