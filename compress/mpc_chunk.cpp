@@ -1,29 +1,56 @@
 // The MPC transform of one chunk (after Yang, Mukka, Hesaaraki, Burtscher,
 // "MPC: A Massively Parallel Compression Algorithm for Scientific Data",
-// IEEE Cluster 2015; the float pipeline LNV{dim}s BIT LNV1s ZE):
+// IEEE Cluster 2015; the float pipeline LNV{dim}s BIT LNV1s ZE), with the
+// choices each stage leaves open made per chunk (mpc_chunk_plan.h):
 //
-//   1. LNV{dim}s  d1[i] = w[i] - w[i - dim] (mod 2^32) over the chunk's 32-bit
-//                 words w, w taken as 0 before the chunk starts;
-//   2. BIT        d1 is cut into blocks of 32 words (the last block of the
-//                 chunk zero-padded) and each block is bit-transposed: word i
-//                 of a block collects bit i of its 32 words (bit_transpose.h);
-//   3. LNV1s      inside each block, d2[j] = t[j] - t[j - 1] for j >= 1 and
-//                 d2[0] = t[0]: a lag-1 difference of neighbouring bit planes,
-//                 so runs of equal planes (sign extension) turn into zeros;
-//   4. ZE         per block a 32-bit bitmap of the nonzero words of d2, then
-//                 those words (zero_word_elimination.h).
+//   1. LNV{s}s  d1[i] = (w[i] - w[i - s]) ^ R (mod 2^32) over the chunk's
+//               32-bit words w, w taken as 0 before the chunk starts. s is the
+//               stride (1..32; 0 = no differencing: d1 = w ^ R, for data
+//               whose neighbours do not predict each other, such as
+//               activations); R is the bitwise majority of the differences,
+//               so that every bit plane below is mostly zero (0 in plain MPC);
+//   2. BIT      d1 is cut into blocks of 32 words (the last block of the
+//               chunk zero-padded) and each block is bit-transposed: word j
+//               of a block (plane j) collects bit j of its 32 words;
+//   3. LNV1s    inside each block, d2[j] = t[j] - t[j - 1] for the planes
+//               j >= c, d2[j] = t[j] below: neighbouring planes that are
+//               equal (sign extension) turn into zeros. Plain MPC: c = 1;
+//   4. ZE       planes [0, a) are stored whole: they are nearly never zero
+//               (mantissa bits), so a bitmap bit would only cost. Planes
+//               [a, b) are zero-eliminated per byte (4 mask bits per plane
+//               and block, then the nonzero bytes): mostly-zero planes whose
+//               words are rarely zero as a whole (low exponent bits).
+//               Planes [b, 32) are zero-eliminated per word (1 bitmap bit per
+//               plane and block, then the nonzero words). Plain MPC: a = b = 0.
 //
-// Chunk format (little-endian u32 words), B = ceil(words / 32) blocks:
-//   compressed: bitmap[0..B) then the nonzero words of all blocks in order;
-//               its size is 4 * (B + nonzero) bytes and always < 4 * words.
+// On smooth data the plan stays close to plain MPC (a small a and b, c = 1);
+// on noise-like data (gradients, activations) it skips differencing, stores
+// the mantissa planes whole and eliminates the exponent planes per byte and
+// per word, which a 32-bit bitmap per block could not pay for.
+//
+// Chunk format (little-endian):
 //   raw:        exactly 4 * words bytes, the words as they are; chosen when
 //               the compressed form would not be smaller.
-// The size alone tells the forms apart. A decoder checks the size, that the
-// bitmaps account for exactly the words present, and that the padding of the
-// last block decodes to zero, so each chunk has exactly one valid encoding.
+//   compressed: fewer than 4 * words bytes: the 8-byte plan (u8 s, u8 c,
+//               u8 a, u8 b, u32 R), then per group of 64 blocks (the last
+//               group shorter):
+//                 presence  ceil(blocks * m / 8) bytes, m = (32 - b) +
+//                           4 * (b - a) bits per block, LSB first: bits j - b
+//                           for the planes j >= b that are nonzero words, then
+//                           bit 4 * (j - a) + k for the nonzero bytes k of the
+//                           planes a <= j < b; unused bits of the last byte 0;
+//                 words     the planes < a and the nonzero planes >= b of
+//                           each block, in block and plane order, u32 each;
+//                 bytes     the nonzero bytes of planes [a, b), in block,
+//                           plane and byte order.
+// The size alone tells the forms apart. A decoder checks the plan's fields,
+// that every group's presence, words and bytes fit in the chunk and that the
+// groups fill it exactly, and that the padding of the last block decodes to
+// zero.
 //
-// The stages run over batches of kBatchBlocks blocks held in L1-sized scratch
-// buffers, one pass per stage, each pass a SIMD loop.
+// The stages run over one group at a time in L1-sized scratch buffers, one
+// pass per stage, each pass a SIMD loop except the per-byte elimination of
+// the few byte planes and the presence bits.
 #include "compress/mpc_chunk.h"
 
 #include <algorithm>
@@ -33,6 +60,7 @@
 #include "compress/bit_transpose.h"
 #include "compress/payload.h"
 #include "compress/word_differencing.h"
+#include "compress/zero_byte_elimination.h"
 #include "compress/zero_word_elimination.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -41,117 +69,285 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace cmpi::compress {
 namespace {
 
-constexpr size_t kBatchBlocks = 64;
-constexpr size_t kBatchWords = kBatchBlocks * kTransposeBlockWords;
+constexpr size_t kGroupBlocks = 64;
+constexpr size_t kGroupWords = kGroupBlocks * kTransposeBlockWords;
+// Presence of one group: at most 62 bits per block, plus slack for the
+// 8-byte stores of the writer and the 16-byte reads of the reader.
+constexpr size_t kPresenceBufferBytes = kGroupBlocks * 64 / 8 + 16;
+constexpr size_t kByteBufferBytes = kGroupBlocks * 4 * kMaxBytePlanes + kZeroByteSlack;
 
 size_t blocks_of(size_t words) {
   return (words + 31) / 32;
 }
 
-size_t popcount_sum(const uint32_t* bitmaps, size_t n) {
-  size_t sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += static_cast<size_t>(__builtin_popcount(bitmaps[i]));
-  return sum;
+uint32_t low_planes(unsigned count) {
+  return count >= 32 ? ~0u : (1u << count) - 1;
+}
+
+uint64_t load_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// The presence fields of nb blocks, m = word_bits + byte_bits <= 62 bits
+// each (the word bits of bitmaps[k] above first_word_plane, then
+// byte_masks[k]), packed LSB first into out, which has room for the bytes
+// rounded up to whole u64s plus 8. Returns the bytes used.
+size_t write_presence(const uint32_t* bitmaps, const uint64_t* byte_masks, size_t nb,
+                      unsigned first_word_plane, unsigned word_bits, unsigned byte_bits,
+                      uint8_t* out) {
+  const unsigned m = word_bits + byte_bits;
+  if (m == 32 && word_bits == 32) {  // plain MPC: the bitmaps as they are
+    std::memcpy(out, bitmaps, 4 * nb);
+    return 4 * nb;
+  }
+  uint8_t* const start = out;
+  uint64_t pending = 0;
+  unsigned pending_bits = 0;
+  for (size_t k = 0; k < nb; ++k) {
+    const uint64_t field =
+        (word_bits ? uint64_t{bitmaps[k] >> first_word_plane} : 0u) | (byte_masks[k] << word_bits);
+    pending |= field << pending_bits;
+    if (pending_bits + m >= 64) {
+      std::memcpy(out, &pending, 8);
+      out += 8;
+      // pending_bits > 0 here, as m < 64; the field's bits that did not fit.
+      pending = field >> (64 - pending_bits);
+      pending_bits = pending_bits + m - 64;
+    } else {
+      pending_bits += m;
+    }
+  }
+  std::memcpy(out, &pending, 8);
+  return static_cast<size_t>(out - start) + (pending_bits + 7) / 8;
+}
+
+struct PresenceCounts {
+  size_t words = 0;
+  size_t bytes = 0;
+};
+
+// The inverse of write_presence, with the planes stored whole (`whole`) added
+// to each bitmap; counts the words and bytes the blocks mark. in has 16
+// readable bytes past the presence bytes.
+__attribute__((always_inline)) inline PresenceCounts read_presence_inline(
+    const uint8_t* in, size_t nb, uint32_t whole, unsigned first_word_plane, unsigned word_bits,
+    unsigned byte_bits, uint32_t* bitmaps, uint64_t* byte_masks) {
+  PresenceCounts counts;
+  const unsigned m = word_bits + byte_bits;
+  if (m == 32 && word_bits == 32) {
+    std::memcpy(bitmaps, in, 4 * nb);
+    for (size_t k = 0; k < nb; ++k) {
+      byte_masks[k] = 0;
+      counts.words += static_cast<size_t>(__builtin_popcount(bitmaps[k]));
+    }
+    return counts;
+  }
+  const uint64_t field_mask = (uint64_t{1} << m) - 1;
+  const uint64_t word_mask = (uint64_t{1} << word_bits) - 1;
+  size_t position = 0;
+  for (size_t k = 0; k < nb; ++k, position += m) {
+    const uint8_t* p = in + position / 8;
+    const unsigned shift = position % 8;
+    const uint64_t low = load_u64(p) >> shift;
+    const uint64_t field = (shift ? low | (load_u64(p + 8) << (64 - shift)) : low) & field_mask;
+    const uint64_t word_present = field & word_mask;
+    bitmaps[k] = whole | static_cast<uint32_t>(word_present << first_word_plane);
+    byte_masks[k] = field >> word_bits;
+    counts.words += static_cast<size_t>(__builtin_popcount(bitmaps[k]));
+    counts.bytes += static_cast<size_t>(__builtin_popcountll(byte_masks[k]));
+  }
+  return counts;
+}
+
+PresenceCounts read_presence_portable(const uint8_t* in, size_t nb, uint32_t whole,
+                                      unsigned first_word_plane, unsigned word_bits,
+                                      unsigned byte_bits, uint32_t* bitmaps, uint64_t* byte_masks) {
+  return read_presence_inline(in, nb, whole, first_word_plane, word_bits, byte_bits, bitmaps,
+                              byte_masks);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same with the popcnt instruction (every CPU with SSSE3 variants has it).
+__attribute__((target("popcnt"))) PresenceCounts read_presence_popcnt(
+    const uint8_t* in, size_t nb, uint32_t whole, unsigned first_word_plane, unsigned word_bits,
+    unsigned byte_bits, uint32_t* bitmaps, uint64_t* byte_masks) {
+  return read_presence_inline(in, nb, whole, first_word_plane, word_bits, byte_bits, bitmaps,
+                              byte_masks);
+}
+#endif
+
+PresenceCounts read_presence(const uint8_t* in, size_t nb, uint32_t whole,
+                             unsigned first_word_plane, unsigned word_bits, unsigned byte_bits,
+                             uint32_t* bitmaps, uint64_t* byte_masks, SimdLevel level) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (level != SimdLevel::kScalar)
+    return read_presence_popcnt(in, nb, whole, first_word_plane, word_bits, byte_bits, bitmaps,
+                                byte_masks);
+#endif
+  return read_presence_portable(in, nb, whole, first_word_plane, word_bits, byte_bits, bitmaps,
+                                byte_masks);
 }
 
 [[noreturn]] void fail(size_t chunk_index, const std::string& what) {
   throw DecodeError("body", "mpc chunk " + std::to_string(chunk_index) + ": " + what);
 }
 
+size_t store_raw(const float* in, size_t words, uint8_t* out) {
+  std::memcpy(out, in, 4 * words);
+  return 4 * words;
+}
+
 }  // namespace
 
 size_t mpc_encode_chunk(const float* in, size_t words, unsigned dim, uint8_t* out,
                         SimdLevel level) {
-  const auto* w = reinterpret_cast<const AliasedWord*>(in);
-  const size_t nblocks = blocks_of(words);
-  // The compressed form must stay below raw size: fewer than this many words.
-  const size_t word_budget = words - nblocks;
-  uint8_t* const packed_out = out + 4 * nblocks;
-
-  alignas(32) uint32_t stage_a[kBatchWords];
-  alignas(32) uint32_t stage_b[kBatchWords];
-  alignas(32) uint32_t bitmaps[kBatchBlocks];
-  alignas(32) uint8_t packed[4 * (kBatchWords + kZeroPackSlackWords)];
-
-  size_t nonzero = 0;
-  for (size_t block0 = 0; block0 < nblocks; block0 += kBatchBlocks) {
-    const size_t nb = std::min(kBatchBlocks, nblocks - block0);
-    const size_t begin = 32 * block0;
-    const size_t end = std::min(words, begin + 32 * nb);
-    difference_at_stride(w, begin, end, dim, stage_a, level);
-    std::fill(stage_a + (end - begin), stage_a + 32 * nb, 0u);
-    bit_transpose_32x32(stage_a, stage_b, nb, level);
-    difference_within_blocks(stage_b, nb, stage_a, level);
-    // Pack straight into the output when even an incompressible batch plus
-    // the packing slack stays inside the chunk's raw-size region.
-    const bool direct = nonzero + 32 * nb + kZeroPackSlackWords <= word_budget;
-    uint8_t* const destination = direct ? packed_out + 4 * nonzero : packed;
-    const size_t count = pack_nonzero_words(stage_a, nb, bitmaps, destination, level);
-    if (nonzero + count >= word_budget) {
-      std::memcpy(out, in, 4 * words);
-      return 4 * words;
-    }
-    std::memcpy(out + 4 * block0, bitmaps, 4 * nb);
-    if (!direct) std::memcpy(packed_out + 4 * nonzero, packed, 4 * count);
-    nonzero += count;
-  }
-  return 4 * (nblocks + nonzero);
+  if (4 * words <= kMpcPlanBytes) return store_raw(in, words, out);
+  return mpc_encode_chunk_with_plan(in, words, choose_mpc_plan(in, words, dim, level), out, level);
 }
 
-void mpc_decode_chunk(const uint8_t* in, size_t size, float* out, size_t words, unsigned dim,
-                      size_t chunk_index, SimdLevel level) {
+size_t mpc_encode_chunk_with_plan(const float* in, size_t words, const MpcChunkPlan& plan,
+                                  uint8_t* out, SimdLevel level) {
+  const size_t raw_bytes = 4 * words;
+  if (raw_bytes <= kMpcPlanBytes) return store_raw(in, words, out);
+  const auto* w = reinterpret_cast<const AliasedWord*>(in);
+  const size_t nblocks = blocks_of(words);
+  const uint32_t whole = low_planes(plan.first_byte_plane);
+  const uint32_t per_byte = low_planes(plan.first_word_plane) & ~whole;
+  const unsigned word_bits = 32 - plan.first_word_plane;
+  const unsigned byte_bits = 4 * (plan.first_word_plane - plan.first_byte_plane);
+
+  alignas(32) uint32_t stage_a[kGroupWords];
+  alignas(32) uint32_t stage_b[kGroupWords];
+  alignas(32) uint32_t bitmaps[kGroupBlocks];
+  uint64_t byte_masks[kGroupBlocks] = {};
+  alignas(32) uint8_t packed[4 * (kGroupWords + kZeroPackSlackWords)];
+  uint8_t bytes[kByteBufferBytes];
+  uint8_t presence[kPresenceBufferBytes];
+
+  write_mpc_plan(plan, out);
+  size_t at = kMpcPlanBytes;
+  for (size_t block0 = 0; block0 < nblocks; block0 += kGroupBlocks) {
+    const size_t nb = std::min(kGroupBlocks, nblocks - block0);
+    const size_t begin = 32 * block0;
+    const size_t end = std::min(words, begin + 32 * nb);
+    difference_at_stride(w, begin, end, plan.stride, plan.reference, stage_a, level);
+    std::fill(stage_a + (end - begin), stage_a + 32 * nb, 0u);
+    bit_transpose_32x32(stage_a, stage_b, nb, level);
+    difference_within_blocks(stage_b, nb, plan.first_lagged, stage_a, level);
+
+    const size_t presence_bytes = (nb * (word_bits + byte_bits) + 7) / 8;
+    if (at + presence_bytes >= raw_bytes) return store_raw(in, words, out);
+    // Pack the words straight into the output when even an incompressible
+    // group plus the packing slack stays inside the chunk's raw-size region.
+    const size_t words_at = at + presence_bytes;
+    const bool direct = words_at + 4 * (32 * nb + kZeroPackSlackWords) <= raw_bytes;
+    uint8_t* const words_out = direct ? out + words_at : packed;
+    const size_t count =
+        pack_nonzero_words(stage_a, nb, whole, per_byte, bitmaps, words_out, level);
+    const size_t byte_count =
+        byte_bits ? pack_nonzero_bytes(stage_a, nb, plan.first_byte_plane, plan.first_word_plane,
+                                       byte_masks, bytes, level)
+                  : 0;
+    const size_t group_end = words_at + 4 * count + byte_count;
+    if (group_end >= raw_bytes) return store_raw(in, words, out);
+
+    write_presence(bitmaps, byte_masks, nb, plan.first_word_plane, word_bits, byte_bits, presence);
+    std::memcpy(out + at, presence, presence_bytes);
+    if (!direct) std::memcpy(out + words_at, packed, 4 * count);
+    std::memcpy(out + words_at + 4 * count, bytes, byte_count);
+    at = group_end;
+  }
+  return at;
+}
+
+void mpc_decode_chunk(const uint8_t* in, size_t size, float* out, size_t words, size_t chunk_index,
+                      SimdLevel level) {
   if (size == 4 * words) {
     std::memcpy(out, in, size);
     return;
   }
-  const size_t nblocks = blocks_of(words);
   if (size > 4 * words)
     fail(chunk_index,
          std::to_string(size) + " bytes for " + std::to_string(words) + " words, more than raw");
-  if (size < 4 * nblocks || size % 4 != 0)
-    fail(chunk_index, std::to_string(size) + " bytes cannot hold " + std::to_string(nblocks) +
-                          " block bitmaps plus whole words");
-  const size_t packed_words = size / 4 - nblocks;
+  if (size < kMpcPlanBytes)
+    fail(chunk_index, std::to_string(size) + " bytes cannot hold its " +
+                          std::to_string(kMpcPlanBytes) + "-byte plan");
+  const MpcChunkPlan plan = read_mpc_plan(in);
+  const std::string problem = mpc_plan_problem(plan);
+  if (!problem.empty()) fail(chunk_index, "plan: " + problem);
 
-  alignas(32) uint32_t bitmaps[kBatchBlocks];
-  alignas(32) uint32_t stage_a[kBatchWords];
-  alignas(32) uint32_t stage_b[kBatchWords];
-  alignas(32) uint8_t packed_tail[4 * (kBatchWords + kZeroPackSlackWords)];
+  const size_t nblocks = blocks_of(words);
+  const uint32_t whole = low_planes(plan.first_byte_plane);
+  const unsigned word_bits = 32 - plan.first_word_plane;
+  const unsigned byte_bits = 4 * (plan.first_word_plane - plan.first_byte_plane);
 
-  size_t claimed = 0;
-  for (size_t block0 = 0; block0 < nblocks; block0 += kBatchBlocks) {
-    const size_t nb = std::min(kBatchBlocks, nblocks - block0);
-    std::memcpy(bitmaps, in + 4 * block0, 4 * nb);
-    claimed += popcount_sum(bitmaps, nb);
-  }
-  if (claimed != packed_words)
-    fail(chunk_index, "bitmaps mark " + std::to_string(claimed) + " nonzero words, chunk holds " +
-                          std::to_string(packed_words));
+  alignas(32) uint32_t bitmaps[kGroupBlocks];
+  uint64_t byte_masks[kGroupBlocks];
+  alignas(32) uint32_t stage_a[kGroupWords];
+  alignas(32) uint32_t stage_b[kGroupWords];
+  alignas(32) uint8_t packed_tail[4 * (kGroupWords + kZeroPackSlackWords)];
+  uint8_t bytes[kByteBufferBytes];
+  uint8_t presence[kPresenceBufferBytes];
 
   auto* w = reinterpret_cast<AliasedWord*>(out);
-  const uint8_t* packed = in + 4 * nblocks;
-  size_t consumed = 0;
-  for (size_t block0 = 0; block0 < nblocks; block0 += kBatchBlocks) {
-    const size_t nb = std::min(kBatchBlocks, nblocks - block0);
+  size_t at = kMpcPlanBytes;
+  for (size_t block0 = 0; block0 < nblocks; block0 += kGroupBlocks) {
+    const size_t nb = std::min(kGroupBlocks, nblocks - block0);
     const size_t begin = 32 * block0;
     const size_t end = std::min(words, begin + 32 * nb);
-    std::memcpy(bitmaps, in + 4 * block0, 4 * nb);
-    const size_t count = popcount_sum(bitmaps, nb);
-    const uint8_t* source = packed + 4 * consumed;
-    if (consumed + count + kZeroPackSlackWords > packed_words) {
+    auto blocks_named = [&] {
+      return "blocks " + std::to_string(block0) + ".." + std::to_string(block0 + nb - 1);
+    };
+
+    const size_t presence_bits_total = nb * (word_bits + byte_bits);
+    const size_t presence_bytes = (presence_bits_total + 7) / 8;
+    if (presence_bytes > size - at)
+      fail(chunk_index, "presence bits of " + blocks_named() + " run past the chunk's end");
+    std::memcpy(presence, in + at, presence_bytes);
+    std::memset(presence + presence_bytes, 0, 16);
+    if (presence_bits_total % 8 != 0 &&
+        (presence[presence_bytes - 1] >> (presence_bits_total % 8)) != 0)
+      fail(chunk_index, "unused presence bits after " + blocks_named() + " are not zero");
+    const PresenceCounts marked = read_presence(presence, nb, whole, plan.first_word_plane,
+                                                word_bits, byte_bits, bitmaps, byte_masks, level);
+    const size_t count = marked.words;
+    const size_t byte_count = marked.bytes;
+    const size_t words_at = at + presence_bytes;
+    const size_t left = size - words_at;
+    if (4 * count + byte_count > left)
+      fail(chunk_index, blocks_named() + " mark " + std::to_string(count) + " words and " +
+                            std::to_string(byte_count) + " bytes, " + std::to_string(left) +
+                            " bytes are left");
+
+    const uint8_t* source = in + words_at;
+    if (4 * (count + kZeroPackSlackWords) > left) {
       // Near the end of the chunk: unpacking over-reads, so work on a copy.
       std::memcpy(packed_tail, source, 4 * count);
       std::memset(packed_tail + 4 * count, 0, 4 * kZeroPackSlackWords);
       source = packed_tail;
     }
     unpack_nonzero_words(bitmaps, source, nb, stage_a, level);
-    consumed += count;
-    undo_difference_within_blocks(stage_a, nb, level);
+    if (byte_bits) {
+      const uint8_t* byte_source = in + words_at + 4 * count;
+      if (4 * count + byte_count + kZeroByteSlack > left) {
+        std::memcpy(bytes, byte_source, byte_count);
+        std::memset(bytes + byte_count, 0, kZeroByteSlack);
+        byte_source = bytes;
+      }
+      unpack_nonzero_bytes(byte_masks, byte_source, nb, plan.first_byte_plane,
+                           plan.first_word_plane, stage_a, level);
+    }
+    undo_difference_within_blocks(stage_a, nb, plan.first_lagged, level);
     bit_transpose_32x32(stage_a, stage_b, nb, level);
     for (size_t i = end - begin; i < 32 * nb; ++i)
       if (stage_b[i] != 0) fail(chunk_index, "padding of the last block decodes to nonzero words");
-    undo_difference_at_stride(stage_b, begin, end, dim, w, level);
+    undo_difference_at_stride(stage_b, begin, end, plan.stride, plan.reference, w, level);
+    at = words_at + 4 * count + byte_count;
   }
+  if (at != size)
+    fail(chunk_index, std::to_string(size - at) + " bytes follow the last block's data");
 }
 
 }  // namespace cmpi::compress

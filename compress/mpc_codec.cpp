@@ -23,6 +23,9 @@ namespace {
 
 constexpr int64_t kMaxChunkFloats = int64_t{1} << 24;
 constexpr int64_t kMaxThreads = 1024;
+// Revision 2: chunks carry their plan (mpc_chunk_plan.h). Revision 1 (plain
+// MPC, bitmaps before all words) wrote 0 here.
+constexpr uint32_t kChunkFormatRevision = 2;
 
 [[noreturn]] void bad_param(const CodecSpec& spec, const std::string& key, const std::string& why) {
   throw CodecError("codec " + spec.to_string() + ": parameter '" + key + "' " + why);
@@ -44,8 +47,12 @@ SimdLevel simd_level_from(const CodecSpec& spec) {
 
 MpcCodec::MpcCodec(const CodecSpec& spec) : Codec(spec) {
   spec.require_only({"dim", "chunk", "threads", "simd"});
-  const int64_t dim = spec.get_int("dim", 1);
-  if (dim < 1 || dim > 32) bad_param(spec, "dim", "must be in 1..32, got " + std::to_string(dim));
+  int64_t dim = 0;  // auto
+  if (spec.get_string("dim", "1") != "auto") {
+    dim = spec.get_int("dim", 1);
+    if (dim < 1 || dim > 32)
+      bad_param(spec, "dim", "must be auto or in 1..32, got " + std::to_string(dim));
+  }
   const int64_t chunk = spec.get_int("chunk", 65536);
   if (chunk < 32 || chunk > kMaxChunkFloats || chunk % 32 != 0)
     bad_param(spec, "chunk",
@@ -75,7 +82,7 @@ size_t MpcCodec::max_body_bytes(size_t n) const {
 }
 
 std::array<uint32_t, 4> MpcCodec::header_params() const {
-  return {dim_, static_cast<uint32_t>(chunk_), 0, 0};
+  return {dim_, static_cast<uint32_t>(chunk_), kChunkFormatRevision, 0};
 }
 
 size_t MpcCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, uint16_t&) {
@@ -136,8 +143,7 @@ void MpcCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n,
   const int nthreads = static_cast<int>(std::min<size_t>(threads(), nchunks));
   if (nthreads <= 1) {
     for (size_t c = 0; c < nchunks; ++c)
-      mpc_decode_chunk(in + offsets[c], sizes[c], out + c * chunk_, chunk_words(n, c), dim_, c,
-                       level_);
+      mpc_decode_chunk(in + offsets[c], sizes[c], out + c * chunk_, chunk_words(n, c), c, level_);
     return;
   }
   std::vector<std::exception_ptr> errors(nchunks);
@@ -146,8 +152,7 @@ void MpcCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n,
   for (int64_t c = 0; c < count; ++c) {
     try {
       mpc_decode_chunk(in + offsets[c], sizes[c], out + c * chunk_,
-                       chunk_words(n, static_cast<size_t>(c)), dim_, static_cast<size_t>(c),
-                       level_);
+                       chunk_words(n, static_cast<size_t>(c)), static_cast<size_t>(c), level_);
     } catch (...) {
       errors[c] = std::current_exception();
     }

@@ -12,7 +12,9 @@ enum class SimdLevel { kScalar, kSsse3, kAvx2 };
 inline bool simd_level_supported(SimdLevel level) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (level == SimdLevel::kAvx2) return __builtin_cpu_supports("avx2");
-  if (level == SimdLevel::kSsse3) return __builtin_cpu_supports("ssse3");
+  // The SSSE3 variants also use popcnt, which every later CPU has.
+  if (level == SimdLevel::kSsse3)
+    return __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
   return true;
 #else
   return level == SimdLevel::kScalar;

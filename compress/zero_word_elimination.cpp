@@ -1,5 +1,6 @@
 // Scalar variants are branch-free: every word is stored at the output cursor,
-// which advances only past nonzero ones (hence one word of slack).
+// which advances only past kept ones (hence one word of slack). The keep and
+// skip masks enter each lane mask with one OR and one AND-NOT.
 //
 // SSSE3 variants do the same with 4 words at a time, byte shuffles (pshufb)
 // from 16-entry tables; a shuffle index with its top bit set writes a zero.
@@ -63,10 +64,9 @@ __attribute__((target("ssse3,popcnt"))) inline __m128i shuffle_of(const ByteShuf
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data()));
 }
 
-__attribute__((target("ssse3,popcnt"))) size_t pack_nonzero_words_ssse3(const uint32_t* in,
-                                                                        size_t nblocks,
-                                                                        uint32_t* bitmaps,
-                                                                        uint8_t* packed) {
+__attribute__((target("ssse3,popcnt"))) size_t pack_nonzero_words_ssse3(
+    const uint32_t* in, size_t nblocks, uint32_t keep, uint32_t skip, uint32_t* bitmaps,
+    uint8_t* packed) {
   const __m128i zero = _mm_setzero_si128();
   size_t count = 0;
   for (size_t b = 0; b < nblocks; ++b) {
@@ -76,7 +76,7 @@ __attribute__((target("ssse3,popcnt"))) size_t pack_nonzero_words_ssse3(const ui
       __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 32 * b + 4 * q));
       uint32_t zero_lanes =
           static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, zero))));
-      uint32_t nonzero = ~zero_lanes & 0xFu;
+      uint32_t nonzero = ((~zero_lanes | (keep >> (4 * q))) & ~(skip >> (4 * q))) & 0xFu;
       _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + 4 * count),
                        _mm_shuffle_epi8(v, shuffle_of(kPackShuffles[nonzero])));
       count += static_cast<size_t>(__builtin_popcount(nonzero));
@@ -138,6 +138,7 @@ __attribute__((target("avx2"))) inline __m256i lane_indices(uint32_t nibbles) {
 }
 
 __attribute__((target("avx2"))) size_t pack_nonzero_words_avx2(const uint32_t* in, size_t nblocks,
+                                                               uint32_t keep, uint32_t skip,
                                                                uint32_t* bitmaps, uint8_t* packed) {
   const __m256i zero = _mm256_setzero_si256();
   size_t count = 0;
@@ -147,7 +148,7 @@ __attribute__((target("avx2"))) size_t pack_nonzero_words_avx2(const uint32_t* i
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * b + 8 * q));
       uint32_t zero_lanes = static_cast<uint32_t>(
           _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, zero))));
-      uint32_t nonzero = ~zero_lanes & 0xFFu;
+      uint32_t nonzero = ((~zero_lanes | (keep >> (8 * q))) & ~(skip >> (8 * q))) & 0xFFu;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(packed + 4 * count),
                           _mm256_permutevar8x32_epi32(v, lane_indices(kPackLanes[nonzero])));
       count += static_cast<size_t>(__builtin_popcount(nonzero));
@@ -181,11 +182,13 @@ __attribute__((target("avx2"))) void unpack_nonzero_words_avx2(const uint32_t* b
 
 }  // namespace
 
-size_t pack_nonzero_words(const uint32_t* in, size_t nblocks, uint32_t* bitmaps, uint8_t* packed,
-                          SimdLevel level) {
+size_t pack_nonzero_words(const uint32_t* in, size_t nblocks, uint32_t keep, uint32_t skip,
+                          uint32_t* bitmaps, uint8_t* packed, SimdLevel level) {
 #ifdef CMPI_HAVE_X86_VARIANTS
-  if (level == SimdLevel::kAvx2) return pack_nonzero_words_avx2(in, nblocks, bitmaps, packed);
-  if (level == SimdLevel::kSsse3) return pack_nonzero_words_ssse3(in, nblocks, bitmaps, packed);
+  if (level == SimdLevel::kAvx2)
+    return pack_nonzero_words_avx2(in, nblocks, keep, skip, bitmaps, packed);
+  if (level == SimdLevel::kSsse3)
+    return pack_nonzero_words_ssse3(in, nblocks, keep, skip, bitmaps, packed);
 #endif
   size_t count = 0;
   for (size_t b = 0; b < nblocks; ++b) {
@@ -193,7 +196,7 @@ size_t pack_nonzero_words(const uint32_t* in, size_t nblocks, uint32_t* bitmaps,
     for (uint32_t j = 0; j < 32; ++j) {
       uint32_t word = in[32 * b + j];
       std::memcpy(packed + 4 * count, &word, 4);
-      uint32_t nonzero = word != 0;
+      uint32_t nonzero = ((word != 0) | (keep >> j)) & ~(skip >> j) & 1u;
       bitmap |= nonzero << j;
       count += nonzero;
     }

@@ -10,9 +10,11 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compress/codec_registry.h"
+#include "compress/mpc_chunk.h"
 #include "compress/mpc_codec.h"
 #include "tests/support/test_seed.h"
 
@@ -264,14 +266,20 @@ std::string body_error(const Codec& codec, const std::vector<uint8_t>& payload, 
   return "";
 }
 
+// A body made by hand from chunks with a plan each, so that the tests know
+// where every field is: two chunks of 256 floats and one of 100 (a partial
+// last block), all compressed.
 class MpcCorruptBody : public ::testing::Test {
  protected:
-  // Two chunks of 256 floats and one of 100 (a partial last block), all compressed.
   const size_t n_ = 612;
   std::unique_ptr<Codec> codec_ = mpc("chunk=256");
   std::vector<float> in_ = smooth(n_, cmpi::testing::test_seed() + 8);
-  std::vector<uint8_t> good_ = codec_->encode(in_.data(), n_);
-  std::vector<uint8_t> body_ = body_of(good_);
+  // Plain MPC; no differencing, a reference word, byte planes [23, 27)
+  // (21 presence bits per block); stride 2 with plane 0 stored whole (31
+  // presence bits per block, so 4 unused bits after the chunk's 4 blocks).
+  const MpcChunkPlan plans_[3] = {{1, 0, 1, 0, 0}, {0, 0x40000000u, 28, 23, 27}, {2, 0, 1, 1, 1}};
+  std::vector<uint8_t> good_ = codec_->encode(in_.data(), n_);  // for its header
+  std::vector<uint8_t> body_;
   const size_t table_bytes_ = 12;
 
   size_t chunk_offset(size_t c) const {
@@ -281,79 +289,119 @@ class MpcCorruptBody : public ::testing::Test {
   }
 
   void SetUp() override {
-    for (size_t c = 0; c < 3; ++c)
-      ASSERT_LT(get_u32(body_, 4 * c), 4 * std::min<size_t>(256, n_ - 256 * c)) << "chunk " << c;
+    body_.resize(table_bytes_);
+    for (size_t c = 0; c < 3; ++c) {
+      const size_t words = std::min<size_t>(256, n_ - 256 * c);
+      std::vector<uint8_t> chunk(mpc_max_chunk_bytes(words));
+      const size_t size = mpc_encode_chunk_with_plan(in_.data() + 256 * c, words, plans_[c],
+                                                     chunk.data(), best_simd_level());
+      ASSERT_LT(size, 4 * words) << "chunk " << c;
+      put_u32(body_, 4 * c, static_cast<uint32_t>(size));
+      body_.insert(body_.end(), chunk.begin(), chunk.begin() + size);
+    }
+    std::vector<float> out(n_);
+    codec_->decode(with_body(good_, body_).data(), kPayloadHeaderBytes + body_.size(), out.data(),
+                   n_);
+    ASSERT_EQ(0, std::memcmp(in_.data(), out.data(), 4 * n_));
   }
 };
 
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 TEST_F(MpcCorruptBody, BodyShorterThanChunkTable) {
-  EXPECT_NE(body_error(*codec_, with_body(good_, {1, 2, 3, 4, 5}), n_).find("chunk table"),
-            std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, {1, 2, 3, 4, 5}), n_), "chunk table"));
 }
 
 TEST_F(MpcCorruptBody, ChunkLargerThanRaw) {
   auto body = body_;
   put_u32(body, 4, 4 * 256 + 4);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("chunk 1 claims"),
-            std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "chunk 1 claims"));
 }
 
 TEST_F(MpcCorruptBody, ChunkTableDisagreesWithBodySize) {
   auto body = body_;
   put_u32(body, 0, get_u32(body, 0) - 4);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("accounts for"),
-            std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "accounts for"));
   body = body_;
   body.push_back(0);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("accounts for"),
-            std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "accounts for"));
 }
 
-TEST_F(MpcCorruptBody, ChunkSizeNotWholeWords) {
+TEST_F(MpcCorruptBody, BytesMovedBetweenChunks) {
   // Move two bytes from chunk 0 to chunk 1: the total still matches.
   auto body = body_;
   put_u32(body, 0, get_u32(body, 0) - 2);
   put_u32(body, 4, get_u32(body, 4) + 2);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("mpc chunk 0"), std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "mpc chunk 0"));
 }
 
-TEST_F(MpcCorruptBody, BitmapsClaimMoreOrFewerWordsThanPresent) {
-  const size_t c2 = chunk_offset(2);  // chunk 2: 100 floats, 4 blocks, bitmaps first
-  for (size_t block = 0; block < 4; ++block) {
-    const uint32_t bitmap = get_u32(body_, c2 + 4 * block);
-    for (uint32_t flip : {1u, 0x80000000u, 0x00010000u}) {
+TEST_F(MpcCorruptBody, EveryPresenceBitFlipIsCaught) {
+  // A flipped presence bit marks one word or byte more or less than the
+  // chunk holds, or sets an unused bit: the groups no longer fill the chunk
+  // (unless the words shifted onto the last block's padding first).
+  for (size_t c : {1u, 2u}) {
+    const size_t presence_at = chunk_offset(c) + kMpcPlanBytes;
+    const size_t presence_bytes = c == 1 ? 21 : 16;
+    for (size_t bit = 0; bit < 8 * presence_bytes; ++bit) {
       auto body = body_;
-      put_u32(body, c2 + 4 * block, bitmap ^ flip);
-      EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps mark"),
-                std::string::npos);
+      body[presence_at + bit / 8] ^= uint8_t(1u << (bit % 8));
+      const std::string error = body_error(*codec_, with_body(good_, body), n_);
+      EXPECT_TRUE(contains(error, "mpc chunk " + std::to_string(c) + ":")) << error;
+      EXPECT_TRUE(contains(error, " mark ") || contains(error, "follow the last block") ||
+                  contains(error, "unused presence bits") || contains(error, "padding"))
+          << "chunk " << c << " bit " << bit << ": " << error;
     }
   }
-  auto body = body_;
-  for (size_t block = 0; block < 4; ++block) put_u32(body, c2 + 4 * block, 0xFFFFFFFFu);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps mark"),
-            std::string::npos);
 }
 
-TEST_F(MpcCorruptBody, ChunkTooSmallForItsBitmaps) {
-  // Chunk 2 shrunk to 8 bytes (it needs 16 for its 4 bitmaps), padded after.
+TEST_F(MpcCorruptBody, UnusedPresenceBitsMustBeZero) {
+  // Chunk 2: 4 blocks of 31 presence bits, 4 unused bits in its 16th byte.
   auto body = body_;
-  const size_t c2 = chunk_offset(2);
-  body.resize(c2 + 8);
-  put_u32(body, 8, 8);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("bitmaps"), std::string::npos);
+  body[chunk_offset(2) + kMpcPlanBytes + 15] |= 0x80;
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "unused presence bits"));
+}
+
+TEST_F(MpcCorruptBody, BytesAfterTheLastBlock) {
+  auto body = body_;
+  body.insert(body.end(), {0, 0, 0, 0});
+  put_u32(body, 8, get_u32(body, 8) + 4);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "follow the last block"));
+}
+
+TEST_F(MpcCorruptBody, ChunkTooSmallForItsPlan) {
+  // Chunk 2 shrunk to 4 bytes, the body cut to match.
+  auto body = body_;
+  body.resize(chunk_offset(2) + 4);
+  put_u32(body, 8, 4);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "8-byte plan"));
+}
+
+TEST_F(MpcCorruptBody, PlanFieldsOutsideTheFormat) {
+  // Byte offsets in the plan: 0 stride, 1 first lagged, 2 first byte plane,
+  // 3 first word plane.
+  const std::vector<std::tuple<size_t, uint8_t, std::string>> cases = {
+      {0, 33, "stride 33"},          {1, 0, "first lagged plane 0"},
+      {1, 33, "first lagged plane"}, {2, 5, "out of order"},  // 5 > first word plane 0
+      {3, 33, "out of order"},       {3, 11, "11 byte-eliminated planes"}};
+  for (const auto& [offset, value, message] : cases) {
+    auto body = body_;
+    body[chunk_offset(0) + offset] = value;
+    const std::string error = body_error(*codec_, with_body(good_, body), n_);
+    EXPECT_TRUE(contains(error, "mpc chunk 0: plan: ") && contains(error, message))
+        << offset << " = " << int(value) << ": " << error;
+  }
 }
 
 TEST_F(MpcCorruptBody, NonzeroPaddingInTheLastBlock) {
-  // Chunk 2's last block holds 4 floats and 28 zero-padding words. Setting
-  // the top bit of its last packed word makes bit 31 of the padded words'
-  // prefix sums nonzero, which no encoder produces.
-  const size_t c2 = chunk_offset(2);
-  const uint32_t last_bitmap = get_u32(body_, c2 + 12);
-  ASSERT_NE(last_bitmap, 0u);
+  // Chunk 2's last block holds 4 floats and 28 zero-padding words, and the
+  // chunk ends with a word of that block. Setting its top bit makes bit 31
+  // of the padded words' prefix sums nonzero, which no encoder produces.
   auto body = body_;
   const size_t last_word = body.size() - 4;
   put_u32(body, last_word, get_u32(body, last_word) ^ 0x80000000u);
-  EXPECT_NE(body_error(*codec_, with_body(good_, body), n_).find("padding"), std::string::npos);
+  EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "padding"));
 }
 
 TEST_F(MpcCorruptBody, NonzeroFlagsAreRejected) {
@@ -372,13 +420,9 @@ TEST_F(MpcCorruptBody, NonzeroFlagsAreRejected) {
 
 TEST_F(MpcCorruptBody, ParallelDecodeReportsTheFirstBadChunk) {
   auto body = body_;
-  for (size_t c : {1u, 2u}) {
-    const size_t at = chunk_offset(c);
-    put_u32(body, at, get_u32(body, at) ^ 1u);
-  }
+  for (size_t c : {1u, 2u}) body[chunk_offset(c)] = 200;  // stride
   auto parallel = mpc("chunk=256,threads=3");
-  EXPECT_NE(body_error(*parallel, with_body(good_, body), n_).find("mpc chunk 1:"),
-            std::string::npos);
+  EXPECT_TRUE(contains(body_error(*parallel, with_body(good_, body), n_), "mpc chunk 1: plan"));
 }
 
 // Random damage to valid bodies (header kept valid): decoding either
@@ -387,16 +431,28 @@ TEST_F(MpcCorruptBody, ParallelDecodeReportsTheFirstBadChunk) {
 TEST(MpcCodecFuzz, MutatedBodiesDecodeOrThrowBodyErrors) {
   const uint64_t seed = cmpi::testing::test_seed() + 9;
   std::mt19937_64 rng(seed);
-  // Every SIMD level on one thread; the parallel decode path less often, as
-  // OpenMP regions are slow on a loaded machine.
-  std::vector<std::pair<std::string, int>> settings;
-  for (const auto& simd : simd_settings()) settings.emplace_back(simd + ",threads=1", 300);
-  settings.emplace_back("threads=2", 60);
-  for (const auto& [setting, trials] : settings) {
-    auto codec = mpc("chunk=128," + setting);
+  // Every SIMD level on one thread with small chunks of one group each; chunks
+  // of several groups with every stride tried (dim=auto); the parallel decode
+  // path less often, as OpenMP regions are slow on a loaded machine. Data:
+  // smooth (differenced plans), gradient-like (plain MPC planes) and
+  // activation-like noise (no differencing, byte-eliminated planes).
+  struct Setting {
+    std::string spec;
+    int trials;
+    size_t max_n;
+  };
+  std::vector<Setting> settings;
+  for (const auto& simd : simd_settings())
+    settings.push_back({"chunk=128,threads=1," + simd, 300, 700});
+  settings.push_back({"chunk=4096,dim=auto,threads=1", 60, 9000});
+  settings.push_back({"chunk=128,threads=2", 60, 700});
+  for (const auto& [setting, trials, max_n] : settings) {
+    auto codec = mpc(setting);
     for (int trial = 0; trial < trials; ++trial) {
-      const size_t n = rng() % 700;
-      auto in = trial % 2 ? smooth(n, rng()) : gaussian(n, 1e-3f, rng());
+      const size_t n = rng() % max_n;
+      auto in = trial % 3 == 0   ? smooth(n, rng())
+                : trial % 3 == 1 ? gaussian(n, 1e-3f, rng())
+                                 : gaussian(n, 0.1f, rng());
       auto good = codec->encode(in.data(), n);
       auto body = body_of(good);
       switch (rng() % 4) {
