@@ -155,6 +155,9 @@ struct CompressedRecvPending final : Communicator::Request::Pending {
 
 }  // namespace
 
+Communicator::Request::Request() = default;
+Communicator::Request::Request(Request&&) noexcept = default;
+
 Communicator::Request& Communicator::Request::operator=(Request&& other) noexcept {
   if (this != &other) {
     Request discard(std::move(*this));

@@ -43,8 +43,9 @@ class Communicator {
   // which the job is expected to end; the data it carried is lost.
   class Request {
    public:
-    Request() = default;
-    Request(Request&&) noexcept = default;
+    // Out of line: Pending is complete only in communicator.cpp.
+    Request();
+    Request(Request&&) noexcept;
     Request& operator=(Request&& other) noexcept;
     ~Request();
     bool pending() const { return op_ != nullptr; }

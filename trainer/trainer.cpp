@@ -11,6 +11,9 @@
 #include "models/gpt.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/param_info.h"
+#include "parallel/pipeline_engine.h"
+#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
 #include "trainer/lr_schedule.h"
@@ -56,6 +59,10 @@ struct Trainer::Impl {
 
   void setup();
   double train_step(int64_t step);
+  // Tokens [micro_batch, seq + 1] of this rank's micro-batch m (a fresh tensor:
+  // the pipeline's backward reads them after later micro-batches are drawn).
+  torch::Tensor sample_micro_batch(int64_t step, int64_t m);
+  double pipeline_step(int64_t step, double scale);
   void sync_parameters();
   comm::OpCounters comm_totals() const;
   std::string groups_json() const;
@@ -70,6 +77,8 @@ struct Trainer::Impl {
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;  // dp sync, clipping, AdamW, ZeRO
   std::vector<torch::Tensor> parameters;
   std::vector<parallel::ParamInfo> param_infos;
+  std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;
   LrSchedule schedule;
   int64_t micro_batches = 1;  // per rank per step
   double last_grad_norm = 0;
@@ -95,7 +104,21 @@ void Trainer::Impl::setup() {
   torch::manual_seed(config.run.seed);
   auto model_options = gpt_options(config.model);
   model_options.seed = config.run.seed;
-  model = models::Gpt(model_options, groups, models::StagePlan{});
+  const auto stage = parallel::stage_of(config.model.layers, groups.dims().pp, groups.coord().pp,
+                                        config.parallel.stage_layers);
+  model = models::Gpt(
+      model_options, groups,
+      models::StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});
+  if (groups.dims().pp > 1) {
+    if (!options.dump_tensors_dir.empty())
+      throw std::invalid_argument("dumping tensors needs the whole model on one rank (pp = 1), " +
+                                  groups.dims().to_string());
+    pipeline = std::make_unique<parallel::PipelineEngine>(
+        groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
+        std::vector<int64_t>{t.micro_batch, config.model.seq_len, config.model.hidden});
+    tied_embedding =
+        std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
+  }
   param_infos = model->param_infos();
   for (const auto& info : param_infos) parameters.push_back(info.tensor);
   sync_parameters();
@@ -160,25 +183,21 @@ double Trainer::Impl::train_step(int64_t step) {
   const auto& t = config.training;
   const int64_t seq = config.model.seq_len;
   const int dp = groups.dims().dp;
-  const int dp_rank = groups.coord().dp;
   const double scale = 1.0 / double(micro_batches * dp);
 
   optimizer->zero_grad();
   optimizer->before_forward();
   model->train();
   double local_loss = 0;
-  std::vector<int64_t> tokens(size_t(t.micro_batch * (seq + 1)));
-  for (int64_t m = 0; m < micro_batches; ++m) {
-    // This rank's sequences are a contiguous slice of the step's global batch.
-    const int64_t first = (int64_t(dp_rank) * micro_batches + m) * t.micro_batch;
-    for (int64_t b = 0; b < t.micro_batch; ++b)
-      source.sample(uint64_t(step), uint64_t(first + b), &tokens[size_t(b * (seq + 1))], seq + 1);
-    auto batch = torch::from_blob(tokens.data(), {t.micro_batch, seq + 1}, torch::kLong);
-    auto inputs = batch.narrow(1, 0, seq);
-    auto targets = batch.narrow(1, 1, seq);
-    auto loss = model->loss(inputs, targets);
-    (loss * scale).backward();
-    local_loss += loss.item<double>() * scale;
+  if (pipeline) {
+    local_loss = pipeline_step(step, scale);
+  } else {
+    for (int64_t m = 0; m < micro_batches; ++m) {
+      auto batch = sample_micro_batch(step, m);
+      auto loss = model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq));
+      (loss * scale).backward();
+      local_loss += loss.item<double>() * scale;
+    }
   }
 
   float loss_value = float(local_loss);
@@ -189,6 +208,34 @@ double Trainer::Impl::train_step(int64_t step) {
   // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO stage).
   last_grad_norm = optimizer->step(schedule.at(step), t.grad_clip);
   return double(loss_value);
+}
+
+torch::Tensor Trainer::Impl::sample_micro_batch(int64_t step, int64_t m) {
+  const int64_t seq = config.model.seq_len, micro_batch = config.training.micro_batch;
+  auto batch = torch::empty({micro_batch, seq + 1}, torch::kLong);
+  int64_t* tokens = batch.data_ptr<int64_t>();
+  // This rank's sequences are a contiguous slice of the step's global batch.
+  const int64_t first = (int64_t(groups.coord().dp) * micro_batches + m) * micro_batch;
+  for (int64_t b = 0; b < micro_batch; ++b)
+    source.sample(uint64_t(step), uint64_t(first + b), tokens + b * (seq + 1), seq + 1);
+  return batch;
+}
+
+// The pipeline runs this stage's share of every micro-batch; the first and
+// last stage draw the same tokens (inputs and targets) from the source.
+double Trainer::Impl::pipeline_step(int64_t step, double scale) {
+  const int64_t seq = config.model.seq_len;
+  parallel::PipelineStageWork work;
+  work.embed = [&](int64_t m) {
+    return model->embed(sample_micro_batch(step, m).narrow(1, 0, seq));
+  };
+  work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+  work.loss = [&](const torch::Tensor& hidden, int64_t m) {
+    return model->head_loss(hidden, sample_micro_batch(step, m).narrow(1, 1, seq));
+  };
+  const double loss = pipeline->run_step(work, micro_batches, scale);
+  tied_embedding->sync_gradients(model->tied_embedding_weight());
+  return loss;
 }
 
 void Trainer::Impl::dump_tensors(int64_t step) {

@@ -1,0 +1,147 @@
+#include "parallel/pipeline_engine.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "comm/communicator.h"
+
+namespace cmpi::parallel {
+namespace {
+
+// Error-feedback keys of the pp traffic: one stream per direction.
+constexpr uint64_t kActivationKey = 1;
+constexpr uint64_t kActivationGradKey = 2;
+
+int tag_of(int64_t micro_batch) {
+  return int(micro_batch);
+}
+
+}  // namespace
+
+// A nonblocking send and the tensor whose storage it reads.
+struct PipelineEngine::Pending {
+  comm::Communicator::Request request;
+  torch::Tensor keep_alive;
+};
+
+PipelineEngine::PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
+                               std::vector<int64_t> activation_shape)
+    : pp_(pp),
+      schedule_(std::move(schedule)),
+      activation_shape_(std::move(activation_shape)),
+      stage_(pp.rank()),
+      stages_(pp.size()) {
+  if (!schedule_) throw std::invalid_argument("pipeline engine: no schedule given");
+  if (activation_shape_.empty())
+    throw std::invalid_argument("pipeline engine: empty activation shape");
+  for (int64_t d : activation_shape_) {
+    if (d <= 0)
+      throw std::invalid_argument("pipeline engine: activation shape " +
+                                  c10::str(c10::IntArrayRef(activation_shape_)) +
+                                  " has a non-positive dimension");
+    activation_numel_ *= d;
+  }
+}
+
+void PipelineEngine::check_shape(const torch::Tensor& tensor, const char* what,
+                                 int64_t micro_batch) const {
+  if (!tensor.defined() || tensor.sizes() != c10::IntArrayRef(activation_shape_) ||
+      tensor.scalar_type() != torch::kFloat)
+    throw std::logic_error(std::string("pipeline stage ") + std::to_string(stage_) +
+                           ", micro-batch " + std::to_string(micro_batch) + ": " + what + " is " +
+                           (tensor.defined() ? c10::str(tensor.sizes(), " ", tensor.scalar_type())
+                                             : std::string("undefined")) +
+                           ", expected float " + c10::str(c10::IntArrayRef(activation_shape_)));
+}
+
+torch::Tensor PipelineEngine::receive(int64_t micro_batch, int from, bool gradient) {
+  auto tensor = torch::empty(activation_shape_, torch::kFloat);
+  pp_.recv(tensor.data_ptr<float>(), size_t(activation_numel_), from, tag_of(micro_batch),
+           gradient ? comm::Role::kActivationGrad : comm::Role::kActivation);
+  return tensor;
+}
+
+void PipelineEngine::send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
+                          Pending& pending) {
+  check_shape(tensor, gradient ? "the input gradient" : "the stage output", micro_batch);
+  auto contiguous = tensor.detach().contiguous();
+  pending.request =
+      pp_.isend(contiguous.data_ptr<float>(), size_t(activation_numel_), to, tag_of(micro_batch),
+                gradient ? comm::Role::kActivationGrad : comm::Role::kActivation,
+                gradient ? kActivationGradKey : kActivationKey);
+  pending.keep_alive = std::move(contiguous);
+}
+
+double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_batches,
+                                double loss_scale) {
+  const bool first = is_first(), last = is_last();
+  if (micro_batches < 1)
+    throw std::invalid_argument("pipeline engine: needs at least 1 micro-batch, got " +
+                                std::to_string(micro_batches));
+  if (!work.run_blocks) throw std::logic_error("pipeline engine: run_blocks is not set");
+  if (first && !work.embed)
+    throw std::logic_error("pipeline engine: the first stage needs embed, which is not set");
+  if (last && !work.loss)
+    throw std::logic_error("pipeline engine: the last stage needs loss, which is not set");
+
+  // Per micro-batch between its forward and its backward: the stage's input
+  // (a leaf whose gradient goes back, except on the first stage), what
+  // backward starts from (the output, or loss·scale on the last stage) and
+  // the send of the output. The gradient sends stay pending until the end of
+  // the step: nothing tells this stage earlier that the previous one has
+  // taken them, and waiting on a send the peer is not yet receiving could
+  // stall both.
+  struct InFlight {
+    torch::Tensor input, output;
+    Pending output_send;
+  };
+  const auto count = static_cast<size_t>(micro_batches);
+  std::vector<InFlight> in_flight(count);
+  std::vector<Pending> gradient_sends(count);
+  int64_t held = 0;
+  peak_in_flight_ = 0;
+  double loss_sum = 0;
+
+  for (const PipelineAction& action : schedule_->actions(stage_, stages_, micro_batches)) {
+    const int64_t m = action.micro_batch;
+    InFlight& slot = in_flight[size_t(m)];
+    if (action.kind == PipelineAction::Kind::kForward) {
+      if (first) {
+        slot.input = work.embed(m);
+      } else {
+        slot.input = receive(m, stage_ - 1, /*gradient=*/false).requires_grad_(true);
+      }
+      check_shape(slot.input, "the stage input", m);
+      auto output = work.run_blocks(slot.input);
+      if (last) {
+        auto loss = work.loss(output, m);
+        loss_sum += loss.item<double>() * loss_scale;
+        slot.output = loss * loss_scale;
+      } else {
+        send(output, m, stage_ + 1, /*gradient=*/false, slot.output_send);
+        slot.output = output;
+      }
+      peak_in_flight_ = std::max(peak_in_flight_, ++held);
+    } else {
+      if (last) {
+        slot.output.backward();
+      } else {
+        auto grad = receive(m, stage_ + 1, /*gradient=*/true);
+        // The gradient proves the next stage took the output: done at once.
+        pp_.wait(slot.output_send.request);
+        slot.output.backward(grad);
+      }
+      if (!first)
+        send(slot.input.grad(), m, stage_ - 1, /*gradient=*/true, gradient_sends[size_t(m)]);
+      slot = InFlight{};
+      --held;
+    }
+  }
+  for (auto& pending : gradient_sends) pp_.wait(pending.request);
+
+  float loss_value = float(loss_sum);
+  if (stages_ > 1) pp_.broadcast(&loss_value, 1, stages_ - 1, comm::Role::kOther);
+  return double(loss_value);
+}
+
+}  // namespace cmpi::parallel

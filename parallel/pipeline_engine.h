@@ -1,0 +1,91 @@
+// PipelineEngine: runs one training step's forward and backward passes of
+// this rank's pipeline stage over M micro-batches, in the order a
+// PipelineSchedule gives, exchanging activations and their gradients with
+// the neighbouring stages through the pp group.
+//
+// Forward m: the first stage embeds micro-batch m; a later stage receives
+// the previous stage's output [micro_batch, T, H] (role activation, tag m)
+// into a fresh leaf tensor that requires grad. The stage's blocks run; the
+// last stage computes the loss, any other stage sends its output on.
+// Backward m: the last stage back-propagates loss·scale; any other stage
+// receives the gradient of its output (role activation_grad, tag m) and
+// back-propagates it; every stage but the first sends its input's gradient
+// back. Parameter gradients accumulate over the micro-batches as in the
+// single-stage loop.
+//
+// Sends are nonblocking (completed when the peer has consumed them, at the
+// latest at the end of the step) and receives block, so a stage never waits
+// on a neighbour that is itself waiting to send (see pipeline_schedule.h).
+// The step's loss (Σ_m loss_m · scale, computed on the last stage) is
+// broadcast over the pp group (role other) so every stage reports it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "parallel/pipeline_schedule.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
+
+namespace cmpi::parallel {
+
+// What the engine asks of this stage's part of the model, per micro-batch.
+// Only the functions of the stage's role need to be set: `embed` on the
+// first stage, `loss` on the last, `run_blocks` everywhere.
+struct PipelineStageWork {
+  // Micro-batch m's embedded tokens, [micro_batch, T, H].
+  std::function<torch::Tensor(int64_t micro_batch)> embed;
+  // This stage's layers: [micro_batch, T, H] -> [micro_batch, T, H].
+  std::function<torch::Tensor(const torch::Tensor& hidden)> run_blocks;
+  // Mean loss of micro-batch m from the last layer's output (a scalar).
+  std::function<torch::Tensor(const torch::Tensor& hidden, int64_t micro_batch)> loss;
+};
+
+class PipelineEngine {
+ public:
+  // `pp` is this rank's pipeline group (its rank is the stage);
+  // `activation_shape` the shape of what flows between stages,
+  // [micro_batch, T, H] (float32). Throws std::invalid_argument for a null
+  // schedule or a shape with a non-positive dimension.
+  PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
+                 std::vector<int64_t> activation_shape);
+
+  // Forward and backward of `micro_batches` micro-batches; returns
+  // Σ_m loss_m · loss_scale from the last stage, on every stage. Collective
+  // over pp. Throws std::logic_error when a function this stage needs is
+  // missing or a shape is not activation_shape.
+  double run_step(const PipelineStageWork& work, int64_t micro_batches, double loss_scale);
+
+  int stage() const { return stage_; }
+  int stages() const { return stages_; }
+  bool is_first() const { return stage_ == 0; }
+  bool is_last() const { return stage_ + 1 == stages_; }
+  const PipelineSchedule& schedule() const { return *schedule_; }
+  // The most micro-batches whose activations this stage held at once during
+  // the last step.
+  int64_t peak_in_flight() const { return peak_in_flight_; }
+
+ private:
+  struct Pending;
+
+  torch::Tensor receive(int64_t micro_batch, int from, bool gradient);
+  void send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
+            Pending& pending);
+  void check_shape(const torch::Tensor& tensor, const char* what, int64_t micro_batch) const;
+
+  comm::Communicator& pp_;
+  std::unique_ptr<PipelineSchedule> schedule_;
+  std::vector<int64_t> activation_shape_;
+  int64_t activation_numel_ = 1;
+  int stage_ = 0;
+  int stages_ = 1;
+  int64_t peak_in_flight_ = 0;
+};
+
+}  // namespace cmpi::parallel
