@@ -21,8 +21,9 @@
 #   down     deletes the namespaces (their veth ends go with them), the bridge
 #            and the state directory; safe to call when nothing is up.
 #   session  up, run, down in one go; the teardown runs on any exit (trap).
-#   check    prints each rank's namespace and address, and times a 64 MiB TCP
-#            transfer node0 -> node1 to report the achieved link rate.
+#   check    runs emulated_cluster_whereami.c (built with mpicc) on every
+#            node: each rank's namespace and address, gathered over MPI; then
+#            times a 64 MiB TCP transfer node0 -> node1 for the achieved rate.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -244,9 +245,16 @@ cmd_check() {
   require_root_and_tools mpirun python3
   require_count K "$nodes" 1 "$MAX_NODES"
   echo "== where each rank runs"
-  # shellcheck disable=SC2016  # expanded by each rank's shell
-  run_mpi "$nodes" 1 -- sh -c 'echo "rank $OMPI_COMM_WORLD_RANK: namespace $(ip netns identify) address $(ip -4 -o addr show dev eth0 | awk "{print \$4}")"' |
-    sort -n -k2
+  if command -v mpicc >/dev/null 2>&1; then
+    # A real MPI program: the lines reach rank 0 through MPI_Gather.
+    mpicc -O1 -o "$STATE_DIR/whereami" "$SCRIPT_DIR/emulated_cluster_whereami.c" ||
+      die "check: could not compile $SCRIPT_DIR/emulated_cluster_whereami.c"
+    run_mpi "$nodes" 1 -- "$STATE_DIR/whereami"
+  else
+    # shellcheck disable=SC2016  # expanded by each rank's shell
+    run_mpi "$nodes" 1 -- sh -c 'echo "rank $OMPI_COMM_WORLD_RANK: namespace $(ip netns identify) address $(ip -4 -o addr show dev eth0 | awk "{print \$4}")"' |
+      sort -n -k2
+  fi
   ((nodes >= 2)) || return 0
   local prefix
   prefix=$(state_value prefix)
