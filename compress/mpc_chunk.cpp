@@ -5,28 +5,38 @@
 //
 //   1. LNV{s}s  d1[i] = (w[i] - w[i - s]) ^ R (mod 2^32) over the chunk's
 //               32-bit words w, w taken as 0 before the chunk starts. s is the
-//               stride (1..32; 0 = no differencing: d1 = w ^ R, for data
-//               whose neighbours do not predict each other, such as
-//               activations); R is the bitwise majority of the differences,
-//               so that every bit plane below is mostly zero (0 in plain MPC);
+//               stride (1..32), or 0 for no differencing: d1 = rotl(w, 1) ^ R,
+//               for data whose neighbours do not predict each other (gradients,
+//               activations); the rotation moves a float's sign (noise there)
+//               below its mantissa, so that the exponent bits are the top
+//               planes. R is the bitwise majority of the chunk's d1 words
+//               (estimated on a sample), so that every bit plane below is
+//               mostly zero; plain MPC: R = 0;
 //   2. BIT      d1 is cut into blocks of 32 words (the last block of the
 //               chunk zero-padded) and each block is bit-transposed: word j
 //               of a block (plane j) collects bit j of its 32 words;
 //   3. LNV1s    inside each block, d2[j] = t[j] - t[j - 1] for the planes
 //               j >= c, d2[j] = t[j] below: neighbouring planes that are
-//               equal (sign extension) turn into zeros. Plain MPC: c = 1;
+//               equal (sign extension, exponent bits that flip together) turn
+//               into zeros; plain MPC: c = 1;
 //   4. ZE       planes [0, a) are stored whole: they are nearly never zero
 //               (mantissa bits), so a bitmap bit would only cost. Planes
 //               [a, b) are zero-eliminated per byte (4 mask bits per plane
 //               and block, then the nonzero bytes): mostly-zero planes whose
-//               words are rarely zero as a whole (low exponent bits).
-//               Planes [b, 32) are zero-eliminated per word (1 bitmap bit per
-//               plane and block, then the nonzero words). Plain MPC: a = b = 0.
+//               words are rarely zero as a whole (low exponent bits). Planes
+//               [b, 32) are zero-eliminated per word (a bitmap bit per plane
+//               and block, then the nonzero words), except that the planes
+//               above the last one with a nonzero word in a group of 64
+//               blocks get no bitmap bits in that group. Plain MPC: a = b = 0.
 //
-// On smooth data the plan stays close to plain MPC (a small a and b, c = 1);
-// on noise-like data (gradients, activations) it skips differencing, stores
-// the mantissa planes whole and eliminates the exponent planes per byte and
-// per word, which a 32-bit bitmap per block could not pay for.
+// Why: plain MPC spends a 32-bit bitmap on every 32 values, 1 bit per value.
+// On smooth data it pays for itself many times; on noise-like data, where
+// only the exponent planes have zeros, it costs as much as it saves (plain
+// MPC keeps ~29 of 32 bits of the captured activations, Blosc's
+// LZ4+bitshuffle ~27.9). Storing the mantissa planes whole, eliminating the
+// low exponent planes per byte and dropping the bitmap bits of planes that
+// are zero throughout a group brings such data to ~27.6 bits, while smooth
+// data keeps a plan close to plain MPC (a small a and b, c = 1).
 //
 // Chunk format (little-endian):
 //   raw:        exactly 4 * words bytes, the words as they are; chosen when
@@ -34,23 +44,25 @@
 //   compressed: fewer than 4 * words bytes: the 8-byte plan (u8 s, u8 c,
 //               u8 a, u8 b, u32 R), then per group of 64 blocks (the last
 //               group shorter):
-//                 presence  ceil(blocks * m / 8) bytes, m = (32 - b) +
-//                           4 * (b - a) bits per block, LSB first: bits j - b
-//                           for the planes j >= b that are nonzero words, then
-//                           bit 4 * (j - a) + k for the nonzero bytes k of the
-//                           planes a <= j < b; unused bits of the last byte 0;
+//                 top       u8 in b..32: one past the last plane >= b with a
+//                           nonzero word in the group (b if none);
+//                 presence  ceil(blocks * m / 8) bytes, m = (top - b) +
+//                           4 * (b - a) bits per block, LSB first: bit j - b
+//                           for the planes b <= j < top that are nonzero
+//                           words, then bit 4 * (j - a) + k for the nonzero
+//                           bytes k of the planes a <= j < b; unused bits of
+//                           the last byte 0;
 //                 words     the planes < a and the nonzero planes >= b of
 //                           each block, in block and plane order, u32 each;
 //                 bytes     the nonzero bytes of planes [a, b), in block,
 //                           plane and byte order.
-// The size alone tells the forms apart. A decoder checks the plan's fields,
-// that every group's presence, words and bytes fit in the chunk and that the
-// groups fill it exactly, and that the padding of the last block decodes to
-// zero.
+// The size alone tells the forms apart. A decoder checks the plan's fields
+// and each group's top, that every group's presence, words and bytes fit in
+// the chunk and that the groups fill it exactly, and that the padding of the
+// last block decodes to zero.
 //
 // The stages run over one group at a time in L1-sized scratch buffers, one
-// pass per stage, each pass a SIMD loop except the per-byte elimination of
-// the few byte planes and the presence bits.
+// pass per stage, each pass a SIMD loop except the presence bits.
 #include "compress/mpc_chunk.h"
 
 #include <algorithm>
@@ -190,6 +202,36 @@ PresenceCounts read_presence(const uint8_t* in, size_t nb, uint32_t whole,
                                 byte_masks);
 }
 
+// One past the highest plane >= first_word_plane with a nonzero word in any
+// of the nb blocks at words (first_word_plane if there is none). Eight
+// 4-word accumulators (GCC vector types) kept in registers.
+unsigned top_of_word_planes(const uint32_t* words, size_t nb, unsigned first_word_plane) {
+  using Word4 = uint32_t __attribute__((vector_size(16)));
+  auto load = [](const uint32_t* p) {
+    Word4 v;
+    std::memcpy(&v, p, 16);
+    return v;
+  };
+  Word4 a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
+  for (size_t b = 0; b < nb; ++b, words += 32) {
+    a0 |= load(words);
+    a1 |= load(words + 4);
+    a2 |= load(words + 8);
+    a3 |= load(words + 12);
+    a4 |= load(words + 16);
+    a5 |= load(words + 20);
+    a6 |= load(words + 24);
+    a7 |= load(words + 28);
+  }
+  uint32_t any[32];
+  const Word4 all[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+  std::memcpy(any, all, sizeof(any));
+  unsigned top = first_word_plane;
+  for (unsigned j = first_word_plane; j < 32; ++j)
+    if (any[j] != 0) top = j + 1;
+  return top;
+}
+
 [[noreturn]] void fail(size_t chunk_index, const std::string& what) {
   throw DecodeError("body", "mpc chunk " + std::to_string(chunk_index) + ": " + what);
 }
@@ -215,7 +257,6 @@ size_t mpc_encode_chunk_with_plan(const float* in, size_t words, const MpcChunkP
   const size_t nblocks = blocks_of(words);
   const uint32_t whole = low_planes(plan.first_byte_plane);
   const uint32_t per_byte = low_planes(plan.first_word_plane) & ~whole;
-  const unsigned word_bits = 32 - plan.first_word_plane;
   const unsigned byte_bits = 4 * (plan.first_word_plane - plan.first_byte_plane);
 
   alignas(32) uint32_t stage_a[kGroupWords];
@@ -237,7 +278,11 @@ size_t mpc_encode_chunk_with_plan(const float* in, size_t words, const MpcChunkP
     bit_transpose_32x32(stage_a, stage_b, nb, level);
     difference_within_blocks(stage_b, nb, plan.first_lagged, stage_a, level);
 
-    const size_t presence_bytes = (nb * (word_bits + byte_bits) + 7) / 8;
+    // The word planes above the last one with a nonzero word in this group
+    // get no presence bits.
+    const unsigned top = top_of_word_planes(stage_a, nb, plan.first_word_plane);
+    const unsigned word_bits = top - plan.first_word_plane;
+    const size_t presence_bytes = 1 + (nb * (word_bits + byte_bits) + 7) / 8;
     if (at + presence_bytes >= raw_bytes) return store_raw(in, words, out);
     // Pack the words straight into the output when even an incompressible
     // group plus the packing slack stays inside the chunk's raw-size region.
@@ -253,8 +298,9 @@ size_t mpc_encode_chunk_with_plan(const float* in, size_t words, const MpcChunkP
     const size_t group_end = words_at + 4 * count + byte_count;
     if (group_end >= raw_bytes) return store_raw(in, words, out);
 
+    out[at] = static_cast<uint8_t>(top);
     write_presence(bitmaps, byte_masks, nb, plan.first_word_plane, word_bits, byte_bits, presence);
-    std::memcpy(out + at, presence, presence_bytes);
+    std::memcpy(out + at + 1, presence, presence_bytes - 1);
     if (!direct) std::memcpy(out + words_at, packed, 4 * count);
     std::memcpy(out + words_at + 4 * count, bytes, byte_count);
     at = group_end;
@@ -280,7 +326,6 @@ void mpc_decode_chunk(const uint8_t* in, size_t size, float* out, size_t words, 
 
   const size_t nblocks = blocks_of(words);
   const uint32_t whole = low_planes(plan.first_byte_plane);
-  const unsigned word_bits = 32 - plan.first_word_plane;
   const unsigned byte_bits = 4 * (plan.first_word_plane - plan.first_byte_plane);
 
   alignas(32) uint32_t bitmaps[kGroupBlocks];
@@ -301,6 +346,12 @@ void mpc_decode_chunk(const uint8_t* in, size_t size, float* out, size_t words, 
       return "blocks " + std::to_string(block0) + ".." + std::to_string(block0 + nb - 1);
     };
 
+    if (at >= size) fail(chunk_index, "ends before " + blocks_named());
+    const unsigned top = in[at++];
+    if (top < plan.first_word_plane || top > 32)
+      fail(chunk_index, "top word plane " + std::to_string(top) + " of " + blocks_named() +
+                            " is outside " + std::to_string(plan.first_word_plane) + "..32");
+    const unsigned word_bits = top - plan.first_word_plane;
     const size_t presence_bits_total = nb * (word_bits + byte_bits);
     const size_t presence_bytes = (presence_bits_total + 7) / 8;
     if (presence_bytes > size - at)

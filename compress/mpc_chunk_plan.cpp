@@ -31,7 +31,8 @@
 namespace cmpi::compress {
 namespace {
 
-constexpr size_t kSampleBlocks = 128;
+constexpr size_t kSampleBlocks = 64;
+static_assert(kSampleBlocks < 256, "per-byte zero counters must not carry");
 
 struct PlaneStats {
   // [0: as transposed and oriented, 1: minus the plane below][plane]

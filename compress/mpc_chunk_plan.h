@@ -2,8 +2,9 @@
 // made per chunk by the encoder from a sample of the chunk and stored in the
 // chunk's first bytes, so that the decoder needs nothing else.
 //
-//   stage 1 (differencing): the stride (0 = none) and a reference word XORed
-//           into every difference;
+//   stage 1 (differencing): the stride (0 = none: the words are rotated
+//           left by one instead) and a reference word XORed into every
+//           difference;
 //   stage 3 (lag-1 difference of bit planes): the first plane differenced;
 //   stage 4 (zero elimination): which planes are stored whole, which
 //           zero-eliminated per byte and which per word.
@@ -20,7 +21,7 @@
 namespace cmpi::compress {
 
 struct MpcChunkPlan {
-  unsigned stride = 1;        // 0 (no differencing) .. 32
+  unsigned stride = 1;        // 0 (no differencing, sign rotated to bit 0) .. 32
   uint32_t reference = 0;     // XORed into every stage-1 output word
   unsigned first_lagged = 1;  // planes [first_lagged, 32) minus the plane below; 1..32
   // Planes [0, first_byte_plane) are stored whole (no bitmap bit), planes

@@ -17,6 +17,16 @@
 namespace cmpi::compress {
 namespace {
 
+// Without differencing, the words are rotated left by one: a float's sign
+// bit moves below its mantissa, and its exponent becomes the top bits.
+inline uint32_t rotate_sign_down(uint32_t x) {
+  return (x << 1) | (x >> 31);
+}
+
+inline uint32_t rotate_sign_up(uint32_t x) {
+  return (x >> 1) | (x << 31);
+}
+
 #ifdef CMPI_HAVE_X86_VARIANTS
 __attribute__((target("ssse3"))) inline __m128i prefix_sum4(__m128i x) {
   x = _mm_add_epi32(x, _mm_slli_si128(x, 4));
@@ -93,8 +103,12 @@ __attribute__((target("avx2"))) void difference_at_stride_avx2(const AliasedWord
   const __m256i ref = _mm256_set1_epi32(static_cast<int>(reference));
   size_t i = begin;
   if (stride == 0) {
-    for (; i + 8 <= end; i += 8) store8(d + (i - begin), _mm256_xor_si256(load8(w + i), ref));
-    for (; i < end; ++i) d[i - begin] = w[i] ^ reference;
+    for (; i + 8 <= end; i += 8) {
+      const __m256i x = load8(w + i);
+      const __m256i rotated = _mm256_or_si256(_mm256_slli_epi32(x, 1), _mm256_srli_epi32(x, 31));
+      store8(d + (i - begin), _mm256_xor_si256(rotated, ref));
+    }
+    for (; i < end; ++i) d[i - begin] = rotate_sign_down(w[i]) ^ reference;
     return;
   }
   for (; i < end && i < stride; ++i) d[i - begin] = w[i] ^ reference;
@@ -111,8 +125,14 @@ __attribute__((target("avx2"))) void undo_difference_at_stride_avx2(const uint32
   const __m256i ref = _mm256_set1_epi32(static_cast<int>(reference));
   size_t i = begin;
   if (stride == 0) {
-    for (; i + 8 <= end; i += 8) store8(w + i, _mm256_xor_si256(load8(d + (i - begin)), ref));
-  } else if (stride == 1) {
+    for (; i + 8 <= end; i += 8) {
+      const __m256i x = _mm256_xor_si256(load8(d + (i - begin)), ref);
+      store8(w + i, _mm256_or_si256(_mm256_srli_epi32(x, 1), _mm256_slli_epi32(x, 31)));
+    }
+    for (; i < end; ++i) w[i] = rotate_sign_up(d[i - begin] ^ reference);
+    return;
+  }
+  if (stride == 1) {
     __m256i carry = _mm256_set1_epi32(begin > 0 ? static_cast<int>(w[begin - 1]) : 0);
     for (; i + 8 <= end; i += 8) {
       __m256i v =
@@ -127,8 +147,7 @@ __attribute__((target("avx2"))) void undo_difference_at_stride_avx2(const uint32
       store8(w + i, _mm256_add_epi32(_mm256_xor_si256(load8(d + (i - begin)), ref),
                                      load8(w + i - stride)));
   }
-  for (; i < end; ++i)
-    w[i] = (d[i - begin] ^ reference) + (stride > 0 && i >= stride ? w[i - stride] : 0u);
+  for (; i < end; ++i) w[i] = (d[i - begin] ^ reference) + (i >= stride ? w[i - stride] : 0u);
 }
 
 __attribute__((target("avx2"))) void difference_within_blocks_avx2(const uint32_t* t,
@@ -177,7 +196,7 @@ void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsign
   // d and w do not overlap (w is the caller's floats, d a work buffer).
   if (stride == 0) {
 #pragma omp simd
-    for (size_t j = begin; j < end; ++j) d[j - begin] = w[j] ^ reference;
+    for (size_t j = begin; j < end; ++j) d[j - begin] = rotate_sign_down(w[j]) ^ reference;
     return;
   }
   size_t i = begin;
@@ -198,7 +217,7 @@ void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsi
   size_t i = begin;
   if (stride == 0) {
 #pragma omp simd
-    for (size_t j = begin; j < end; ++j) w[j] = d[j - begin] ^ reference;
+    for (size_t j = begin; j < end; ++j) w[j] = rotate_sign_up(d[j - begin] ^ reference);
     return;
   }
   if (stride == 1) {

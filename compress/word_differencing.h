@@ -4,10 +4,12 @@
 // - at a stride: d[i] = (w[i] - w[i - stride]) ^ reference, with w taken as 0
 //   before the start of the span (the chunk). Stride = the data's
 //   dimensionality, so that each value is predicted by the previous value of
-//   the same component; stride 0 predicts nothing (d = w ^ reference), for
-//   data whose neighbours do not predict each other. The reference word (0 in
-//   plain MPC) flips the bits that are set in most differences, so that every
-//   bit plane of the next stage is mostly zero.
+//   the same component; stride 0 predicts nothing, for data whose neighbours
+//   do not predict each other, and rotates each word left by one instead,
+//   d = rotl(w, 1) ^ reference: a float's sign (noise in such data) moves
+//   below the mantissa and its exponent becomes the top bits. The reference
+//   word (0 in plain MPC) flips the bits that are set in most differences, so
+//   that every bit plane of the next stage is mostly zero.
 // - within blocks of 32 words: d[j] = t[j] - t[j - 1] for the words
 //   j >= first_lagged (1..32; 32 = none), d[j] = t[j] below; applied to
 //   bit-transposed blocks, where equal neighbouring bit planes (e.g. the
@@ -29,14 +31,15 @@ namespace cmpi::compress {
 // as their bit patterns).
 using AliasedWord = uint32_t __attribute__((may_alias));
 
-// d[i - begin] = (w[i] - (stride > 0 && i >= stride ? w[i - stride] : 0)) ^ reference
-// for i in [begin, end), where w points at the start of the span.
+// d[i - begin] = (w[i] - w[i - stride]) ^ reference for i in [begin, end), with
+// w[i - stride] = 0 for i < stride; for stride 0, d[i - begin] = rotl(w[i], 1) ^
+// reference. w points at the start of the span.
 void difference_at_stride(const AliasedWord* w, size_t begin, size_t end, unsigned stride,
                           uint32_t reference, uint32_t* d, SimdLevel level);
 
-// w[i] = (d[i - begin] ^ reference) + (stride > 0 && i >= stride ? w[i - stride] : 0)
-// for i in [begin, end), in increasing i, so w[0..begin) must already hold the
-// decoded words.
+// The inverse: w[i] = (d[i - begin] ^ reference) + w[i - stride] (or
+// rotr(d[i - begin] ^ reference, 1) for stride 0) for i in [begin, end), in
+// increasing i, so w[0..begin) must already hold the decoded words.
 void undo_difference_at_stride(const uint32_t* d, size_t begin, size_t end, unsigned stride,
                                uint32_t reference, AliasedWord* w, SimdLevel level);
 

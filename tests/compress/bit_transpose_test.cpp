@@ -91,7 +91,8 @@ TEST(WordDifferencing, AtStrideMatchesDefinitionAndInverts) {
         difference_at_stride(w.data(), 0, 300, stride, reference, d.data(), level);
         difference_at_stride(w.data(), 300, w.size(), stride, reference, d.data() + 300, level);
         for (size_t i = 0; i < w.size(); ++i)
-          ASSERT_EQ(d[i], (w[i] - (stride > 0 && i >= stride ? w[i - stride] : 0u)) ^ reference)
+          ASSERT_EQ(d[i], stride == 0 ? ((w[i] << 1) | (w[i] >> 31)) ^ reference
+                                      : (w[i] - (i >= stride ? w[i - stride] : 0u)) ^ reference)
               << what << " i " << i;
         std::vector<uint32_t> back(w.size(), 0xDEADBEEFu);
         undo_difference_at_stride(d.data(), 0, 517, stride, reference, back.data(), level);

@@ -288,6 +288,16 @@ class MpcCorruptBody : public ::testing::Test {
     return offset;
   }
 
+  // Chunks 1 and 2 are one group each: its top word plane byte follows the
+  // plan, then its presence bits.
+  size_t top_at(size_t c) const { return chunk_offset(c) + kMpcPlanBytes; }
+  size_t presence_bits(size_t c) const {
+    const MpcChunkPlan& plan = plans_[c];
+    const size_t blocks = (std::min<size_t>(256, n_ - 256 * c) + 31) / 32;
+    return blocks * ((body_[top_at(c)] - plan.first_word_plane) +
+                     4 * (plan.first_word_plane - plan.first_byte_plane));
+  }
+
   void SetUp() override {
     body_.resize(table_bytes_);
     for (size_t c = 0; c < 3; ++c) {
@@ -342,11 +352,11 @@ TEST_F(MpcCorruptBody, EveryPresenceBitFlipIsCaught) {
   // chunk holds, or sets an unused bit: the groups no longer fill the chunk
   // (unless the words shifted onto the last block's padding first).
   for (size_t c : {1u, 2u}) {
-    const size_t presence_at = chunk_offset(c) + kMpcPlanBytes;
-    const size_t presence_bytes = c == 1 ? 21 : 16;
+    const size_t presence_bytes = (presence_bits(c) + 7) / 8;
+    ASSERT_GT(presence_bytes, 0u);
     for (size_t bit = 0; bit < 8 * presence_bytes; ++bit) {
       auto body = body_;
-      body[presence_at + bit / 8] ^= uint8_t(1u << (bit % 8));
+      body[top_at(c) + 1 + bit / 8] ^= uint8_t(1u << (bit % 8));
       const std::string error = body_error(*codec_, with_body(good_, body), n_);
       EXPECT_TRUE(contains(error, "mpc chunk " + std::to_string(c) + ":")) << error;
       EXPECT_TRUE(contains(error, " mark ") || contains(error, "follow the last block") ||
@@ -358,9 +368,21 @@ TEST_F(MpcCorruptBody, EveryPresenceBitFlipIsCaught) {
 
 TEST_F(MpcCorruptBody, UnusedPresenceBitsMustBeZero) {
   // Chunk 2: 4 blocks of 31 presence bits, 4 unused bits in its 16th byte.
+  ASSERT_EQ(body_[top_at(2)], 32u);
+  ASSERT_EQ(presence_bits(2), 124u);
   auto body = body_;
-  body[chunk_offset(2) + kMpcPlanBytes + 15] |= 0x80;
+  body[top_at(2) + 1 + 15] |= 0x80;
   EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_), "unused presence bits"));
+}
+
+TEST_F(MpcCorruptBody, TopWordPlaneOutsideItsRange) {
+  // Chunk 2's word planes start at 1; a top word plane is at most 32.
+  for (uint8_t top : {0, 33, 255}) {
+    auto body = body_;
+    body[top_at(2)] = top;
+    EXPECT_TRUE(contains(body_error(*codec_, with_body(good_, body), n_),
+                         "top word plane " + std::to_string(top)));
+  }
 }
 
 TEST_F(MpcCorruptBody, BytesAfterTheLastBlock) {
