@@ -6,7 +6,10 @@
 // stage-3 difference from plane j - 1, the sample gives the number of nonzero
 // words and nonzero bytes, hence the cost in bits of each way stage 4 can
 // store that plane: whole (32 per block), per byte (4 mask bits + 8 per
-// nonzero byte) or per word (1 bitmap bit + 32 if nonzero).
+// nonzero byte) or per word (1 bitmap bit + 32 if nonzero; the bitmap bits a
+// group saves on planes that are zero throughout it are not modelled, so word
+// planes only turn out cheaper than estimated). Sample statistics are exact
+// integer counts, the same at every SimdLevel, so the plan is too.
 //
 // The planes are then split into the three stage-4 ranges [0, a), [a, b),
 // [b, 32) and the stage-3 start c, minimizing the summed cost. For fixed
