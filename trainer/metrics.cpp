@@ -32,8 +32,8 @@ std::string human_bytes(double bytes) {
 std::string MetricsLog::to_json(const StepRecord& r) {
   char buf[768];
   std::snprintf(buf, sizeof buf,
-                "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%.6f,\"loss_floor\":%.6f,"
-                "\"lr\":%.6e,\"grad_norm\":%.6f,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
+                "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%.9g,\"loss_floor\":%.6f,"
+                "\"lr\":%.6e,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
                 "\"comm_ms\":%.3f,\"raw_bytes\":%llu,\"wire_bytes\":%llu",
                 (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
                 r.grad_norm, r.tokens_per_second, r.step_ms, r.comm_ms,

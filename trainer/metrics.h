@@ -1,6 +1,8 @@
 // Metrics: what a run reports. Every step becomes one JSON object appended to
 // <run dir>/metrics.jsonl; every `every` steps (and the last) a one-line
-// progress report goes to stdout. Written by rank 0 only.
+// progress report goes to stdout. Written by rank 0 only. Loss and gradient
+// norm are written with 9 significant digits, enough to tell any two float
+// values apart (runs can be compared bit for bit).
 #pragma once
 
 #include <cstdint>

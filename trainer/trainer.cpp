@@ -282,13 +282,15 @@ TrainResult Trainer::run() {
 
   TrainResult result;
   result.loss_floor = s.source.entropy_rate();
-  result.parameters = 0;
-  for (const auto& p : s.parameters) result.parameters += p.numel();
+  result.parameters = gpt_options(s.config.model).parameter_count();
+  int64_t local_parameters = 0;
+  for (const auto& p : s.parameters) local_parameters += p.numel();
   if (is_root && print_every > 0) {
     std::printf(
-        "model: %lld parameters | layout %s | %lld micro-batches of %lld per rank | "
-        "data entropy floor %.4f nats/token\n",
-        (long long)result.parameters, s.groups.dims().to_string().c_str(),
+        "model: %lld parameters (%lld on rank 0) | layout %s | %lld micro-batches of %lld per "
+        "rank | data entropy floor %.4f nats/token\n",
+        (long long)result.parameters, (long long)local_parameters,
+        s.groups.dims().to_string().c_str(),
         (long long)s.micro_batches, (long long)t.micro_batch, result.loss_floor);
     std::fflush(stdout);
   }

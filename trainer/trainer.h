@@ -36,7 +36,7 @@ struct TrainResult {
   double tokens_per_second = 0;
   uint64_t wire_bytes = 0;
   uint64_t raw_bytes = 0;
-  int64_t parameters = 0;
+  int64_t parameters = 0;  // of the whole model (all shards and stages)
 };
 
 class Trainer {
