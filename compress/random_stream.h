@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "compress/splitmix64.h"
+
 namespace cmpi::compress {
 
 class RandomStream {
@@ -15,10 +17,8 @@ class RandomStream {
   explicit RandomStream(uint64_t seed) : state_(seed) {}
 
   uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    state_ += kSplitMix64Gamma;
+    return splitmix64_mix(state_);
   }
 
   // Uniform integer in [0, bound), bound > 0, without modulo bias: Lemire's

@@ -8,17 +8,11 @@
 
 #include <stdexcept>
 
+#include "compress/splitmix64.h"
+
 namespace cmpi::models {
-namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+using compress::splitmix64;
 
 uint64_t parameter_seed(uint64_t run_seed, const std::string& name) {
   uint64_t hash = 0xcbf29ce484222325ULL;

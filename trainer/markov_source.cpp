@@ -7,15 +7,13 @@
 #include <stdexcept>
 #include <string>
 
-namespace cmpi::trainer {
-namespace {
+#include "compress/splitmix64.h"
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+namespace cmpi::trainer {
+
+using compress::splitmix64;
+
+namespace {
 
 double uniform01(std::mt19937_64& rng) {
   return double(rng() >> 11) * 0x1.0p-53;

@@ -3,17 +3,11 @@
 #include <climits>
 #include <stdexcept>
 
+#include "compress/splitmix64.h"
+
 namespace cmpi::comm {
-namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
+using compress::splitmix64;
 
 uint64_t feedback_key(uint64_t buffer_key, FeedbackSite site, uint64_t part, uint64_t chunk) {
   uint64_t h = splitmix64(buffer_key);

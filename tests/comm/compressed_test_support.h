@@ -17,6 +17,7 @@
 
 #include "comm/algorithms/compressed_context.h"
 #include "compress/codec_registry.h"
+#include "compress/splitmix64.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::testing {
@@ -87,22 +88,15 @@ inline comm::CompressedContext make_context(const PrivateComm& pc, compress::Cod
   return ctx;
 }
 
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Reproducible data for stream (a test-chosen id: op, case, rank, ...):
 // uniform in (-scale, scale), never all zero. With specials, some values are
 // replaced by NaNs with payloads, infinities, -0.0, denormals and extremes,
 // which lossless paths must carry bit for bit.
 inline std::vector<float> make_data(uint64_t stream, size_t n, bool specials, float scale = 1.0f) {
   std::vector<float> out(n);
-  uint64_t state = mix64(test_seed() ^ mix64(stream));
+  uint64_t state = compress::splitmix64(test_seed() ^ compress::splitmix64(stream));
   for (size_t i = 0; i < n; ++i) {
-    state = mix64(state);
+    state = compress::splitmix64(state);
     float unit = float(state >> 40) / float(1 << 24);  // [0, 1)
     out[i] = scale * (2.0f * unit - 1.0f);
     if (specials && (state & 0xff) < 6) {
@@ -135,7 +129,8 @@ inline std::vector<float> make_data(uint64_t stream, size_t n, bool specials, fl
 
 // Stream id for (test, case, rank, extra), distinct across the tests' uses.
 inline uint64_t stream_id(uint64_t test, uint64_t test_case, uint64_t rank, uint64_t extra = 0) {
-  return mix64(test * 1000003u + test_case) ^ mix64(rank * 7919u + extra + 1);
+  return compress::splitmix64(test * 1000003u + test_case) ^
+         compress::splitmix64(rank * 7919u + extra + 1);
 }
 
 // True when a and b hold the same bits; otherwise reports the first difference.
