@@ -28,7 +28,7 @@
 #include "parallel/tensor_parallel_ops.h"
 #include "parallel/vocab_parallel_cross_entropy.h"
 #include "tests/support/test_seed.h"
-#include "trainer/trainer.h"
+#include "tests/support/tiny_gpt_run.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -503,67 +503,40 @@ TEST(TensorParallelGpt, DropoutKeepsReplicasIdenticalAcrossTp) {
 // ---------------------------------------------------------------- training
 
 trainer::Config small_config(uint64_t seed) {
-  trainer::Config c;
-  c.run.seed = seed;
-  c.model.vocab_size = 64;
-  c.model.seq_len = 16;
-  c.model.layers = 2;
-  c.model.hidden = 32;
-  c.model.heads = 4;
-  c.training.steps = 10;
-  c.training.global_batch = 8;
-  c.training.micro_batch = 2;
-  c.training.lr = 3e-3;
-  c.training.min_lr = 3e-4;
-  c.training.warmup_steps = 2;
+  trainer::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.training.grad_clip = 0.5;  // active: the tp-aware norm matters
-  c.data.seed = seed + 1;
-  c.data.branching = 3;
   c.parallel.dp_bucket_bytes = 16 << 10;
   return c;
 }
 
-std::vector<double> train_on(MPI_Comm comm, const trainer::Config& config, int dp, int tp,
-                             const comm::PolicyConfig& policy = {}) {
+ParallelDims dims_of(int dp, int tp) {
   ParallelDims dims;
   dims.dp = dp;
   dims.tp = tp;
-  ProcessGroups groups(comm, dims, policy);
-  trainer::TrainerOptions options;
-  options.print_every = 0;
-  trainer::Trainer trainer(config, groups, options);
-  return trainer.run().losses;
+  return dims;
 }
 
-void expect_same_trajectory(const std::vector<double>& reference, const std::vector<double>& losses,
-                            const std::string& what) {
-  ASSERT_EQ(reference.size(), losses.size()) << what;
-  for (size_t i = 0; i < reference.size(); ++i)
-    EXPECT_LE(std::abs(losses[i] - reference[i]) / std::abs(reference[i]), 1e-4)
-        << what << " step " << i + 1 << ": " << losses[i] << " vs 1-rank " << reference[i];
-}
+constexpr double kTrajectoryTolerance = 1e-4;  // relative, per step
 
 // Splits the world into groups of `size` consecutive ranks and trains on each.
 std::vector<double> train_in_groups_of(int size, const trainer::Config& config, int dp, int tp,
                                        const comm::PolicyConfig& policy = {}) {
-  MPI_Comm group;
-  MPI_Comm_split(MPI_COMM_WORLD, world_rank() / size, world_rank(), &group);
-  auto losses = train_on(group, config, dp, tp, policy);
-  MPI_Comm_free(&group);
-  return losses;
+  return cmpi::testing::train_in_groups_of(size, config, dims_of(dp, tp), policy).losses;
 }
 
 TEST(TensorParallelTraining, LossTrajectoryMatchesSingleRank) {
+  using cmpi::testing::expect_same_trajectory;
   const auto config = small_config(cmpi::testing::test_seed() % 100000);
-  std::vector<double> reference(size_t(config.training.steps));
-  if (world_rank() == 0) reference = train_on(MPI_COMM_SELF, config, 1, 1);
-  MPI_Bcast(reference.data(), int(reference.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
   EXPECT_LT(reference.back(), reference.front()) << "the 1-rank run should learn";
 
-  expect_same_trajectory(reference, train_in_groups_of(2, config, 1, 2), "tp2");
+  expect_same_trajectory(reference, train_in_groups_of(2, config, 1, 2), kTrajectoryTolerance,
+                         "tp2");
   if (world_size() % 4 == 0) {
-    expect_same_trajectory(reference, train_in_groups_of(4, config, 1, 4), "tp4");
-    expect_same_trajectory(reference, train_in_groups_of(4, config, 2, 2), "dp2+tp2");
+    expect_same_trajectory(reference, train_in_groups_of(4, config, 1, 4), kTrajectoryTolerance,
+                           "tp4");
+    expect_same_trajectory(reference, train_in_groups_of(4, config, 2, 2), kTrajectoryTolerance,
+                           "dp2+tp2");
   }
 }
 

@@ -26,7 +26,7 @@
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
-#include "trainer/trainer.h"
+#include "tests/support/tiny_gpt_run.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -435,44 +435,20 @@ TEST(ZeroOptimizer, GlobalNormCountsShardsOnceAndSkipsTheTiedCopy) {
 // ------------------------------------------------------------ the trainer
 
 trainer::Config small_config(uint64_t seed) {
-  trainer::Config c;
-  c.run.seed = seed;
-  c.model.vocab_size = 64;
-  c.model.seq_len = 16;
-  c.model.layers = 2;
-  c.model.hidden = 32;
-  c.model.heads = 4;
-  c.training.steps = 10;
-  c.training.global_batch = 8;
-  c.training.micro_batch = 2;
-  c.training.lr = 3e-3;
-  c.training.min_lr = 3e-4;
-  c.training.warmup_steps = 2;
-  c.training.grad_clip = 0.5;  // below the early norms: clipping is exercised
-  c.data.seed = seed + 1;
-  c.data.branching = 3;
+  trainer::Config c = cmpi::testing::tiny_gpt_config(seed);
+  c.training.grad_clip = 0.5;            // below the early norms: clipping is exercised
   c.parallel.dp_bucket_bytes = 4 << 10;  // several buckets
   return c;
 }
 
-struct Run {
-  std::vector<double> losses;
-  comm::OpCounters zero_traffic;  // what went through the zero group
-};
+using cmpi::testing::TinyGptRun;
 
 // Trains on `comm` (every rank of it calls this) with the given layout.
-Run train_with(MPI_Comm comm, trainer::Config config, ParallelDims dims, int zero_stage,
-               const comm::PolicyConfig& policy = {}) {
+TinyGptRun train_with(MPI_Comm comm, trainer::Config config, ParallelDims dims, int zero_stage,
+                      const comm::PolicyConfig& policy = {}) {
   config.parallel.zero_stage = zero_stage;
   dims.zero_stage = zero_stage;
-  ProcessGroups groups(comm, dims, policy);
-  trainer::TrainerOptions options;
-  options.print_every = 0;
-  trainer::Trainer trainer(config, groups, options);
-  Run run;
-  run.losses = trainer.run().losses;
-  run.zero_traffic = groups.zero().stats().total();
-  return run;
+  return cmpi::testing::train_tiny_gpt(comm, config, dims, policy);
 }
 
 std::vector<double> train_on(MPI_Comm comm, const trainer::Config& config, ParallelDims dims,
@@ -482,10 +458,7 @@ std::vector<double> train_on(MPI_Comm comm, const trainer::Config& config, Paral
 
 void expect_same_trajectory(const std::vector<double>& reference, const std::vector<double>& losses,
                             const std::string& what) {
-  ASSERT_EQ(reference.size(), losses.size()) << what;
-  for (size_t i = 0; i < reference.size(); ++i)
-    EXPECT_LE(std::abs(losses[i] - reference[i]) / std::abs(reference[i]), 1e-4)
-        << what << " step " << i + 1 << ": " << losses[i] << " vs 1-rank " << reference[i];
+  cmpi::testing::expect_same_trajectory(reference, losses, 1e-4, what);
 }
 
 ParallelDims dims_of(int dp, int tp, int pp) {
@@ -499,9 +472,7 @@ ParallelDims dims_of(int dp, int tp, int pp) {
 TEST(ZeroTrainer, EveryStageMatchesTheSingleRankTrajectory) {
   const int world = world_size(), rank = world_rank();
   const auto config = small_config(cmpi::testing::test_seed() % 100000);
-  std::vector<double> reference(size_t(config.training.steps));
-  if (rank == 0) reference = train_on(MPI_COMM_SELF, config, dims_of(1, 1, 1), 0);
-  MPI_Bcast(reference.data(), int(reference.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
   EXPECT_LT(reference.back(), reference.front()) << "the 1-rank run should learn";
 
   MPI_Comm pair;

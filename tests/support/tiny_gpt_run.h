@@ -1,0 +1,50 @@
+// What the trajectory tests (data, tensor and ZeRO parallel) share: a GPT
+// small enough to train for ten steps in seconds, one Trainer run on a given
+// communicator and layout, the single-rank reference every layout is held to,
+// and the step-by-step comparison with it.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/comm_stats.h"
+#include "comm/policy_config.h"
+#include "parallel/parallel_dims.h"
+#include "trainer/config.h"
+
+namespace cmpi::testing {
+
+// 2 layers, hidden 32, 4 heads, vocabulary 64, sequences of 16 tokens; 10
+// steps on a global batch of 8 in micro-batches of 2, with warm-up and decay;
+// Markov data (branching 3) seeded from `seed`. Gradient clipping and the
+// bucket size stay at the Config defaults: each test sets what it exercises.
+trainer::Config tiny_gpt_config(uint64_t seed);
+
+struct TinyGptRun {
+  std::vector<double> losses;     // per step
+  comm::OpCounters zero_traffic;  // what went through the zero group
+};
+
+// Trains on `comm` (every rank of it calls this); `dims` must cover its size.
+TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
+                          const parallel::ParallelDims& dims,
+                          const comm::PolicyConfig& policy = {});
+
+// Splits MPI_COMM_WORLD into groups of `group_size` consecutive ranks and
+// trains on each (every rank of the world calls this).
+TinyGptRun train_in_groups_of(int group_size, const trainer::Config& config,
+                              const parallel::ParallelDims& dims,
+                              const comm::PolicyConfig& policy = {});
+
+// The single-rank trajectory: world rank 0 trains alone, every rank of the
+// world gets its losses.
+std::vector<double> single_rank_losses(const trainer::Config& config);
+
+// Every step's loss within `relative_tolerance` of the reference's.
+void expect_same_trajectory(const std::vector<double>& reference, const std::vector<double>& losses,
+                            double relative_tolerance, const std::string& what);
+
+}  // namespace cmpi::testing
