@@ -5,6 +5,8 @@
 // ratio, so the header echoes no parameters.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "compress/codec.h"
@@ -33,6 +35,16 @@ class SparseCodec : public Codec {
   std::vector<uint64_t> kept_index_;
   std::vector<float> kept_value_;
 };
+
+// The float's bits with the sign cleared, as an unsigned integer: ordered like
+// |x| for finite values, with infinities and then NaNs above every finite
+// value, so that topk and threshold rank them without floating-point compares
+// (and keep non-finite entries rather than lose them).
+inline uint32_t magnitude_key(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits & 0x7fffffffu;
+}
 
 // k = max(1, ceil(ratio * n)) capped at n (0 for n = 0): the count kept by
 // topk and randomk.

@@ -4,19 +4,8 @@
 #include "compress/threshold_codec.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace cmpi::compress {
-namespace {
-
-uint32_t magnitude_key(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  return bits & 0x7fffffffu;
-}
-
-}  // namespace
-
 ThresholdCodec::ThresholdCodec(const CodecSpec& spec) : SparseCodec(spec) {
   spec.require_only({"threshold"});
   if (!spec.has("threshold"))

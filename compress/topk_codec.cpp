@@ -13,20 +13,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 
 namespace cmpi::compress {
-namespace {
-
-uint32_t magnitude_key(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  return bits & 0x7fffffffu;
-}
-
-}  // namespace
-
 TopKCodec::TopKCodec(const CodecSpec& spec) : SparseCodec(spec) {
   spec.require_only({"ratio"});
   ratio_ = sparsifier_ratio(spec);
