@@ -27,7 +27,7 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
   zfp.push_back(relative("zfp:mode=accuracy", "tolerance", 1e-3));
   zfp.push_back(plain("zfp:mode=precision,precision=16"));
   zfp.push_back(plain("zfp:mode=reversible", true));
-  table["mpc"] = {plain("mpc:dim=1", true)};
+  table["mpc"] = {plain("mpc:dim=1", true), plain("mpc:dim=auto")};
   table["fp16"] = {plain("fp16", true)};
   table["bf16"] = {plain("bf16", true)};
   table["topk"] = {plain("topk:ratio=0.001"), plain("topk:ratio=0.01", true),
@@ -35,7 +35,11 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
   table["randomk"] = {plain("randomk:ratio=0.01", true), plain("randomk:ratio=0.1")};
   table["threshold"] = {relative("threshold", "threshold", 2.0, true),
                         relative("threshold", "threshold", 3.0)};
-  table["qsgd"] = {plain("qsgd:levels=4"), plain("qsgd:levels=16", true), plain("qsgd:levels=64")};
+  // levels=127 is the 8-bit (4x) budget; per-bucket max scaling or smaller
+  // buckets are what bring its error under 5 %.
+  table["qsgd"] = {plain("qsgd:levels=4"), plain("qsgd:levels=16", true),
+                   plain("qsgd:levels=64"), plain("qsgd:levels=127"),
+                   plain("qsgd:levels=127,bucket=128"), plain("qsgd:levels=127,norm=max")};
   table["natural"] = {plain("natural", true)};
   table["sign"] = {plain("sign", true)};
   return table;
