@@ -37,9 +37,12 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
                         relative("threshold", "threshold", 3.0)};
   // levels=127 is the 8-bit (4x) budget; per-bucket max scaling or smaller
   // buckets are what bring its error under 5 %.
-  table["qsgd"] = {plain("qsgd:levels=4"), plain("qsgd:levels=16", true),
-                   plain("qsgd:levels=64"), plain("qsgd:levels=127"),
-                   plain("qsgd:levels=127,bucket=128"), plain("qsgd:levels=127,norm=max")};
+  table["qsgd"] = {plain("qsgd:levels=4"),
+                   plain("qsgd:levels=16", true),
+                   plain("qsgd:levels=64"),
+                   plain("qsgd:levels=127"),
+                   plain("qsgd:levels=127,bucket=128"),
+                   plain("qsgd:levels=127,norm=max")};
   table["natural"] = {plain("natural", true)};
   table["sign"] = {plain("sign", true)};
   return table;

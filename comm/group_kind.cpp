@@ -4,37 +4,56 @@ namespace cmpi::comm {
 
 const char* to_string(GroupKind kind) {
   switch (kind) {
-    case GroupKind::kWorld: return "world";
-    case GroupKind::kDp: return "dp";
-    case GroupKind::kTp: return "tp";
-    case GroupKind::kPp: return "pp";
-    case GroupKind::kSp: return "sp";
-    case GroupKind::kZero: return "zero";
+    case GroupKind::kWorld:
+      return "world";
+    case GroupKind::kDp:
+      return "dp";
+    case GroupKind::kTp:
+      return "tp";
+    case GroupKind::kPp:
+      return "pp";
+    case GroupKind::kSp:
+      return "sp";
+    case GroupKind::kZero:
+      return "zero";
   }
   return "?";
 }
 
 const char* to_string(Role role) {
   switch (role) {
-    case Role::kGradient: return "gradient";
-    case Role::kActivation: return "activation";
-    case Role::kActivationGrad: return "activation_grad";
-    case Role::kWeight: return "weight";
-    case Role::kHalo: return "halo";
-    case Role::kOther: return "other";
+    case Role::kGradient:
+      return "gradient";
+    case Role::kActivation:
+      return "activation";
+    case Role::kActivationGrad:
+      return "activation_grad";
+    case Role::kWeight:
+      return "weight";
+    case Role::kHalo:
+      return "halo";
+    case Role::kOther:
+      return "other";
   }
   return "?";
 }
 
 const char* to_string(Op op) {
   switch (op) {
-    case Op::kAllreduce: return "allreduce";
-    case Op::kReduceScatter: return "reduce_scatter";
-    case Op::kAllgather: return "allgather";
-    case Op::kBroadcast: return "broadcast";
-    case Op::kAlltoall: return "alltoall";
-    case Op::kSendRecv: return "p2p";
-    case Op::kHalo: return "halo";
+    case Op::kAllreduce:
+      return "allreduce";
+    case Op::kReduceScatter:
+      return "reduce_scatter";
+    case Op::kAllgather:
+      return "allgather";
+    case Op::kBroadcast:
+      return "broadcast";
+    case Op::kAlltoall:
+      return "alltoall";
+    case Op::kSendRecv:
+      return "p2p";
+    case Op::kHalo:
+      return "halo";
   }
   return "?";
 }

@@ -29,8 +29,7 @@ void abort_job(const std::string& program, const std::string& message, int code)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
   }
-  std::fprintf(stderr, "%s: rank %d/%d: error: %s\n", program.c_str(), rank, size,
-               message.c_str());
+  std::fprintf(stderr, "%s: rank %d/%d: error: %s\n", program.c_str(), rank, size, message.c_str());
   std::fflush(stderr);
   if (initialized && !finalized && size > 1) MPI_Abort(MPI_COMM_WORLD, code);
   std::exit(code);

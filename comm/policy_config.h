@@ -31,9 +31,9 @@ struct PolicyRule {
 };
 
 struct PolicyConfig {
-  std::string preset = "none";  // none | mzhybrid | zhybrid
-  int64_t min_bytes = 64 << 10;  // smaller messages stay raw unless a rule says otherwise
-  int64_t chunk_bytes = 1 << 20;  // pipelining granularity of compressed transfers
+  std::string preset = "none";      // none | mzhybrid | zhybrid
+  int64_t min_bytes = 64 << 10;     // smaller messages stay raw unless a rule says otherwise
+  int64_t chunk_bytes = 1 << 20;    // pipelining granularity of compressed transfers
   double error_sample_rate = 0.01;  // fraction of lossy calls whose error is measured
   std::vector<PolicyRule> rules;
 };

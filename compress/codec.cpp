@@ -8,16 +8,15 @@ size_t Codec::encode(const float* in, size_t n, uint8_t* out, size_t capacity) {
   if (capacity < max_encoded_bytes(n))
     throw std::invalid_argument("codec " + spec_.to_string() + ": output capacity " +
                                 std::to_string(capacity) + " < max_encoded_bytes(" +
-                                std::to_string(n) + ") = " +
-                                std::to_string(max_encoded_bytes(n)));
+                                std::to_string(n) + ") = " + std::to_string(max_encoded_bytes(n)));
   if (in == nullptr && n != 0)
     throw std::invalid_argument("codec " + spec_.to_string() + ": null input");
   PayloadHeader header;
   header.codec = id();
   header.params = header_params();
   header.element_count = n;
-  header.body_bytes = encode_body(in, n, out + kPayloadHeaderBytes,
-                                  capacity - kPayloadHeaderBytes, header.flags);
+  header.body_bytes =
+      encode_body(in, n, out + kPayloadHeaderBytes, capacity - kPayloadHeaderBytes, header.flags);
   write_payload_header(header, out);
   return kPayloadHeaderBytes + header.body_bytes;
 }

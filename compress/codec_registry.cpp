@@ -1,5 +1,6 @@
 #include "compress/codec_registry.h"
 
+#include "compress/cast_codecs.h"
 #include "compress/identity_codec.h"
 #include "compress/mpc_codec.h"
 #include "compress/natural_codec.h"
@@ -9,7 +10,6 @@
 #include "compress/threshold_codec.h"
 #include "compress/topk_codec.h"
 #include "compress/zfp_codec.h"
-#include "compress/cast_codecs.h"
 
 namespace cmpi::compress {
 namespace {

@@ -4,10 +4,11 @@
 
 namespace cmpi::compress {
 
-IdentityCodec::IdentityCodec(const CodecSpec& spec) : Codec(spec) { spec.require_only({}); }
+IdentityCodec::IdentityCodec(const CodecSpec& spec) : Codec(spec) {
+  spec.require_only({});
+}
 
-size_t IdentityCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t,
-                                  uint16_t&) {
+size_t IdentityCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, uint16_t&) {
   if (n) std::memcpy(out, in, n * sizeof(float));
   return n * sizeof(float);
 }

@@ -52,12 +52,18 @@ ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims,
 
 comm::Communicator& ProcessGroups::group(comm::GroupKind kind) {
   switch (kind) {
-    case comm::GroupKind::kWorld: return *world_;
-    case comm::GroupKind::kDp: return *dp_;
-    case comm::GroupKind::kTp: return *tp_;
-    case comm::GroupKind::kPp: return *pp_;
-    case comm::GroupKind::kSp: return *sp_;
-    case comm::GroupKind::kZero: return *zero_;
+    case comm::GroupKind::kWorld:
+      return *world_;
+    case comm::GroupKind::kDp:
+      return *dp_;
+    case comm::GroupKind::kTp:
+      return *tp_;
+    case comm::GroupKind::kPp:
+      return *pp_;
+    case comm::GroupKind::kSp:
+      return *sp_;
+    case comm::GroupKind::kZero:
+      return *zero_;
   }
   throw std::invalid_argument("unknown group kind");
 }

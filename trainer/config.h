@@ -34,8 +34,8 @@ struct ParallelConfig {
   int64_t tensor = 1;
   int64_t pipeline = 1;
   int64_t spatial = 1;
-  int64_t zero_stage = 0;           // 0..3
-  std::string schedule = "1f1b";    // gpipe | 1f1b
+  int64_t zero_stage = 0;         // 0..3
+  std::string schedule = "1f1b";  // gpipe | 1f1b
   // Layers per pipeline stage, first stage first; empty = balanced (written
   // `balanced` in YAML).
   std::vector<int64_t> stage_layers;
@@ -60,7 +60,7 @@ struct TrainingConfig {
 struct DataConfig {
   std::string kind = "markov";  // markov: tokens from a fixed random Markov chain
   uint64_t seed = 42;
-  int64_t branching = 4;  // successors per token in the chain (entropy <= log branching)
+  int64_t branching = 4;       // successors per token in the chain (entropy <= log branching)
   double concentration = 1.0;  // Dirichlet-like spread of successor probabilities
 };
 

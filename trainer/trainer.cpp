@@ -290,8 +290,8 @@ TrainResult Trainer::run() {
         "model: %lld parameters (%lld on rank 0) | layout %s | %lld micro-batches of %lld per "
         "rank | data entropy floor %.4f nats/token\n",
         (long long)result.parameters, (long long)local_parameters,
-        s.groups.dims().to_string().c_str(),
-        (long long)s.micro_batches, (long long)t.micro_batch, result.loss_floor);
+        s.groups.dims().to_string().c_str(), (long long)s.micro_batches, (long long)t.micro_batch,
+        result.loss_floor);
     std::fflush(stdout);
   }
 

@@ -22,12 +22,12 @@ struct CompressedContext {
   int rank = 0;
   int size = 1;
   GroupKind group = GroupKind::kWorld;
-  compress::Codec* codec = nullptr;               // encodes and decodes
-  compress::ErrorFeedback* feedback = nullptr;    // non-null: encode own data through it
-  uint64_t buffer_key = 0;                        // error-feedback key of this buffer
-  size_t chunk_elems = 1 << 18;                   // floats per pipelined chunk
-  int tag = 0;                                    // MPI tag reserved for this call
-  OpCounters* counters = nullptr;                 // wire bytes, encode/decode/wire seconds
+  compress::Codec* codec = nullptr;             // encodes and decodes
+  compress::ErrorFeedback* feedback = nullptr;  // non-null: encode own data through it
+  uint64_t buffer_key = 0;                      // error-feedback key of this buffer
+  size_t chunk_elems = 1 << 18;                 // floats per pipelined chunk
+  int tag = 0;                                  // MPI tag reserved for this call
+  OpCounters* counters = nullptr;               // wire bytes, encode/decode/wire seconds
 };
 
 }  // namespace cmpi::comm
