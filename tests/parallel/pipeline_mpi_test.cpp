@@ -28,6 +28,7 @@
 #include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
+#include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"
 
 namespace cmpi::parallel {
@@ -385,24 +386,19 @@ TEST(PipelineTraining, Dp2Tp2Pp2MatchesSingleRank) {
   expect_layouts_match_single_rank(small_config(run_seed(), 4), {{2, 2, 2, "dp2+tp2+pp2"}});
 }
 
-comm::PolicyConfig every_pp_message_through(const std::string& codec) {
-  comm::PolicyConfig policy;
-  comm::PolicyRule rule;
-  rule.match.groups = {comm::GroupKind::kPp};
-  rule.match.min_bytes = 0;
-  rule.codec = compress::CodecSpec(codec);
-  policy.rules.push_back(rule);
-  return policy;
-}
-
 // mpc is lossless: activations, their gradients, the tied table's gradient
 // and the loss through mpc give the same bits as through the identity codec.
 TEST(PipelineTraining, LosslessMpcOnPpIsBitIdenticalToIdentity) {
   auto config = small_config(run_seed() + 17, 3);
   config.training.steps = 4;
   const Layout pp2{1, 1, 2, "pp2"};
-  const auto identity = train_in_groups(config, pp2, every_pp_message_through("identity")).losses;
-  const auto mpc = train_in_groups(config, pp2, every_pp_message_through("mpc")).losses;
+  const auto identity =
+      train_in_groups(config, pp2,
+                      cmpi::testing::every_message_of({comm::GroupKind::kPp}, "identity"))
+          .losses;
+  const auto mpc =
+      train_in_groups(config, pp2, cmpi::testing::every_message_of({comm::GroupKind::kPp}, "mpc"))
+          .losses;
   ASSERT_EQ(identity.size(), mpc.size());
   for (size_t i = 0; i < identity.size(); ++i) EXPECT_EQ(mpc[i], identity[i]) << "step " << i + 1;
 }

@@ -540,23 +540,15 @@ TEST(TensorParallelTraining, LossTrajectoryMatchesSingleRank) {
   }
 }
 
-comm::PolicyConfig every_tp_message_through(const std::string& codec) {
-  comm::PolicyConfig policy;
-  comm::PolicyRule rule;
-  rule.match.groups = {comm::GroupKind::kTp};
-  rule.match.min_bytes = 0;
-  rule.codec = compress::CodecSpec(codec);
-  policy.rules.push_back(rule);
-  return policy;
-}
-
 // mpc is lossless: the compressed tp path with mpc gives the same bits as
 // with the identity codec on the same algorithms.
 TEST(TensorParallelTraining, LosslessMpcOnTpIsBitIdenticalToIdentity) {
   auto config = small_config(cmpi::testing::test_seed() % 100000 + 17);
   config.training.steps = 4;
-  const auto identity = train_in_groups_of(2, config, 1, 2, every_tp_message_through("identity"));
-  const auto mpc = train_in_groups_of(2, config, 1, 2, every_tp_message_through("mpc"));
+  const auto identity = train_in_groups_of(
+      2, config, 1, 2, cmpi::testing::every_message_of({comm::GroupKind::kTp}, "identity"));
+  const auto mpc = train_in_groups_of(
+      2, config, 1, 2, cmpi::testing::every_message_of({comm::GroupKind::kTp}, "mpc"));
   ASSERT_EQ(identity.size(), mpc.size());
   for (size_t i = 0; i < identity.size(); ++i) EXPECT_EQ(mpc[i], identity[i]) << "step " << i + 1;
 }

@@ -494,16 +494,6 @@ TEST(ZeroTrainer, EveryStageMatchesTheSingleRankTrajectory) {
   MPI_Comm_free(&quad);
 }
 
-comm::PolicyConfig every_dp_and_zero_message_through(const std::string& codec) {
-  comm::PolicyConfig policy;
-  comm::PolicyRule rule;
-  rule.match.groups = {comm::GroupKind::kDp, comm::GroupKind::kZero};
-  rule.match.min_bytes = 0;
-  rule.codec = compress::CodecSpec(codec);
-  policy.rules.push_back(rule);
-  return policy;
-}
-
 // mpc is lossless: ZeRO's reduce-scatter, allgather and norm through mpc give
 // the bits of the identity codec on the same compressed algorithms, and, with
 // every reduction over two ranks (a + b either way round), of plain MPI.
@@ -516,10 +506,13 @@ TEST(ZeroTrainer, LosslessMpcOnTheZeroGroupIsBitIdentical) {
   for (int stage : {1, 3}) {
     const std::string what = "dp2 zero" + std::to_string(stage);
     const auto plain = train_with(pair, config, dims_of(2, 1, 1), stage);
-    const auto identity = train_with(pair, config, dims_of(2, 1, 1), stage,
-                                     every_dp_and_zero_message_through("identity"));
-    const auto mpc =
-        train_with(pair, config, dims_of(2, 1, 1), stage, every_dp_and_zero_message_through("mpc"));
+    const auto identity =
+        train_with(pair, config, dims_of(2, 1, 1), stage,
+                   cmpi::testing::every_message_of({comm::GroupKind::kDp, comm::GroupKind::kZero},
+                                                   "identity"));
+    const auto mpc = train_with(
+        pair, config, dims_of(2, 1, 1), stage,
+        cmpi::testing::every_message_of({comm::GroupKind::kDp, comm::GroupKind::kZero}, "mpc"));
     EXPECT_EQ(plain.zero_traffic.compressed_calls, 0u) << what;
     EXPECT_GT(mpc.zero_traffic.compressed_calls, 0u) << what << ": nothing went through mpc";
     EXPECT_LT(mpc.zero_traffic.wire_bytes, mpc.zero_traffic.raw_bytes) << what;

@@ -69,4 +69,15 @@ void expect_same_trajectory(const std::vector<double>& reference, const std::vec
         << what << " step " << i + 1 << ": " << losses[i] << " vs 1-rank " << reference[i];
 }
 
+comm::PolicyConfig every_message_of(const std::vector<comm::GroupKind>& groups,
+                                    const std::string& codec) {
+  comm::PolicyConfig policy;
+  comm::PolicyRule rule;
+  rule.match.groups = groups;
+  rule.match.min_bytes = 0;
+  rule.codec = compress::CodecSpec(codec);
+  policy.rules.push_back(rule);
+  return policy;
+}
+
 }  // namespace cmpi::testing

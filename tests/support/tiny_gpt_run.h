@@ -43,6 +43,11 @@ TinyGptRun train_in_groups_of(int group_size, const trainer::Config& config,
 // world gets its losses.
 std::vector<double> single_rank_losses(const trainer::Config& config);
 
+// A policy that sends every message of `groups`, whatever its size, through
+// `codec` on the compressed algorithms (e.g. "mpc", "identity").
+comm::PolicyConfig every_message_of(const std::vector<comm::GroupKind>& groups,
+                                    const std::string& codec);
+
 // Every step's loss within `relative_tolerance` of the reference's.
 void expect_same_trajectory(const std::vector<double>& reference, const std::vector<double>& losses,
                             double relative_tolerance, const std::string& what);
