@@ -6,18 +6,11 @@
 #include <random>
 
 #include "compress/codec_registry.h"
+#include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
-
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 std::string decode_error_field(const Codec& codec, const std::vector<uint8_t>& bytes, size_t n) {
   std::vector<float> out(n);
@@ -32,7 +25,7 @@ std::string decode_error_field(const Codec& codec, const std::vector<uint8_t>& b
 TEST(IdentityCodec, RoundTripIsBitExact) {
   auto codec = make_codec(CodecSpec("identity"));
   for (size_t n : {0, 1, 7, 1023, 100003}) {
-    auto in = random_floats(n, cmpi::testing::test_seed() + n);
+    auto in = cmpi::testing::gaussian(n, 1.f, cmpi::testing::test_seed() + n);
     auto bytes = codec->encode(in.data(), n);
     EXPECT_EQ(bytes.size(), kPayloadHeaderBytes + 4 * n);
     std::vector<float> out(n);
@@ -43,7 +36,7 @@ TEST(IdentityCodec, RoundTripIsBitExact) {
 
 TEST(IdentityCodec, DecodeNamesTheBadField) {
   auto codec = make_codec(CodecSpec("identity"));
-  auto in = random_floats(64, cmpi::testing::test_seed());
+  auto in = cmpi::testing::gaussian(64, 1.f, cmpi::testing::test_seed());
   auto good = codec->encode(in.data(), in.size());
 
   auto truncated = good;

@@ -13,42 +13,21 @@
 
 #include "compress/mpc_chunk.h"
 #include "compress/mpc_chunk_plan.h"
+#include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
+
+using cmpi::testing::from_bits;
+using cmpi::testing::gaussian;
+using cmpi::testing::smooth;
 
 std::vector<SimdLevel> supported_levels() {
   std::vector<SimdLevel> levels;
   for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kSsse3, SimdLevel::kAvx2})
     if (simd_level_supported(level)) levels.push_back(level);
   return levels;
-}
-
-float from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-std::vector<float> gaussian(size_t n, float sigma, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<float> smooth(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    float x = static_cast<float>(std::sin(0.001 * double(i)) + 2.0);
-    std::memcpy(&bits, &x, 4);
-    v[i] = from_bits(bits ^ static_cast<uint32_t>(rng() & 3));
-  }
-  return v;
 }
 
 // Data of every kind the plans are for, plus patterns no plan suits.

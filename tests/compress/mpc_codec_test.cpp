@@ -16,42 +16,20 @@
 #include "compress/codec_registry.h"
 #include "compress/mpc_chunk.h"
 #include "compress/mpc_codec.h"
+#include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
 
-float from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+using cmpi::testing::from_bits;
+using cmpi::testing::gaussian;
+using cmpi::testing::smooth;
 
 std::vector<float> random_bit_patterns(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<float> v(n);
   for (auto& x : v) x = from_bits(static_cast<uint32_t>(rng()));
-  return v;
-}
-
-std::vector<float> gaussian(size_t n, float sigma, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// A slowly varying signal with a little seeded noise in the last mantissa bits.
-std::vector<float> smooth(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    float x = static_cast<float>(std::sin(0.001 * double(i)) + 2.0);
-    std::memcpy(&bits, &x, 4);
-    v[i] = from_bits(bits ^ static_cast<uint32_t>(rng() & 3));
-  }
   return v;
 }
 
