@@ -217,7 +217,7 @@ run_mpi() {  # run_mpi K R MPIRUN-OPTIONS... -- COMMAND...
     OMPI_MCA_btl_tcp_rndv_eager_limit=${OMPI_MCA_btl_tcp_rndv_eager_limit:-1048576} \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CMPI_EMULATED_CLUSTER_STATE=$STATE_DIR \
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-    ip netns exec "${NS_PREFIX}0" mpirun \
+    ip netns exec "${NS_PREFIX}0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${NS_PREFIX}0" mpirun \
     --hostfile "$hostfile" -np $((nodes * per_node)) --map-by "ppr:$per_node:node" --bind-to none \
     --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl tcp,self --mca btl_tcp_if_include "$prefix.0/24" \

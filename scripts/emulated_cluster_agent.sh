@@ -23,5 +23,8 @@ namespace=$(awk -v h="$host" '$1 == h || $2 == h {print $2; exit}' "$state_dir/n
   echo "emulated_cluster_agent: '$host' is not a node of the emulated cluster" >&2
   exit 255
 }
-# Like ssh, hand the words to a shell as one command line.
-exec ip netns exec "$namespace" sh -c "$*"
+# Like ssh, hand the words to a shell as one command line. The node also gets
+# its own host name (a UTS namespace): MPI tells nodes apart by host name, so
+# MPI_COMM_TYPE_SHARED and the node-locality policy rules see one node per
+# namespace, as on a real cluster.
+exec ip netns exec "$namespace" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$namespace" "$*"
