@@ -10,6 +10,7 @@ PACKAGES=(
   libzfp-dev libyaml-cpp-dev libgtest-dev
   libzstd-dev liblz4-dev libblosc-dev
   iproute2
+  python3-torch python3-matplotlib
 )
 
 missing=()
