@@ -21,8 +21,12 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
   std::map<std::string, std::vector<CodecSetting>> table;
   table["identity"] = {plain("identity", true)};
   auto& zfp = table["zfp"];
-  for (int rate : {4, 6, 8, 10, 12, 16, 20, 24})
+  for (int rate : {4, 6, 8, 10, 12, 16, 20, 24}) {
     zfp.push_back(plain("zfp:mode=rate,rate=" + std::to_string(rate), rate == 8));
+    // The same bytes through libzfp, beside the native coder (impl: native).
+    if (rate == 8 || rate == 16)
+      zfp.push_back(plain("zfp:mode=rate,rate=" + std::to_string(rate) + ",impl=libzfp"));
+  }
   zfp.push_back(relative("zfp:mode=accuracy", "tolerance", 1e-2));
   zfp.push_back(relative("zfp:mode=accuracy", "tolerance", 1e-3));
   zfp.push_back(plain("zfp:mode=precision,precision=16"));

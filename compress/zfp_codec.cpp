@@ -34,6 +34,7 @@
 
 #include "compress/byte_order.h"
 #include "compress/nonfinite.h"
+#include "compress/zfp_fixed_rate.h"
 
 namespace cmpi::compress {
 namespace {
@@ -156,7 +157,8 @@ std::vector<std::vector<uint64_t>> make_scratch(int threads, size_t chunk_floats
 }  // namespace
 
 ZfpCodec::ZfpCodec(const CodecSpec& spec) : Codec(spec) {
-  spec.require_only({"mode", "rate", "tolerance", "precision", "chunk", "threads", "nonfinite"});
+  spec.require_only(
+      {"mode", "rate", "tolerance", "precision", "chunk", "threads", "nonfinite", "impl"});
   const std::string mode = spec.get_string("mode", "rate");
   const char* own_param = nullptr;
   if (mode == "rate") {
@@ -177,6 +179,12 @@ ZfpCodec::ZfpCodec(const CodecSpec& spec) : Codec(spec) {
     if (spec.has(key) && (own_param == nullptr || std::string(key) != own_param))
       bad_param(key, "does not apply to mode " + mode);
   }
+  const std::string impl = spec.get_string("impl", mode_ == ZfpMode::kRate ? "native" : "libzfp");
+  if (impl != "native" && impl != "libzfp")
+    bad_param("impl", "must be native or libzfp, got '" + impl + "'");
+  if (impl == "native" && mode_ != ZfpMode::kRate)
+    bad_param("impl", "native codes only mode rate; mode " + mode + " needs impl libzfp");
+  native_ = impl == "native";
 
   zfp_stream* zfp = zfp_stream_open(nullptr);
   if (zfp == nullptr) throw std::bad_alloc();
@@ -206,6 +214,14 @@ ZfpCodec::ZfpCodec(const CodecSpec& spec) : Codec(spec) {
       break;
   }
   zfp_mode_word_ = zfp_stream_mode(zfp);
+  if (mode_ == ZfpMode::kRate) {
+    unsigned int min_bits = 0, max_bits = 0;
+    zfp_stream_params(zfp, &min_bits, &max_bits, nullptr, nullptr);
+    block_bits_ = max_bits;
+    // The native coder follows libzfp's rate rule; both must agree.
+    if (min_bits != max_bits || max_bits != zfp_fixed_rate::block_bits(rate_))
+      throw std::logic_error("zfp codec: libzfp's fixed-rate block size differs from ours");
+  }
   zfp_field* field = zfp_field_1d(nullptr, zfp_type_float, kMaxChunkFloats);
   const size_t zfp_bound = field ? zfp_stream_maximum_size(zfp, field) : 0;
   if (field) zfp_field_free(field);
@@ -250,7 +266,9 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
   const size_t table = layout.table_bytes();
   if (count == 0) return 0;
   const int team = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads()), count));
-  auto scratch = make_scratch(team, std::min(chunk_, n));
+  // The native coder writes straight into the chunk's slot: no scratch.
+  auto scratch = make_scratch(team, native_ ? 0 : std::min(chunk_, n));
+  const auto word_bits = static_cast<uint32_t>(stream_alignment());
   std::vector<uint32_t> entries(count);
   std::vector<ChunkFailure> failures(count, ChunkFailure::kNone);
   std::vector<size_t> bad_index(count, n);
@@ -269,6 +287,13 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
         if (fail_on_nonfinite_) {
           failures[k] = ChunkFailure::kNonFinite;
           bad_index[k] = start + nonfinite_at;
+          continue;
+        }
+      } else if (native_) {
+        bytes = zfp_fixed_rate::stream_bytes(length, block_bits_, word_bits);
+        if (bytes < raw_bytes) {
+          zfp_fixed_rate::encode(in + start, length, block_bits_, word_bits, slot);
+          entries[k] = static_cast<uint32_t>(bytes);
           continue;
         }
       } else if (!worker.ok()) {
@@ -384,7 +409,7 @@ void ZfpCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n,
   if (count == 0) return;
 
   const int team = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads()), count));
-  auto scratch = make_scratch(team, std::min(chunk_, n));
+  auto scratch = make_scratch(team, native_ ? 0 : std::min(chunk_, n));
   std::vector<ChunkFailure> failures(count, ChunkFailure::kNone);
   std::vector<size_t> consumed(count, 0);
 
@@ -398,6 +423,13 @@ void ZfpCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n,
       const size_t start = layout.start(size_t(k)), length = layout.length(size_t(k));
       if (entry & kRawChunkBit) {
         std::memcpy(out + start, in + offsets[k], bytes);
+        continue;
+      }
+      if (native_) {
+        // The table check above made bytes the exact fixed-rate size, which
+        // is all the native decoder reads.
+        zfp_fixed_rate::decode(in + offsets[k], length, block_bits_,
+                               static_cast<uint32_t>(8 * word_bytes), out + start);
         continue;
       }
       if (!worker.ok()) {

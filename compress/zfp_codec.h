@@ -1,8 +1,10 @@
-// zfp: lossy (or reversible) compression of float arrays through libzfp,
-// cut into independent chunks so that encode and decode run in parallel.
+// zfp: lossy (or reversible) compression of float arrays through libzfp, or
+// in mode rate through our own bit-identical coder (zfp_fixed_rate.h), cut
+// into independent chunks so that encode and decode run in parallel.
 //
 // Spec: {name: zfp, mode: rate|accuracy|precision|reversible, rate: R,
-//        tolerance: T, precision: P, chunk: C, threads: N, nonfinite: raw|fail}
+//        tolerance: T, precision: P, chunk: C, threads: N, nonfinite: raw|fail,
+//        impl: native|libzfp}
 //   mode       default rate. Each mode takes only its own parameter:
 //   rate       (0, 32] bits per value, default 16. libzfp codes 1-D blocks of
 //              4 floats in round(4R) bits, at least 9, so rates below 2.25
@@ -21,6 +23,10 @@
 //              denormals included.
 //   chunk      floats per independently coded chunk, 1..2^26, default 65536.
 //   threads    OpenMP threads for encode and decode, default 1, 0 = all cores.
+//   impl       who codes mode rate: native (default; zfp_fixed_rate.h, ~10x
+//              libzfp's speed) or libzfp. Both write and read the same bytes,
+//              so payloads interchange: impl is a local choice, not a format.
+//              Other modes are libzfp only (impl: native there is an error).
 //   nonfinite  raw (default): a chunk holding NaN or +-Inf is sent as raw
 //              floats (bit-exact); fail: encode throws std::invalid_argument
 //              naming the first non-finite index. (libzfp on non-finite input
@@ -51,6 +57,8 @@ class ZfpCodec final : public Codec {
   bool lossless() const override { return mode_ == ZfpMode::kReversible; }
 
   ZfpMode mode() const { return mode_; }
+  // Whether rate mode runs the native coder (impl: native) rather than libzfp.
+  bool native() const { return native_; }
   size_t chunk_floats() const { return chunk_; }
   // Threads encode/decode use (0 in the spec resolved to the core count).
   int threads() const;
@@ -72,6 +80,8 @@ class ZfpCodec final : public Codec {
   int threads_ = 1;
   bool fail_on_nonfinite_ = false;
   uint64_t zfp_mode_word_ = 0;  // libzfp's compact encoding of the settings
+  bool native_ = false;         // mode rate through zfp_fixed_rate, not libzfp
+  uint32_t block_bits_ = 0;     // mode rate: bits per 4-value block
 };
 
 }  // namespace cmpi::compress

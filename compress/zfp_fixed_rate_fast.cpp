@@ -1,0 +1,552 @@
+// ZFP fixed-rate coding of 1-D floats, the fast coder: the same bytes and
+// floats as the reference (zfp_fixed_rate_reference.cpp) and libzfp.
+//
+// How it works. A block's coefficients are held as one 128-bit word P whose
+// nibble j holds bit plane 31 - j (bit i of the nibble: value i), so the
+// planes come out in coding order from the bottom of P. Two stages:
+//   transform (per 8 blocks in AVX2, per block in scalar code): exponent,
+//     float -> int cast, lifting transform, negabinary, bit reversal and a
+//     4-way bit interleave into P (and back, for decode);
+//   coding (scalar, per block): the code of a block is a prefix of the
+//     unbudgeted code, because libzfp emits bits in order and stops at the
+//     budget. So the encoder builds the code in a 128-bit accumulator without
+//     checking the budget bit by bit, then keeps the first maxbits bits:
+//     - leading planes with no significant value cost one 0 bit each: their
+//       count is ctz(P) / 4, skipped in one step;
+//     - planes while fewer than 4 values are significant: a table indexed by
+//       (n significant, nibble) gives the code bits, length and new n;
+//     - once all 4 are significant every plane is its 4 bits verbatim, so
+//       the rest of the block is P shifted down: one OR.
+//     The decoder mirrors this with a table indexed by (n, next 7 bits) (7 is
+//     the longest plane code) while the code fits the block's remaining
+//     budget, and falls back to the reference's bit-at-a-time loop for the
+//     one plane the budget cuts (libzfp then sets the bit the scan stopped
+//     at, which a table of whole codes cannot know).
+// Blocks sit at fixed bit offsets (b * maxbits), so the decoder loads each
+// block's 128 bits directly; the encoder appends blocks through a 64-bit
+// bit buffer.
+//
+// Speed (docs/benchmarks.md, one core): see the codec benchmark. What bounds
+// it: the per-block coding loop is a serial dependency chain (table lookup
+// -> n -> next lookup, and the 128-bit shifts), 1-4 planes per block at rate
+// 8..16 after the zero-plane skip; the SIMD transform is a small share.
+// memcpy moves 16 bytes per block in well under a nanosecond, this coder
+// spends a few nanoseconds per block, so it stays several times short of
+// memcpy.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CMPI_ZFP_AVX2 1
+#endif
+
+#include "compress/zfp_fixed_rate.h"
+#include "compress/zfp_fixed_rate_block.h"
+
+namespace cmpi::compress::zfp_fixed_rate {
+namespace {
+
+using u128 = unsigned __int128;
+
+constexpr uint32_t kHeaderBits = 9;
+constexpr uint32_t kPeekBits = 7;  // longest code of one bit plane
+
+struct EncodeEntry {
+  uint8_t bits, length, n;
+};
+struct DecodeEntry {
+  uint8_t nibble, length, n;
+};
+struct Tables {
+  EncodeEntry encode[4][16];
+  DecodeEntry decode[4][1 << kPeekBits];
+  float decode_scale[256];  // 2^(e - 157): float step of the block's ints
+};
+
+// The code of one plane (nibble x) given n significant values, unbudgeted,
+// as the reference encoder writes it.
+EncodeEntry plane_code(uint32_t n, uint32_t x) {
+  uint32_t bits = x & ((1u << n) - 1), length = n;
+  auto put = [&](uint32_t bit) {
+    bits |= bit << length++;
+    return bit;
+  };
+  x >>= n;
+  for (; n < 4; x >>= 1, n++) {
+    if (put(x != 0)) {
+      for (; n < 3; x >>= 1, n++)
+        if (put(x & 1u)) break;
+    } else {
+      break;
+    }
+  }
+  return {static_cast<uint8_t>(bits), static_cast<uint8_t>(length), static_cast<uint8_t>(n)};
+}
+
+// The plane decoded from the bits of v given n significant values,
+// unbudgeted, as the reference decoder reads it.
+DecodeEntry plane_decode(uint32_t n, uint32_t v) {
+  uint32_t x = v & ((1u << n) - 1), pos = n;
+  auto get = [&] { return (v >> pos++) & 1u; };
+  for (; n < 4; n++) {
+    if (get()) {
+      for (; n < 3; n++)
+        if (get()) break;
+      x += 1u << n;
+    } else {
+      break;
+    }
+  }
+  return {static_cast<uint8_t>(x), static_cast<uint8_t>(pos), static_cast<uint8_t>(n)};
+}
+
+Tables build_tables() {
+  Tables t{};
+  for (uint32_t n = 0; n < 4; ++n) {
+    for (uint32_t x = 0; x < 16; ++x) t.encode[n][x] = plane_code(n, x);
+    for (uint32_t v = 0; v < (1u << kPeekBits); ++v) t.decode[n][v] = plane_decode(n, v);
+  }
+  for (int e = 0; e < 256; ++e) t.decode_scale[e] = std::ldexp(1.f, e - 157);
+  return t;
+}
+
+const Tables& tables() {
+  static const Tables t = build_tables();
+  return t;
+}
+
+inline uint32_t ctz128(u128 x) {
+  const auto lo = static_cast<uint64_t>(x);
+  if (lo) return static_cast<uint32_t>(__builtin_ctzll(lo));
+  const auto hi = static_cast<uint64_t>(x >> 64);
+  return hi ? 64 + static_cast<uint32_t>(__builtin_ctzll(hi)) : 128;
+}
+
+inline u128 low_bits(uint32_t count) {  // count < 128
+  return (u128{1} << count) - 1;
+}
+
+// ---- transform, scalar ----------------------------------------------------
+
+inline uint32_t bit_reverse(uint32_t x) {
+  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+  x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+  return __builtin_bswap32(x);
+}
+
+// Bit j of x (j < 16) to bit 4j.
+inline uint64_t spread4(uint64_t x) {
+  x &= 0xffff;
+  x = (x | (x << 24)) & 0x000000ff000000ffull;
+  x = (x | (x << 12)) & 0x000f000f000f000full;
+  x = (x | (x << 6)) & 0x0303030303030303ull;
+  x = (x | (x << 3)) & 0x1111111111111111ull;
+  return x;
+}
+
+// Bit 4j of x to bit j (inverse of spread4).
+inline uint64_t compact4(uint64_t x) {
+  x &= 0x1111111111111111ull;
+  x = (x | (x >> 3)) & 0x0303030303030303ull;
+  x = (x | (x >> 6)) & 0x000f000f000f000full;
+  x = (x | (x >> 12)) & 0x000000ff000000ffull;
+  x = (x | (x >> 24)) & 0xffff;
+  return x;
+}
+
+// Biased block exponent e (0 for an all-zero block) and P of one block.
+void forward_block(const float* f, uint32_t& e_out, u128& p_out) {
+  uint32_t mag[4], max = 0;
+  std::memcpy(mag, f, 16);
+  for (uint32_t& m : mag) max = std::max(max, m &= 0x7fffffffu);
+  const uint32_t e = max ? (max >> 23) + 1 : 0;  // frexp exponent + 127, >= 1
+  e_out = e;
+  if (e == 0) {
+    p_out = 0;
+    return;
+  }
+  // 2^(30 - emax) = 2^(157 - e) in float: infinite when it overflows.
+  const uint32_t scale_bits = std::min<uint32_t>(284 - e, 255) << 23;
+  float s;
+  std::memcpy(&s, &scale_bits, 4);
+  int32_t y[4];
+  for (int i = 0; i < 4; ++i) y[i] = block::to_int(s * f[i]);
+  block::fwd_lift(y);
+  uint64_t lo = 0, hi = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t r = bit_reverse(block::to_negabinary(y[i]));
+    lo |= spread4(r) << i;
+    hi |= spread4(r >> 16) << i;
+  }
+  p_out = (u128{hi} << 64) | lo;
+}
+
+void inverse_block(uint32_t e, u128 p, float* f) {
+  const auto lo = static_cast<uint64_t>(p), hi = static_cast<uint64_t>(p >> 64);
+  int32_t y[4];
+  for (int i = 0; i < 4; ++i) {
+    const auto r = static_cast<uint32_t>(compact4(lo >> i) | (compact4(hi >> i) << 16));
+    y[i] = block::from_negabinary(bit_reverse(r));
+  }
+  block::inv_lift(y);
+  const float s = tables().decode_scale[e];
+  for (int i = 0; i < 4; ++i) f[i] = s * static_cast<float>(y[i]);
+}
+
+// ---- transform, AVX2: 8 blocks (32 floats) at once --------------------------
+// Lane b of vector i holds value i of block b. P of block b is words
+// p[0][b] (low) .. p[3][b] (high).
+
+#ifdef CMPI_ZFP_AVX2
+#define CMPI_AVX2 __attribute__((target("avx2")))
+
+CMPI_AVX2 inline __m256i bit_reverse8(__m256i x) {
+  const __m256i bswap = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3, 2,
+                                         1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+  const __m256i rev_lo = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0,
+                                          8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
+  const __m256i rev_hi = _mm256_slli_epi16(rev_lo, 4);  // reversed nibble, in the high half
+  const __m256i nib = _mm256_set1_epi8(0x0f);
+  x = _mm256_shuffle_epi8(x, bswap);
+  const __m256i lo = _mm256_and_si256(x, nib);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
+  return _mm256_or_si256(_mm256_shuffle_epi8(rev_hi, lo), _mm256_shuffle_epi8(rev_lo, hi));
+}
+
+// Bit j of each byte-sized x (j < 8) to bit 4j.
+CMPI_AVX2 inline __m256i spread8(__m256i x) {
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 12)), _mm256_set1_epi32(0x000f000f));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 6)), _mm256_set1_epi32(0x03030303));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 3)), _mm256_set1_epi32(0x11111111));
+  return x;
+}
+
+// Bit 4j of x to bit j (j < 8).
+CMPI_AVX2 inline __m256i compact8(__m256i x) {
+  x = _mm256_and_si256(x, _mm256_set1_epi32(0x11111111));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 3)), _mm256_set1_epi32(0x03030303));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 6)), _mm256_set1_epi32(0x000f000f));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 12)), _mm256_set1_epi32(0xff));
+  return x;
+}
+
+// Blocks b and b + 4 as the two 128-bit halves.
+CMPI_AVX2 inline __m256 load_pair(const float* f, int b) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(f + 4 * b)),
+                              _mm_loadu_ps(f + 4 * b + 16), 1);
+}
+
+CMPI_AVX2 void forward8_avx2(const float* f, uint32_t* e_out, uint32_t (*p)[8]) {
+  __m256 a0 = load_pair(f, 0), a1 = load_pair(f, 1), a2 = load_pair(f, 2), a3 = load_pair(f, 3);
+  // Transpose within each 128-bit half: v_i = value i of blocks 0..7.
+  const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
+  const __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
+  __m256 v[4];
+  v[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+  v[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+  v[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+  v[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i max = _mm256_setzero_si256();
+  for (auto& x : v) max = _mm256_max_epu32(max, _mm256_and_si256(_mm256_castps_si256(x), abs_mask));
+  const __m256i zero = _mm256_cmpeq_epi32(max, _mm256_setzero_si256());
+  const __m256i e =
+      _mm256_andnot_si256(zero, _mm256_add_epi32(_mm256_srli_epi32(max, 23), _mm256_set1_epi32(1)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(e_out), e);
+  const __m256i scale_exp =
+      _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(284), e), _mm256_set1_epi32(255));
+  const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(scale_exp, 23));
+  // cvttps gives INT_MIN for NaN and out-of-range products, as cvttss2si.
+  __m256i x = _mm256_cvttps_epi32(_mm256_mul_ps(s, v[0]));
+  __m256i y = _mm256_cvttps_epi32(_mm256_mul_ps(s, v[1]));
+  __m256i z = _mm256_cvttps_epi32(_mm256_mul_ps(s, v[2]));
+  __m256i w = _mm256_cvttps_epi32(_mm256_mul_ps(s, v[3]));
+  // Forward lift (block::fwd_lift), 8 blocks per instruction.
+  x = _mm256_srai_epi32(_mm256_add_epi32(x, w), 1), w = _mm256_sub_epi32(w, x);
+  z = _mm256_srai_epi32(_mm256_add_epi32(z, y), 1), y = _mm256_sub_epi32(y, z);
+  x = _mm256_srai_epi32(_mm256_add_epi32(x, z), 1), z = _mm256_sub_epi32(z, x);
+  w = _mm256_srai_epi32(_mm256_add_epi32(w, y), 1), y = _mm256_sub_epi32(y, w);
+  w = _mm256_add_epi32(w, _mm256_srai_epi32(y, 1)),
+  y = _mm256_sub_epi32(y, _mm256_srai_epi32(w, 1));
+  const __m256i nb = _mm256_set1_epi32(static_cast<int>(block::kNegabinaryMask));
+  const __m256i byte = _mm256_set1_epi32(0xff);
+  __m256i r[4] = {x, y, z, w};
+  for (auto& ri : r) ri = bit_reverse8(_mm256_xor_si256(_mm256_add_epi32(ri, nb), nb));
+  for (int q = 0; q < 4; ++q) {
+    __m256i word = _mm256_setzero_si256();
+    for (int i = 0; i < 4; ++i) {
+      const __m256i bits = _mm256_and_si256(_mm256_srli_epi32(r[i], 8 * q), byte);
+      word = _mm256_or_si256(word, _mm256_slli_epi32(spread8(bits), i));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p[q]), word);
+  }
+}
+
+CMPI_AVX2 void inverse8_avx2(const uint32_t (*p)[8], const float* scale, float* f) {
+  __m256i r[4] = {};
+  for (int q = 0; q < 4; ++q) {
+    const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[q]));
+    for (int i = 0; i < 4; ++i)
+      r[i] = _mm256_or_si256(r[i], _mm256_slli_epi32(compact8(_mm256_srli_epi32(word, i)), 8 * q));
+  }
+  const __m256i nb = _mm256_set1_epi32(static_cast<int>(block::kNegabinaryMask));
+  for (auto& ri : r) ri = _mm256_sub_epi32(_mm256_xor_si256(bit_reverse8(ri), nb), nb);
+  __m256i x = r[0], y = r[1], z = r[2], w = r[3];
+  // Inverse lift (block::inv_lift).
+  y = _mm256_add_epi32(y, _mm256_srai_epi32(w, 1)),
+  w = _mm256_sub_epi32(w, _mm256_srai_epi32(y, 1));
+  y = _mm256_add_epi32(y, w), w = _mm256_sub_epi32(_mm256_slli_epi32(w, 1), y);
+  z = _mm256_add_epi32(z, x), x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), z);
+  y = _mm256_add_epi32(y, z), z = _mm256_sub_epi32(_mm256_slli_epi32(z, 1), y);
+  w = _mm256_add_epi32(w, x), x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), w);
+  const __m256 s = _mm256_loadu_ps(scale);
+  const __m256 v0 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(x));
+  const __m256 v1 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(y));
+  const __m256 v2 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(z));
+  const __m256 v3 = _mm256_mul_ps(s, _mm256_cvtepi32_ps(w));
+  // Transpose back: half h of output vector b holds block b + 4h.
+  const __m256 t0 = _mm256_unpacklo_ps(v0, v1), t1 = _mm256_unpackhi_ps(v0, v1);
+  const __m256 t2 = _mm256_unpacklo_ps(v2, v3), t3 = _mm256_unpackhi_ps(v2, v3);
+  const __m256 b[4] = {
+      _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))),
+      _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))),
+      _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3))),
+      _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)))};
+  for (int k = 0; k < 4; ++k) {
+    _mm_storeu_ps(f + 4 * k, _mm256_castps256_ps128(b[k]));
+    _mm_storeu_ps(f + 4 * k + 16, _mm256_extractf128_ps(b[k], 1));
+  }
+}
+#endif
+
+// ---- coding ---------------------------------------------------------------
+
+// The first maxbits bits of a block's code.
+inline u128 code_block(const Tables& t, uint32_t e, u128 p, uint32_t maxbits) {
+  if (e == 0) return 0;
+  u128 code = 2 * e + 1;
+  uint32_t j = p == 0 ? 32 : ctz128(p) >> 2;  // planes before the first set bit
+  uint32_t pos = kHeaderBits + j, n = 0;
+  while (n < 4 && j < 32 && pos < maxbits) {
+    const EncodeEntry c = t.encode[n][static_cast<uint32_t>(p >> (4 * j)) & 15];
+    code |= u128{c.bits} << pos;
+    pos += c.length;
+    n = c.n;
+    ++j;
+  }
+  if (n == 4 && j < 32 && pos < maxbits) code |= (p >> (4 * j)) << pos;
+  return maxbits >= 128 ? code : code & low_bits(maxbits);
+}
+
+// e and P of a block from its bits (bit 0 first; zero past maxbits).
+inline void decode_block_bits(const Tables& t, u128 bits_in, uint32_t maxbits, uint32_t& e_out,
+                              u128& p_out) {
+  if (!(bits_in & 1)) {
+    e_out = 0, p_out = 0;
+    return;
+  }
+  e_out = static_cast<uint32_t>(bits_in >> 1) & 0xff;
+  u128 w = bits_in >> kHeaderBits;
+  uint32_t budget = maxbits - kHeaderBits, n = 0, j = 0;
+  u128 p = 0;
+  while (budget && j < 32) {
+    if (n == 4) {  // the rest verbatim
+      const uint32_t take = std::min(budget, 4 * (32 - j));
+      p |= (w & low_bits(take)) << (4 * j);
+      break;
+    }
+    if (n == 0) {  // a run of planes with nothing significant: one 0 bit each
+      const uint32_t z = std::min({ctz128(w), budget, 32 - j});
+      w >>= z, budget -= z, j += z;
+      if (!budget || j == 32) break;
+    }
+    const DecodeEntry d = t.decode[n][static_cast<uint32_t>(w) & ((1u << kPeekBits) - 1)];
+    if (d.length > budget) {
+      // The budget ends inside this plane: the reference's loop, exactly.
+      const uint32_t m = std::min(n, budget);
+      budget -= m;
+      uint32_t x = static_cast<uint32_t>(w) & ((1u << m) - 1);
+      w >>= m;
+      auto get = [&] {
+        const auto bit = static_cast<uint32_t>(w) & 1u;
+        w >>= 1;
+        return bit;
+      };
+      for (; budget && n < 4; n++) {
+        budget--;
+        if (get()) {
+          for (; budget && n < 3; n++) {
+            budget--;
+            if (get()) break;
+          }
+          x += 1u << n;
+        } else {
+          break;
+        }
+      }
+      p |= u128{x} << (4 * j);
+      break;
+    }
+    p |= u128{d.nibble} << (4 * j);
+    w >>= d.length;
+    budget -= d.length;
+    n = d.n;
+    ++j;
+  }
+  p_out = p;
+}
+
+class BitWriter {
+ public:
+  explicit BitWriter(uint8_t* out) : out_(out) {}
+  // Appends the low `count` bits of v (count <= 64, no bits above count).
+  void put(uint64_t v, uint32_t count) {
+    if (count == 0) return;
+    acc_ |= v << fill_;
+    if (fill_ + count >= 64) {
+      std::memcpy(out_, &acc_, 8);  // little-endian host: bit order of the stream
+      out_ += 8;
+      acc_ = fill_ ? v >> (64 - fill_) : 0;
+      fill_ = fill_ + count - 64;
+    } else {
+      fill_ += count;
+    }
+  }
+  void put128(u128 v, uint32_t count) {
+    if (count <= 64) {
+      put(static_cast<uint64_t>(v), count);
+    } else {
+      put(static_cast<uint64_t>(v), 64);
+      put(static_cast<uint64_t>(v >> 64), count - 64);
+    }
+  }
+  // Writes the partial last word; returns the end.
+  uint8_t* flush() {
+    const uint32_t bytes = (fill_ + 7) / 8;
+    std::memcpy(out_, &acc_, bytes);
+    return out_ + bytes;
+  }
+
+ private:
+  uint8_t* out_;
+  uint64_t acc_ = 0;
+  uint32_t fill_ = 0;
+};
+
+// maxbits bits of the stream from bit `pos` (the rest zero).
+inline u128 load_block(const uint8_t* in, size_t size, size_t pos, uint32_t maxbits) {
+  const size_t at = pos / 8;
+  const uint32_t shift = pos % 8;
+  uint64_t word[3] = {0, 0, 0};
+  if (at + 24 <= size) {
+    std::memcpy(word, in + at, 24);
+  } else {
+    std::memcpy(word, in + at, size - at);
+  }
+  u128 v = ((u128{word[1]} << 64) | word[0]) >> shift;
+  if (shift) v |= u128{word[2]} << (128 - shift);
+  return maxbits >= 128 ? v : v & low_bits(maxbits);
+}
+
+bool use_avx2(SimdLevel level) {
+#ifdef CMPI_ZFP_AVX2
+  return level == SimdLevel::kAvx2;
+#else
+  (void)level;
+  return false;
+#endif
+}
+
+}  // namespace
+
+void encode_at(SimdLevel level, const float* in, size_t n, uint32_t maxbits, uint32_t word_bits,
+               uint8_t* out) {
+  const Tables& t = tables();
+  BitWriter writer(out);
+  const size_t blocks = n / 4;
+  size_t b = 0;
+#ifdef CMPI_ZFP_AVX2
+  if (use_avx2(level)) {
+    uint32_t e[8], p[4][8];
+    for (; b + 8 <= blocks; b += 8) {
+      forward8_avx2(in + 4 * b, e, p);
+      for (int k = 0; k < 8; ++k) {
+        const u128 pk = (u128{(uint64_t{p[3][k]} << 32) | p[2][k]} << 64) |
+                        ((uint64_t{p[1][k]} << 32) | p[0][k]);
+        writer.put128(code_block(t, e[k], pk, maxbits), maxbits);
+      }
+    }
+  }
+#else
+  (void)level;
+#endif
+  for (; b < blocks; ++b) {
+    uint32_t e;
+    u128 p;
+    forward_block(in + 4 * b, e, p);
+    writer.put128(code_block(t, e, p, maxbits), maxbits);
+  }
+  if (n % 4) {
+    float f[4];
+    block::pad_partial(in + 4 * blocks, n % 4, f);
+    uint32_t e;
+    u128 p;
+    forward_block(f, e, p);
+    writer.put128(code_block(t, e, p, maxbits), maxbits);
+  }
+  uint8_t* end = writer.flush();
+  uint8_t* const stream_end = out + stream_bytes(n, maxbits, word_bits);
+  std::fill(end, stream_end, uint8_t{0});
+}
+
+void decode_at(SimdLevel level, const uint8_t* in, size_t n, uint32_t maxbits, uint32_t word_bits,
+               float* out) {
+  const Tables& t = tables();
+  const size_t size = stream_bytes(n, maxbits, word_bits);
+  const size_t blocks = (n + 3) / 4, full = n / 4;
+  size_t b = 0;
+#ifdef CMPI_ZFP_AVX2
+  if (use_avx2(level)) {
+    uint32_t p[4][8];
+    float scale[8];
+    for (; b + 8 <= full; b += 8) {
+      for (int k = 0; k < 8; ++k) {
+        uint32_t e;
+        u128 pk;
+        decode_block_bits(t, load_block(in, size, (b + k) * maxbits, maxbits), maxbits, e, pk);
+        scale[k] = t.decode_scale[e];
+        const auto lo = static_cast<uint64_t>(pk), hi = static_cast<uint64_t>(pk >> 64);
+        p[0][k] = static_cast<uint32_t>(lo), p[1][k] = static_cast<uint32_t>(lo >> 32);
+        p[2][k] = static_cast<uint32_t>(hi), p[3][k] = static_cast<uint32_t>(hi >> 32);
+      }
+      inverse8_avx2(p, scale, out + 4 * b);
+    }
+  }
+#else
+  (void)level;
+#endif
+  for (; b < blocks; ++b) {
+    uint32_t e;
+    u128 p;
+    decode_block_bits(t, load_block(in, size, b * maxbits, maxbits), maxbits, e, p);
+    float f[4];
+    inverse_block(e, p, f);
+    std::copy(f, f + std::min<size_t>(4, n - 4 * b), out + 4 * b);
+  }
+}
+
+void encode(const float* in, size_t n, uint32_t maxbits, uint32_t word_bits, uint8_t* out) {
+  static const SimdLevel level = best_simd_level();
+  encode_at(level, in, n, maxbits, word_bits, out);
+}
+
+void decode(const uint8_t* in, size_t n, uint32_t maxbits, uint32_t word_bits, float* out) {
+  static const SimdLevel level = best_simd_level();
+  decode_at(level, in, n, maxbits, word_bits, out);
+}
+
+}  // namespace cmpi::compress::zfp_fixed_rate
