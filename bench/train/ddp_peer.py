@@ -248,8 +248,15 @@ def main():
         sys.exit(f"ddp_peer: {n_params} parameters; GptOptions::parameter_count gives {expected}"
                  + (f", cmpi-train reported {args.expect_params}" if args.expect_params else ""))
     # Every replica starts from rank 0's weights (DDP broadcasts them at construction).
-    bucket_mb = parse_bytes(par.get("dp_bucket_bytes", "25MiB")) / float(1 << 20)
-    ddp = DDP(model, bucket_cap_mb=bucket_mb, broadcast_buffers=False)
+    # Buckets of parallel.dp_bucket_bytes, the first one too (DDP's default first bucket is 1 MiB;
+    # the trainer has none such). PowerSGD gets one bucket for the whole model: with several, its
+    # chained gloo allreduces (issued from future callbacks) interleave with the next bucket's in
+    # a different order on different ranks and gloo fails ("op.preamble.length <= op.nbytes").
+    bucket_bytes = parse_bytes(par.get("dp_bucket_bytes", "25MiB"))
+    if args.hook == "powersgd":
+        bucket_bytes = max(bucket_bytes, 4 * n_params + (1 << 20))
+    dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_bytes
+    ddp = DDP(model, bucket_cap_mb=bucket_bytes / float(1 << 20), broadcast_buffers=False)
     counter = None
     if args.hook == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
