@@ -233,12 +233,16 @@ def plot(out, meta, rows, curves):
                            hatch="//" if r["status"] != "ok" else None, edgecolor="black", linewidth=0.4)
                     ax.errorbar(pos, v, yerr=[[v - r["tokens_per_s_min"]], [r["tokens_per_s_max"] - v]],
                                 color="black", capsize=2, linewidth=0.8)
-                    ax.text(pos, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7, rotation=90)
+                    ax.text(pos + width * 0.05, v * 0.02, f"{v:.0f}", ha="center", va="bottom", fontsize=7, rotation=90,
+                            color="white")
+                else:
+                    ax.bar(pos, 0, width * 0.92, color=color_of(r["policy"], extra), label=label)
                 if r["status"] != "ok":
-                    ax.text(pos, 0, "FAILED", ha="center", va="bottom", fontsize=7, rotation=90, color="red")
+                    ax.text(pos, 0, " FAILED", ha="center", va="bottom", fontsize=8, rotation=90, color="red")
             ticks.append(x)
             labels.append(("DDP " if g[0] == "pytorch-ddp" else "cmpi ") + g[1])
             x += 1.0
+        ax.set_xlim(-0.6, x - 0.4)
         ax.set_xticks(ticks)
         ax.set_xticklabels(labels)
         ax.set_title(f"link {link}")
