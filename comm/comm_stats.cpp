@@ -8,6 +8,8 @@ OpCounters& OpCounters::operator+=(const OpCounters& o) {
   calls += o.calls;
   raw_bytes += o.raw_bytes;
   wire_bytes += o.wire_bytes;
+  intra_wire_bytes += o.intra_wire_bytes;
+  inter_wire_bytes += o.inter_wire_bytes;
   compressed_calls += o.compressed_calls;
   seconds += o.seconds;
   encode_seconds += o.encode_seconds;
@@ -25,15 +27,17 @@ OpCounters CommStats::total() const {
 }
 
 std::string counters_json(const OpCounters& c) {
-  char buf[512];
+  char buf[640];
   std::snprintf(buf, sizeof buf,
                 "{\"calls\":%llu,\"compressed_calls\":%llu,\"raw_bytes\":%llu,"
-                "\"wire_bytes\":%llu,\"ratio\":%.4f,\"seconds\":%.6f,\"encode_s\":%.6f,"
+                "\"wire_bytes\":%llu,\"intra_wire_bytes\":%llu,\"inter_wire_bytes\":%llu,"
+                "\"ratio\":%.4f,\"seconds\":%.6f,\"encode_s\":%.6f,"
                 "\"decode_s\":%.6f,\"wire_s\":%.6f,\"rel_error\":%.3e,\"error_samples\":%llu}",
                 (unsigned long long)c.calls, (unsigned long long)c.compressed_calls,
-                (unsigned long long)c.raw_bytes, (unsigned long long)c.wire_bytes, c.ratio(),
-                c.seconds, c.encode_seconds, c.decode_seconds, c.wire_seconds, c.mean_error(),
-                (unsigned long long)c.error_samples);
+                (unsigned long long)c.raw_bytes, (unsigned long long)c.wire_bytes,
+                (unsigned long long)c.intra_wire_bytes, (unsigned long long)c.inter_wire_bytes,
+                c.ratio(), c.seconds, c.encode_seconds, c.decode_seconds, c.wire_seconds,
+                c.mean_error(), (unsigned long long)c.error_samples);
   return buf;
 }
 

@@ -9,6 +9,10 @@
 // same on the plain path (where MPI picks its own algorithm), frames and codec
 // payloads on the compressed path, so ratio() is the compression achieved.
 // Received bytes are counted by their sender; receives add time only.
+// wire_bytes is split into intra_wire_bytes and inter_wire_bytes by the
+// message's locality as the policy saw it (a collective over a group that
+// spans nodes counts wholly inter-node, though a ring's hops inside one node
+// are in fact intra-node).
 // Seconds are wall time on this rank: `seconds` the whole call, encode/decode
 // inside codecs, wire waiting on transfers (the whole call on the plain path).
 // Sampled error is the relative L2 error ||decoded - x|| / ||x|| of the first
@@ -28,6 +32,8 @@ struct OpCounters {
   uint64_t calls = 0;
   uint64_t raw_bytes = 0;
   uint64_t wire_bytes = 0;
+  uint64_t intra_wire_bytes = 0;  // of wire_bytes: messages inside one node
+  uint64_t inter_wire_bytes = 0;  // of wire_bytes: messages across nodes
   uint64_t compressed_calls = 0;
   double seconds = 0;         // whole call
   double encode_seconds = 0;  // inside codecs

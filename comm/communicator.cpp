@@ -19,14 +19,20 @@ namespace {
 // exchanges cycle through them on the private communicator.
 constexpr int kTagCycle = 32767;
 
+void add_locality_bytes(OpCounters& counters, uint64_t bytes, Locality locality) {
+  (locality == Locality::kInter ? counters.inter_wire_bytes : counters.intra_wire_bytes) += bytes;
+}
+
 // Accounts one plain call: the bytes go on the wire as they are, and the
 // whole call is wire time.
 class PlainCall {
  public:
-  PlainCall(OpCounters& counters, uint64_t bytes) : counters_(counters), start_(MPI_Wtime()) {
+  PlainCall(OpCounters& counters, uint64_t bytes, Locality locality)
+      : counters_(counters), start_(MPI_Wtime()) {
     counters_.calls += 1;
     counters_.raw_bytes += bytes;
     counters_.wire_bytes += bytes;
+    add_locality_bytes(counters_, bytes, locality);
   }
   ~PlainCall() {
     double elapsed = MPI_Wtime() - start_;
@@ -39,16 +45,38 @@ class PlainCall {
   double start_;
 };
 
-// Adds the whole call's time to `seconds`; the algorithm charges the rest.
+// Adds the whole call's time to `seconds` and the wire bytes the algorithm
+// counted to the call's locality; the algorithm charges the rest.
 class CompressedCall {
  public:
-  explicit CompressedCall(OpCounters& counters) : counters_(counters), start_(MPI_Wtime()) {}
-  ~CompressedCall() { counters_.seconds += MPI_Wtime() - start_; }
+  CompressedCall(OpCounters& counters, Locality locality)
+      : counters_(counters),
+        locality_(locality),
+        wire_before_(counters.wire_bytes),
+        start_(MPI_Wtime()) {}
+  ~CompressedCall() {
+    counters_.seconds += MPI_Wtime() - start_;
+    add_locality_bytes(counters_, counters_.wire_bytes - wire_before_, locality_);
+  }
 
  private:
   OpCounters& counters_;
+  Locality locality_;
+  uint64_t wire_before_;
   double start_;
 };
+
+// This rank's node as MPI sees it: the lowest world rank among the ranks
+// that share its memory (MPI_COMM_TYPE_SHARED), the same on all of them.
+int detect_node(MPI_Comm comm) {
+  MPI_Comm shared;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  int world_rank = 0, node = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
+  MPI_Comm_free(&shared);
+  return node;
+}
 
 size_t total_of(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t(0));
@@ -174,7 +202,8 @@ Communicator::Request::~Request() {
 
 Communicator::Communicator(MPI_Comm comm, GroupKind kind) : Communicator(comm, kind, nullptr) {}
 
-Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy)
+Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy,
+                           int node)
     : comm_(comm), kind_(kind), policy_(std::move(policy)) {
   if (policy_ && policy_->group() != kind)
     throw std::invalid_argument(std::string("group ") + to_string(kind) +
@@ -184,6 +213,11 @@ Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<Policy
   // The compressed algorithms and halos exchange point-to-point messages; on
   // a communicator of their own these can never match the caller's sends.
   MPI_Comm_dup(comm_, &internal_);
+  if (node < 0) node = detect_node(comm_);
+  node_of_rank_.assign(size_t(size_), 0);
+  MPI_Allgather(&node, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, comm_);
+  spans_nodes_ = std::any_of(node_of_rank_.begin(), node_of_rank_.end(),
+                             [&](int n) { return n != node_of_rank_[0]; });
 }
 
 Communicator::~Communicator() {
@@ -232,7 +266,7 @@ const std::vector<int>& Communicator::mpi_displs(const std::vector<int>& counts,
 }
 
 size_t Communicator::agreed_bytes(Op op, Role role, size_t local_bytes) {
-  if (!policy_ || policy_->size_independent(op, role)) return local_bytes;
+  if (!policy_ || policy_->size_independent(op, role, collective_locality())) return local_bytes;
   unsigned long long mine = local_bytes, largest = 0;
   MPI_Allreduce(&mine, &largest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_);
   return size_t(largest);
@@ -298,14 +332,15 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
 
 void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
   const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
-  if (const Route* route = compressing_route(Op::kAllreduce, role, n * sizeof(float))) {
-    CompressedCall call(stats_.at(Op::kAllreduce));
+  if (const Route* route =
+          compressing_route(Op::kAllreduce, role, n * sizeof(float), collective_locality())) {
+    CompressedCall call(stats_.at(Op::kAllreduce), collective_locality());
     begin_compressed(*route, Op::kAllreduce, bytes, data, n);
     CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
     ring_allreduce(ctx, data, n);
     return;
   }
-  PlainCall call(stats_.at(Op::kAllreduce), bytes);
+  PlainCall call(stats_.at(Op::kAllreduce), bytes, collective_locality());
   MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), MPI_FLOAT, MPI_SUM, comm_);
 }
 
@@ -314,14 +349,15 @@ void Communicator::reduce_scatter(const float* in, float* out, const std::vector
   check_counts(counts, "reduce_scatter");
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[rank_]) * sizeof(float);
-  if (const Route* route = compressing_route(Op::kReduceScatter, role, total * sizeof(float))) {
-    CompressedCall call(stats_.at(Op::kReduceScatter));
+  if (const Route* route = compressing_route(Op::kReduceScatter, role, total * sizeof(float),
+                                             collective_locality())) {
+    CompressedCall call(stats_.at(Op::kReduceScatter), collective_locality());
     begin_compressed(*route, Op::kReduceScatter, bytes, in, total);
     CompressedContext ctx = context(*route, Op::kReduceScatter, internal_, next_tag(), buffer_key);
     ring_reduce_scatter(ctx, in, out, counts);
     return;
   }
-  PlainCall call(stats_.at(Op::kReduceScatter), bytes);
+  PlainCall call(stats_.at(Op::kReduceScatter), bytes, collective_locality());
   MPI_Reduce_scatter(in, out, mpi_counts(counts, recv_counts_).data(), MPI_FLOAT, MPI_SUM, comm_);
 }
 
@@ -330,14 +366,15 @@ void Communicator::allgather(const float* in, float* out, const std::vector<size
   check_counts(counts, "allgather");
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[(rank_ + 1) % size_]) * sizeof(float);
-  if (const Route* route = compressing_route(Op::kAllgather, role, total * sizeof(float))) {
-    CompressedCall call(stats_.at(Op::kAllgather));
+  if (const Route* route =
+          compressing_route(Op::kAllgather, role, total * sizeof(float), collective_locality())) {
+    CompressedCall call(stats_.at(Op::kAllgather), collective_locality());
     begin_compressed(*route, Op::kAllgather, bytes, in, counts[rank_]);
     CompressedContext ctx = context(*route, Op::kAllgather, internal_, next_tag(), buffer_key);
     ring_allgather(ctx, in, out, counts);
     return;
   }
-  PlainCall call(stats_.at(Op::kAllgather), bytes);
+  PlainCall call(stats_.at(Op::kAllgather), bytes, collective_locality());
   const auto& c = mpi_counts(counts, recv_counts_);
   const auto& displs = mpi_displs(c, recv_displs_);
   MPI_Allgatherv(in, c[rank_], MPI_FLOAT, out, c.data(), displs.data(), MPI_FLOAT, comm_);
@@ -346,14 +383,15 @@ void Communicator::allgather(const float* in, float* out, const std::vector<size
 void Communicator::broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key) {
   check_peer(root, "root", "broadcast");
   const uint64_t bytes = chain_broadcast_bytes(n, rank_, root, size_);
-  if (const Route* route = compressing_route(Op::kBroadcast, role, n * sizeof(float))) {
-    CompressedCall call(stats_.at(Op::kBroadcast));
+  if (const Route* route =
+          compressing_route(Op::kBroadcast, role, n * sizeof(float), collective_locality())) {
+    CompressedCall call(stats_.at(Op::kBroadcast), collective_locality());
     begin_compressed(*route, Op::kBroadcast, bytes, rank_ == root ? data : nullptr, n);
     CompressedContext ctx = context(*route, Op::kBroadcast, internal_, next_tag(), buffer_key);
     chain_broadcast(ctx, data, n, root);
     return;
   }
-  PlainCall call(stats_.at(Op::kBroadcast), bytes);
+  PlainCall call(stats_.at(Op::kBroadcast), bytes, collective_locality());
   MPI_Bcast(data, mpi_count(n, kind_), MPI_FLOAT, root, comm_);
 }
 
@@ -365,8 +403,9 @@ void Communicator::alltoall(const float* in, const std::vector<size_t>& send_cou
   const size_t send_total = total_of(send_counts);
   const uint64_t bytes = uint64_t(send_total - send_counts[rank_]) * sizeof(float);
   const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
-  if (const Route* route = compressing_route(Op::kAlltoall, role, policy_bytes)) {
-    CompressedCall call(stats_.at(Op::kAlltoall));
+  if (const Route* route =
+          compressing_route(Op::kAlltoall, role, policy_bytes, collective_locality())) {
+    CompressedCall call(stats_.at(Op::kAlltoall), collective_locality());
     // The first block this rank actually sends elsewhere is its sample.
     size_t offset = 0, sample_n = 0;
     for (int j = 0; j < size_ && sample_n == 0; ++j) {
@@ -378,7 +417,7 @@ void Communicator::alltoall(const float* in, const std::vector<size_t>& send_cou
     compressed_alltoall(ctx, in, send_counts, out, recv_counts);
     return;
   }
-  PlainCall call(stats_.at(Op::kAlltoall), bytes);
+  PlainCall call(stats_.at(Op::kAlltoall), bytes, collective_locality());
   const auto& sc = mpi_counts(send_counts, send_counts_);
   const auto& rc = mpi_counts(recv_counts, recv_counts_);
   const auto& sd = mpi_displs(sc, send_displs_);
@@ -393,15 +432,16 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
   const uint64_t bytes = uint64_t(send_lo + send_hi) * sizeof(float);
   const size_t largest = std::max(std::max(send_lo, send_hi), std::max(recv_lo, recv_hi));
   const size_t policy_bytes = agreed_bytes(Op::kHalo, role, largest * sizeof(float));
-  if (const Route* route = compressing_route(Op::kHalo, role, policy_bytes)) {
-    CompressedCall call(stats_.at(Op::kHalo));
+  if (const Route* route =
+          compressing_route(Op::kHalo, role, policy_bytes, collective_locality())) {
+    CompressedCall call(stats_.at(Op::kHalo), collective_locality());
     begin_compressed(*route, Op::kHalo, bytes, send_lo ? b.send_lo : b.send_hi,
                      send_lo ? send_lo : send_hi);
     CompressedContext ctx = context(*route, Op::kHalo, internal_, next_tag(), buffer_key);
     comm::halo_exchange(ctx, b);
     return;
   }
-  PlainCall call(stats_.at(Op::kHalo), bytes);
+  PlainCall call(stats_.at(Op::kHalo), bytes, collective_locality());
   const int lo = has_lo ? rank_ - 1 : MPI_PROC_NULL, hi = has_hi ? rank_ + 1 : MPI_PROC_NULL;
   const int tag = next_tag();
   // Upward first (my upper rows become my upper neighbour's lower halo), then
@@ -429,22 +469,23 @@ void Communicator::send(const float* data, size_t n, int dest, int tag, Role rol
                         uint64_t buffer_key) {
   check_peer(dest, "dest", "send");
   const uint64_t bytes = uint64_t(n) * sizeof(float);
-  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes)) {
-    CompressedCall call(stats_.at(Op::kSendRecv));
+  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest))) {
+    CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(dest));
     begin_compressed(*route, Op::kSendRecv, bytes, data, n);
     CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
     compressed_send(ctx, data, n, dest);
     return;
   }
-  PlainCall call(stats_.at(Op::kSendRecv), bytes);
+  PlainCall call(stats_.at(Op::kSendRecv), bytes, peer_locality(dest));
   MPI_Send(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_);
 }
 
 void Communicator::recv(float* data, size_t n, int source, int tag, Role role) {
   check_peer(source, "source", "recv");
   // Received bytes are counted by the sender; only time is added here.
-  if (const Route* route = compressing_route(Op::kSendRecv, role, n * sizeof(float))) {
-    CompressedCall call(stats_.at(Op::kSendRecv));
+  if (const Route* route =
+          compressing_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source))) {
+    CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(source));
     CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
     compressed_recv(ctx, data, n, source);
     return;
@@ -471,8 +512,9 @@ void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, flo
   check_peer(dest, "dest", "sendrecv");
   check_peer(source, "source", "sendrecv");
   const uint64_t bytes = uint64_t(send_n) * sizeof(float);
-  const Route* out_route = compressing_route(Op::kSendRecv, role, bytes);
-  const Route* in_route = compressing_route(Op::kSendRecv, role, recv_n * sizeof(float));
+  const Route* out_route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest));
+  const Route* in_route =
+      compressing_route(Op::kSendRecv, role, recv_n * sizeof(float), peer_locality(source));
   if ((out_route || in_route) && !(dest == rank_ && source == rank_)) {
     // Either direction may be compressed on its own, as its peer decides the
     // same for the same size: start the send, receive, then finish the send.
@@ -481,7 +523,7 @@ void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, flo
     wait(out);
     return;
   }
-  PlainCall call(stats_.at(Op::kSendRecv), dest == rank_ ? 0 : bytes);
+  PlainCall call(stats_.at(Op::kSendRecv), dest == rank_ ? 0 : bytes, peer_locality(dest));
   MPI_Sendrecv(send_data, mpi_count(send_n, kind_), MPI_FLOAT, dest, tag, recv_data,
                mpi_count(recv_n, kind_), MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE);
 }
@@ -492,8 +534,8 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
   const uint64_t bytes = uint64_t(n) * sizeof(float);
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
-  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes)) {
-    CompressedCall call(counters);
+  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest))) {
+    CompressedCall call(counters, peer_locality(dest));
     begin_compressed(*route, Op::kSendRecv, bytes, data, n);
     auto pending = std::make_unique<CompressedSendPending>();
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
@@ -511,7 +553,7 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
     request.op_ = std::move(pending);
     return request;
   }
-  PlainCall call(counters, bytes);
+  PlainCall call(counters, bytes, peer_locality(dest));
   auto pending = std::make_unique<PlainPending>();
   pending->counters = &counters;
   MPI_Isend(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_, &pending->request);
@@ -523,7 +565,8 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
   check_peer(source, "source", "irecv");
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
-  if (const Route* route = compressing_route(Op::kSendRecv, role, n * sizeof(float))) {
+  if (const Route* route =
+          compressing_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source))) {
     auto pending = std::make_unique<CompressedRecvPending>();
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
     check_context(pending->ctx, TransferOp::kSendRecv);

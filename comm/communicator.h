@@ -14,6 +14,13 @@
 // mismatch aborts in MPI (plain path) or raises a TransferError naming the
 // peer and the field (compressed path); either way the job must end.
 //
+// Locality: the communicator learns at construction which node each of its
+// ranks sits on (MPI_COMM_TYPE_SHARED, or a node id the caller gives). A
+// collective is inter-node when the group spans more than one node, so every
+// rank asks the policy the same question; a point-to-point message is
+// inter-node when its two ranks sit on different nodes (both ends agree).
+// Stats count the wire bytes of each kind (OpCounters::inter_wire_bytes).
+//
 // Error feedback keeps a residual per buffer_key (default 0): callers that
 // sync several distinct buffers through a lossy rule with error feedback
 // give each its own key.
@@ -57,11 +64,17 @@ class Communicator {
     std::unique_ptr<Pending> op_;
   };
 
+  // Node id meaning "ask MPI" (MPI_COMM_TYPE_SHARED over the communicator).
+  static constexpr int kDetectNode = -1;
+
   // Takes ownership of `comm` (freed on destruction) unless it is
   // MPI_COMM_WORLD. Without a policy every message travels raw. Collective
-  // over `comm` (duplicates it for the compressed algorithms' own traffic).
+  // over `comm` (duplicates it for the compressed algorithms' own traffic,
+  // and gathers every rank's node id; `node` >= 0 names this rank's node,
+  // the same number on every rank of that node).
   Communicator(MPI_Comm comm, GroupKind kind);
-  Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy);
+  Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<PolicySlice> policy,
+               int node = kDetectNode);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -72,6 +85,17 @@ class Communicator {
   MPI_Comm mpi() const { return comm_; }
   // nullptr when built without a policy.
   const PolicySlice* policy() const { return policy_.get(); }
+  // Node of each rank of the group (ids are comparable, not dense).
+  int node_of(int rank) const { return node_of_rank_[size_t(rank)]; }
+  // Whether the group's ranks sit on more than one node.
+  bool spans_nodes() const { return spans_nodes_; }
+  // The locality of this group's collectives, and of a message to/from `peer`.
+  Locality collective_locality() const {
+    return spans_nodes_ ? Locality::kInter : Locality::kIntra;
+  }
+  Locality peer_locality(int peer) const {
+    return node_of(peer) == node_of(rank_) ? Locality::kIntra : Locality::kInter;
+  }
 
   // data[0..n) = sum over ranks, in place.
   void allreduce(float* data, size_t n, Role role, uint64_t buffer_key = 0);
@@ -114,9 +138,9 @@ class Communicator {
   using Route = PolicySlice::Route;
 
   // The compressing route for a message, or nullptr for the plain path.
-  const Route* compressing_route(Op op, Role role, size_t bytes) const {
+  const Route* compressing_route(Op op, Role role, size_t bytes, Locality locality) const {
     if (!policy_) return nullptr;
-    const Route* route = policy_->route(op, role, bytes);
+    const Route* route = policy_->route(op, role, bytes, locality);
     return route != nullptr && route->codec != nullptr ? route : nullptr;
   }
   // For ops whose sizes may differ between ranks: the largest over the group
@@ -140,6 +164,8 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::unique_ptr<PolicySlice> policy_;
+  std::vector<int> node_of_rank_;
+  bool spans_nodes_ = false;
   int tag_sequence_ = 0;
   std::array<uint64_t, kOpCount> lossy_calls_{};
   // Reused by the plain path so that it does not allocate per call.

@@ -58,6 +58,10 @@ const char* to_string(Op op) {
   return "?";
 }
 
+const char* to_string(Locality locality) {
+  return locality == Locality::kIntra ? "intra" : "inter";
+}
+
 std::optional<GroupKind> parse_group_kind(const std::string& word) {
   for (int i = 0; i < kGroupKindCount; ++i)
     if (word == to_string(GroupKind(i))) return GroupKind(i);
@@ -74,6 +78,12 @@ std::optional<Op> parse_op(const std::string& word) {
   if (word == "send" || word == "recv" || word == "sendrecv") return Op::kSendRecv;
   for (int i = 0; i < kOpCount; ++i)
     if (word == to_string(Op(i))) return Op(i);
+  return std::nullopt;
+}
+
+std::optional<Locality> parse_locality(const std::string& word) {
+  for (int i = 0; i < kLocalityCount; ++i)
+    if (word == to_string(Locality(i))) return Locality(i);
   return std::nullopt;
 }
 

@@ -10,19 +10,27 @@ namespace cmpi::comm {
 enum class GroupKind { kWorld, kDp, kTp, kPp, kSp, kZero };
 enum class Role { kGradient, kActivation, kActivationGrad, kWeight, kHalo, kOther };
 enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, kSendRecv, kHalo };
+// Whether a message stays inside one node (ranks of one MPI_COMM_TYPE_SHARED
+// communicator) or crosses a node boundary. A collective is inter-node when
+// its group spans more than one node; a point-to-point message when its two
+// ranks sit on different nodes.
+enum class Locality { kIntra, kInter };
 
 constexpr int kGroupKindCount = 6;
 constexpr int kRoleCount = 6;
 constexpr int kOpCount = 7;
+constexpr int kLocalityCount = 2;
 
 const char* to_string(GroupKind kind);
 const char* to_string(Role role);
 const char* to_string(Op op);
+const char* to_string(Locality locality);  // "intra", "inter"
 
 // Parse the YAML spellings ("dp", "activation_grad", "reduce_scatter", "p2p");
 // std::nullopt for an unknown word, so the caller can name the config key.
 std::optional<GroupKind> parse_group_kind(const std::string& word);
 std::optional<Role> parse_role(const std::string& word);
 std::optional<Op> parse_op(const std::string& word);
+std::optional<Locality> parse_locality(const std::string& word);
 
 }  // namespace cmpi::comm

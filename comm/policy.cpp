@@ -45,9 +45,8 @@ std::string rule_name(const PolicyRule& rule, size_t index) {
   return rule.origin.empty() ? "compression rule #" + std::to_string(index + 1) : rule.origin;
 }
 
-}  // namespace
-
-std::vector<PolicyRule> preset_rules(const std::string& preset) {
+// The preset's rules as the research defined them, for every message.
+std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
   // DP gradients travel in the dp group (allreduce) and, under ZeRO, in the
   // zero group (reduce-scatter); both are "DP gradients" to the presets.
   // ZeRO's weight all-gathers and sp/world traffic stay raw: weights are
@@ -78,6 +77,23 @@ std::vector<PolicyRule> preset_rules(const std::string& preset) {
                     "' is unknown (known: none, mzhybrid, zhybrid)");
 }
 
+}  // namespace
+
+std::vector<PolicyRule> preset_rules(const std::string& preset, const std::string& locality) {
+  if (locality != "inter" && locality != "any")
+    throw PolicyError("compression preset_locality '" + locality +
+                      "' is unknown (known: inter, any)");
+  std::vector<PolicyRule> rules = preset_rules_everywhere(preset);
+  // Inside a node the wire costs little next to a codec: by default the
+  // presets leave intra-node traffic (tp pairs on one node, say) raw.
+  if (locality == "inter")
+    for (auto& rule : rules) {
+      rule.match.localities = {Locality::kInter};
+      rule.origin += " (inter-node)";
+    }
+  return rules;
+}
+
 Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     : config_(std::move(config)), registry_(std::move(registry)) {
   if (config_.min_bytes < 0)
@@ -90,7 +106,11 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     throw PolicyError("compression error_sample_rate must lie in [0, 1], got " +
                       std::to_string(config_.error_sample_rate));
   rules_ = config_.rules;
-  for (auto& rule : preset_rules(config_.preset)) rules_.push_back(std::move(rule));
+  for (auto& rule : preset_rules(config_.preset, config_.preset_locality))
+    rules_.push_back(std::move(rule));
+  if (config_.ranks_per_node < 0)
+    throw PolicyError("compression ranks_per_node must be >= 0 (0 = as MPI sees nodes), got " +
+                      std::to_string(config_.ranks_per_node));
 
   for (size_t i = 0; i < rules_.size(); ++i) {
     const PolicyRule& rule = rules_[i];
@@ -105,6 +125,7 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     b.groups = mask_of(m.groups, kGroupKindCount);
     b.ops = mask_of(m.ops, kOpCount);
     b.roles = mask_of(m.roles, kRoleCount);
+    b.localities = mask_of(m.localities, kLocalityCount);
     b.min_bytes = uint64_t(m.min_bytes >= 0 ? m.min_bytes : config_.min_bytes);
     b.max_bytes = m.max_bytes >= 0 ? uint64_t(m.max_bytes) : kNoMax;
     if (b.max_bytes < b.min_bytes)
@@ -137,10 +158,12 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
   }
 }
 
-Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes) const {
+Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality locality) const {
   for (size_t i = 0; i < rules_.size(); ++i) {
     const Bounds& b = bounds_[i];
-    if (!has(b.groups, int(group)) || !has(b.ops, int(op)) || !has(b.roles, int(role))) continue;
+    if (!has(b.groups, int(group)) || !has(b.ops, int(op)) || !has(b.roles, int(role)) ||
+        !has(b.localities, int(locality)))
+      continue;
     if (bytes < b.min_bytes || bytes > b.max_bytes) continue;
     Plan plan;
     plan.codec = rules_[i].codec ? &*rules_[i].codec : nullptr;
@@ -167,6 +190,7 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     Route route;
     route.ops = b.ops;
     route.roles = b.roles;
+    route.localities = b.localities;
     route.min_bytes = b.min_bytes;
     route.max_bytes = b.max_bytes;
     route.chunk_elems = std::max<size_t>(1, b.chunk_bytes / sizeof(float));
@@ -186,23 +210,29 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     routes_.push_back(std::move(route));
   }
 
-  for (int op = 0; op < kOpCount; ++op) {
-    for (int role = 0; role < kRoleCount; ++role) {
-      int& fixed = fixed_[op][role];
-      fixed = kNoRoute;
-      for (size_t r = 0; r < routes_.size(); ++r) {
-        const Route& route = routes_[r];
-        if (!has(route.ops, op) || !has(route.roles, role)) continue;
-        fixed = route.min_bytes == 0 && route.max_bytes == kNoMax ? int(r) : kBySize;
-        break;
+  for (int locality = 0; locality < kLocalityCount; ++locality) {
+    for (int op = 0; op < kOpCount; ++op) {
+      for (int role = 0; role < kRoleCount; ++role) {
+        int& fixed = fixed_[locality][op][role];
+        fixed = kNoRoute;
+        for (size_t r = 0; r < routes_.size(); ++r) {
+          const Route& route = routes_[r];
+          if (!has(route.ops, op) || !has(route.roles, role) || !has(route.localities, locality))
+            continue;
+          fixed = route.min_bytes == 0 && route.max_bytes == kNoMax ? int(r) : kBySize;
+          break;
+        }
       }
     }
   }
 }
 
-const PolicySlice::Route* PolicySlice::scan(Op op, Role role, size_t bytes) const {
+const PolicySlice::Route* PolicySlice::scan(Op op, Role role, size_t bytes,
+                                            Locality locality) const {
   for (const Route& route : routes_) {
-    if (!has(route.ops, int(op)) || !has(route.roles, int(role))) continue;
+    if (!has(route.ops, int(op)) || !has(route.roles, int(role)) ||
+        !has(route.localities, int(locality)))
+      continue;
     if (bytes < route.min_bytes || bytes > route.max_bytes) continue;
     return &route;
   }

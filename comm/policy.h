@@ -3,8 +3,8 @@
 // chunk size and error feedback.
 //
 // The rules are the user's (PolicyConfig::rules, in order) followed by the
-// preset's. A rule matches a message when its group, op and role lists
-// contain the message's (an empty list matches anything) and the message's
+// preset's. A rule matches a message when its group, op, role and locality
+// lists contain the message's (an empty list matches anything) and the message's
 // size lies in [min_bytes, max_bytes] (a rule without its own min_bytes uses
 // the policy's min_bytes, so small, latency-bound messages stay raw). The
 // first matching rule decides; a rule without a codec sends raw, which lets a
@@ -40,9 +40,12 @@ class PolicyError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The rules a preset adds after the user's ("none", "mzhybrid", "zhybrid").
-// Throws PolicyError naming the preset and the known ones for anything else.
-std::vector<PolicyRule> preset_rules(const std::string& preset);
+// The rules a preset adds after the user's ("none", "mzhybrid", "zhybrid"),
+// matching only inter-node messages when `locality` is "inter", every
+// message when it is "any". Throws PolicyError naming the preset (or the
+// locality) and the known ones for anything else.
+std::vector<PolicyRule> preset_rules(const std::string& preset,
+                                     const std::string& locality = "any");
 
 // How one message is sent. Pointers refer into the Policy that made it.
 struct Plan {
@@ -62,7 +65,8 @@ class Policy {
   explicit Policy(PolicyConfig config = {}, compress::CodecRegistry registry =
                                                 compress::CodecRegistry::with_builtin_codecs());
 
-  Plan plan(GroupKind group, Op op, Role role, size_t bytes) const;
+  Plan plan(GroupKind group, Op op, Role role, size_t bytes,
+            Locality locality = Locality::kInter) const;
 
   const PolicyConfig& config() const { return config_; }
   // User rules followed by the preset's, in matching order.
@@ -72,8 +76,8 @@ class Policy {
  private:
   friend class PolicySlice;
   struct Bounds {
-    uint32_t groups = 0, ops = 0, roles = 0;  // bit masks
-    uint64_t min_bytes = 0, max_bytes = 0;    // inclusive
+    uint32_t groups = 0, ops = 0, roles = 0, localities = 0;  // bit masks
+    uint64_t min_bytes = 0, max_bytes = 0;                    // inclusive
     size_t chunk_bytes = 0;
   };
 
@@ -90,7 +94,7 @@ class PolicySlice {
  public:
   // One rule bound to this group's codec instances.
   struct Route {
-    uint32_t ops = 0, roles = 0;
+    uint32_t ops = 0, roles = 0, localities = 0;
     uint64_t min_bytes = 0, max_bytes = 0;
     compress::Codec* codec = nullptr;             // nullptr: raw
     compress::ErrorFeedback* feedback = nullptr;  // non-null: own data goes through it
@@ -105,16 +109,18 @@ class PolicySlice {
 
   // The route for a message of this group; nullptr when no rule matches
   // (raw). A route whose codec is nullptr also means raw.
-  const Route* route(Op op, Role role, size_t bytes) const {
-    int fixed = fixed_[int(op)][int(role)];
+  const Route* route(Op op, Role role, size_t bytes, Locality locality = Locality::kInter) const {
+    int fixed = fixed_[int(locality)][int(op)][int(role)];
     if (fixed >= 0) return &routes_[size_t(fixed)];
     if (fixed == kNoRoute) return nullptr;
-    return scan(op, role, bytes);
+    return scan(op, role, bytes, locality);
   }
 
   // True when the route for (op, role) does not depend on the message size,
   // so ranks whose sizes differ still agree on it (alltoall).
-  bool size_independent(Op op, Role role) const { return fixed_[int(op)][int(role)] != kBySize; }
+  bool size_independent(Op op, Role role, Locality locality = Locality::kInter) const {
+    return fixed_[int(locality)][int(op)][int(role)] != kBySize;
+  }
 
   GroupKind group() const { return group_; }
   const std::vector<Route>& routes() const { return routes_; }
@@ -125,16 +131,16 @@ class PolicySlice {
  private:
   static constexpr int kNoRoute = -1;
   static constexpr int kBySize = -2;
-  const Route* scan(Op op, Role role, size_t bytes) const;
+  const Route* scan(Op op, Role role, size_t bytes, Locality locality) const;
 
   GroupKind group_;
   uint64_t sample_every_ = 0;
   std::vector<Route> routes_;
   std::vector<std::unique_ptr<compress::Codec>> codecs_;
   std::vector<std::unique_ptr<compress::ErrorFeedback>> feedbacks_;
-  // Per (op, role): a route index when the size cannot change the answer,
-  // kNoRoute when nothing can match, kBySize when route() must scan.
-  std::array<std::array<int, kRoleCount>, kOpCount> fixed_{};
+  // Per (locality, op, role): a route index when the size cannot change the
+  // answer, kNoRoute when nothing can match, kBySize when route() must scan.
+  std::array<std::array<std::array<int, kRoleCount>, kOpCount>, kLocalityCount> fixed_{};
 };
 
 }  // namespace cmpi::comm

@@ -15,11 +15,12 @@
 namespace cmpi::comm {
 
 struct RuleMatch {
-  std::vector<GroupKind> groups;  // empty = any group
-  std::vector<Op> ops;            // empty = any operation
-  std::vector<Role> roles;        // empty = any role
-  int64_t min_bytes = -1;         // -1 = the policy's min_bytes
-  int64_t max_bytes = -1;         // -1 = no upper bound
+  std::vector<GroupKind> groups;     // empty = any group
+  std::vector<Op> ops;               // empty = any operation
+  std::vector<Role> roles;           // empty = any role
+  int64_t min_bytes = -1;            // -1 = the policy's min_bytes
+  int64_t max_bytes = -1;            // -1 = no upper bound
+  std::vector<Locality> localities;  // empty = any (intra- and inter-node)
 };
 
 struct PolicyRule {
@@ -31,7 +32,16 @@ struct PolicyRule {
 };
 
 struct PolicyConfig {
-  std::string preset = "none";      // none | mzhybrid | zhybrid
+  std::string preset = "none";  // none | mzhybrid | zhybrid
+  // Which messages the preset's rules match: "inter" (default) compresses
+  // only traffic that crosses a node boundary, where the wire is slow; "any"
+  // compresses intra-node traffic too (the presets as the research defined
+  // them, for clusters whose intra-node links are as slow as the network).
+  std::string preset_locality = "inter";
+  // How ranks are grouped into nodes: 0 = as MPI sees them
+  // (MPI_COMM_TYPE_SHARED); N > 0 = world ranks [kN, (k+1)N) form node k
+  // (to test locality rules on one machine, or where MPI's view is wrong).
+  int64_t ranks_per_node = 0;
   int64_t min_bytes = 64 << 10;     // smaller messages stay raw unless a rule says otherwise
   int64_t chunk_bytes = 1 << 20;    // pipelining granularity of compressed transfers
   double error_sample_rate = 0.01;  // fraction of lossy calls whose error is measured

@@ -7,22 +7,35 @@ namespace cmpi::parallel {
 namespace {
 
 std::unique_ptr<comm::Communicator> make_group(MPI_Comm comm, const comm::Policy& policy,
-                                               comm::GroupKind kind) {
-  return std::make_unique<comm::Communicator>(comm, kind,
-                                              std::make_unique<comm::PolicySlice>(policy, kind));
+                                               comm::GroupKind kind, int node) {
+  return std::make_unique<comm::Communicator>(
+      comm, kind, std::make_unique<comm::PolicySlice>(policy, kind), node);
+}
+
+// The lowest world rank of the ranks sharing this rank's memory, unless the
+// config groups ranks into nodes itself.
+int node_of(MPI_Comm world, int world_rank, int64_t ranks_per_node) {
+  if (ranks_per_node > 0) return int(world_rank / ranks_per_node);
+  MPI_Comm shared;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  int node = 0;
+  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
+  MPI_Comm_free(&shared);
+  return node;
 }
 
 // Ranks that agree on every coordinate but `varying` land in one group,
 // ordered by their coordinate along `varying`.
 std::unique_ptr<comm::Communicator> split(MPI_Comm world, const ParallelDims& dims,
                                           const GridCoord& me, int GridCoord::*varying,
-                                          const comm::Policy& policy, comm::GroupKind kind) {
+                                          const comm::Policy& policy, comm::GroupKind kind,
+                                          int node) {
   GridCoord anchor = me;
   anchor.*varying = 0;
   int color = dims.rank_of(anchor);
   MPI_Comm comm;
   MPI_Comm_split(world, color, me.*varying, &comm);
-  return make_group(comm, policy, kind);
+  return make_group(comm, policy, kind, node);
 }
 
 }  // namespace
@@ -38,16 +51,17 @@ ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims,
                       std::to_string(dims.world_size()) + " ranks, the job has " +
                       std::to_string(world_size));
   coord_ = dims.coord_of(world_rank_);
+  node_ = node_of(world, world_rank_, policy.ranks_per_node);
   MPI_Comm world_copy;
   MPI_Comm_dup(world, &world_copy);
-  world_ = make_group(world_copy, policy_, comm::GroupKind::kWorld);
-  tp_ = split(world, dims, coord_, &GridCoord::tp, policy_, comm::GroupKind::kTp);
-  sp_ = split(world, dims, coord_, &GridCoord::sp, policy_, comm::GroupKind::kSp);
-  dp_ = split(world, dims, coord_, &GridCoord::dp, policy_, comm::GroupKind::kDp);
-  pp_ = split(world, dims, coord_, &GridCoord::pp, policy_, comm::GroupKind::kPp);
+  world_ = make_group(world_copy, policy_, comm::GroupKind::kWorld, node_);
+  tp_ = split(world, dims, coord_, &GridCoord::tp, policy_, comm::GroupKind::kTp, node_);
+  sp_ = split(world, dims, coord_, &GridCoord::sp, policy_, comm::GroupKind::kSp, node_);
+  dp_ = split(world, dims, coord_, &GridCoord::dp, policy_, comm::GroupKind::kDp, node_);
+  pp_ = split(world, dims, coord_, &GridCoord::pp, policy_, comm::GroupKind::kPp, node_);
   MPI_Comm zero_comm;
   MPI_Comm_dup(dp_->mpi(), &zero_comm);
-  zero_ = make_group(zero_comm, policy_, comm::GroupKind::kZero);
+  zero_ = make_group(zero_comm, policy_, comm::GroupKind::kZero, node_);
 }
 
 comm::Communicator& ProcessGroups::group(comm::GroupKind kind) {

@@ -25,6 +25,9 @@ class ProcessGroups {
   const ParallelDims& dims() const { return dims_; }
   const GridCoord& coord() const { return coord_; }
   int world_rank() const { return world_rank_; }
+  // This rank's node id (see comm::PolicyConfig::ranks_per_node): ranks with
+  // the same id share a node, and the policy's locality rules follow it.
+  int node() const { return node_; }
   const comm::Policy& policy() const { return policy_; }
 
   comm::Communicator& world() { return *world_; }
@@ -40,6 +43,7 @@ class ProcessGroups {
   comm::Policy policy_;
   GridCoord coord_;
   int world_rank_ = 0;
+  int node_ = 0;
   std::unique_ptr<comm::Communicator> world_, dp_, tp_, pp_, sp_, zero_;
 };
 

@@ -52,6 +52,9 @@ comm::RuleMatch read_match(MapReader match, int64_t policy_min_bytes) {
                                                 group_names());
   out.ops = read_vocabulary<comm::Op>(match, "op", "operation", comm::parse_op, op_names());
   out.roles = read_vocabulary<comm::Role>(match, "role", "role", comm::parse_role, role_names());
+  std::string locality = "any";
+  match.read("locality", locality, {"intra", "inter", "any"});
+  if (locality != "any") out.localities = {*comm::parse_locality(locality)};
   match.read_size("min_bytes", out.min_bytes, 0);
   match.read_size("max_bytes", out.max_bytes, 0);
   const int64_t min_bytes = out.min_bytes >= 0 ? out.min_bytes : policy_min_bytes;
@@ -149,6 +152,8 @@ comm::PolicyConfig read_compression_config(MapReader section,
                                            const compress::CodecRegistry& codecs) {
   comm::PolicyConfig out;
   section.read("preset", out.preset, kPresets);
+  section.read("preset_locality", out.preset_locality, {"inter", "any"});
+  section.read("ranks_per_node", out.ranks_per_node, IntRange{0, 1 << 20});
   section.read_size("min_bytes", out.min_bytes, 0);
   section.read_size("chunk_bytes", out.chunk_bytes, 1);
   if (out.chunk_bytes % int64_t(sizeof(float)) != 0)
@@ -200,6 +205,8 @@ void write_words(YAML::Emitter& out, const char* key, const std::vector<T>& valu
 
 void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& config) {
   out << YAML::Key << "preset" << YAML::Value << config.preset;
+  out << YAML::Key << "preset_locality" << YAML::Value << config.preset_locality;
+  out << YAML::Key << "ranks_per_node" << YAML::Value << config.ranks_per_node;
   out << YAML::Key << "min_bytes" << YAML::Value << format_size(config.min_bytes);
   out << YAML::Key << "chunk_bytes" << YAML::Value << format_size(config.chunk_bytes);
   out << YAML::Key << "error_sample_rate" << YAML::Value << format_real(config.error_sample_rate);
@@ -215,6 +222,7 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
     write_words(out, "group", rule.match.groups);
     write_words(out, "op", rule.match.ops);
     write_words(out, "role", rule.match.roles);
+    write_words(out, "locality", rule.match.localities);
     if (rule.match.min_bytes >= 0)
       out << YAML::Key << "min_bytes" << YAML::Value << format_size(rule.match.min_bytes);
     if (rule.match.max_bytes >= 0)

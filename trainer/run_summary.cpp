@@ -12,21 +12,24 @@ namespace cmpi::trainer {
 namespace {
 
 struct GroupTotals {
-  unsigned long long calls = 0, raw_bytes = 0, wire_bytes = 0;
+  unsigned long long calls = 0, raw_bytes = 0, wire_bytes = 0, intra_wire = 0, inter_wire = 0;
   double max_seconds = 0, max_encode = 0, max_decode = 0;
 };
 
 GroupTotals reduce_over_world(const comm::OpCounters& mine) {
-  unsigned long long counts[3] = {mine.calls, mine.raw_bytes, mine.wire_bytes};
+  unsigned long long counts[5] = {mine.calls, mine.raw_bytes, mine.wire_bytes,
+                                  mine.intra_wire_bytes, mine.inter_wire_bytes};
   double times[3] = {mine.seconds, mine.encode_seconds, mine.decode_seconds};
   GroupTotals t;
-  unsigned long long count_sums[3];
+  unsigned long long count_sums[5];
   double time_max[3];
-  MPI_Allreduce(counts, count_sums, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(counts, count_sums, 5, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(times, time_max, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   t.calls = count_sums[0];
   t.raw_bytes = count_sums[1];
   t.wire_bytes = count_sums[2];
+  t.intra_wire = count_sums[3];
+  t.inter_wire = count_sums[4];
   t.max_seconds = time_max[0];
   t.max_encode = time_max[1];
   t.max_decode = time_max[2];
@@ -59,17 +62,20 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
     const double ratio = t.wire_bytes ? double(t.raw_bytes) / double(t.wire_bytes) : 1.0;
     std::snprintf(buf, sizeof buf,
                   "%s\"%s\":{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,"
+                  "\"intra_wire_bytes\":%llu,\"inter_wire_bytes\":%llu,"
                   "\"ratio\":%.4f,\"max_seconds\":%.4f,\"max_encode_s\":%.4f,"
                   "\"max_decode_s\":%.4f}",
                   first ? "" : ",", comm::to_string(kind), t.calls, t.raw_bytes, t.wire_bytes,
-                  ratio, t.max_seconds, t.max_encode, t.max_decode);
+                  t.intra_wire, t.inter_wire, ratio, t.max_seconds, t.max_encode, t.max_decode);
     json += buf;
     first = false;
     std::snprintf(buf, sizeof buf,
-                  "  %-5s %8llu calls | raw %10s | wire %10s | ratio %5.2f | comm %.2f s "
-                  "(slowest rank)\n",
+                  "  %-5s %8llu calls | raw %10s | wire %10s (intra %s, inter %s) | ratio %5.2f "
+                  "| comm %.2f s (slowest rank)\n",
                   comm::to_string(kind), t.calls, human_bytes(double(t.raw_bytes)).c_str(),
-                  human_bytes(double(t.wire_bytes)).c_str(), ratio, t.max_seconds);
+                  human_bytes(double(t.wire_bytes)).c_str(),
+                  human_bytes(double(t.intra_wire)).c_str(),
+                  human_bytes(double(t.inter_wire)).c_str(), ratio, t.max_seconds);
     lines += buf;
   }
   json += "}}";

@@ -107,7 +107,7 @@ TEST(Policy, UserRulesPrecedePresetRules) {
   ASSERT_EQ(policy.rules().size(), 3u);
   EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).origin, "user");
   Plan preset = policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kGradient, kMiB);
-  EXPECT_EQ(preset.origin, "preset zhybrid: dp gradients");
+  EXPECT_EQ(preset.origin, "preset zhybrid: dp gradients (inter-node)");
   EXPECT_TRUE(preset.error_feedback);
 }
 
@@ -160,6 +160,55 @@ TEST(Policy, PresetsDecideEveryGroupOpRoleCombination) {
           EXPECT_TRUE(policy.plan(GroupKind(g), Op(op), Role(role), 1024).raw());
         }
   }
+}
+
+// Presets compress only inter-node messages by default; preset_locality
+// "any" gives the research's literal presets, intra-node traffic included.
+TEST(Policy, PresetsCompressOnlyInterNodeTrafficUnlessAskedForAny) {
+  for (std::string preset : {"mzhybrid", "zhybrid"}) {
+    for (std::string locality : {"inter", "any"}) {
+      SCOPED_TRACE(preset + " preset_locality " + locality);
+      PolicyConfig config;
+      config.preset = preset;
+      config.preset_locality = locality;
+      Policy policy = make_policy(config);
+      for (GroupKind g : {GroupKind::kDp, GroupKind::kTp, GroupKind::kPp}) {
+        const Role role = g == GroupKind::kDp ? Role::kGradient : Role::kActivation;
+        const Op op = g == GroupKind::kPp ? Op::kSendRecv : Op::kAllreduce;
+        EXPECT_FALSE(policy.plan(g, op, role, 4 * kMiB, Locality::kInter).raw());
+        EXPECT_EQ(policy.plan(g, op, role, 4 * kMiB, Locality::kIntra).raw(), locality == "inter");
+        PolicySlice slice(policy, g);
+        EXPECT_NE(slice.route(op, role, 4 * kMiB, Locality::kInter), nullptr);
+        EXPECT_EQ(slice.route(op, role, 4 * kMiB, Locality::kIntra) == nullptr,
+                  locality == "inter");
+      }
+    }
+  }
+  PolicyConfig bad;
+  bad.preset = "zhybrid";
+  bad.preset_locality = "sometimes";
+  EXPECT_THROW(make_policy(bad), PolicyError);
+}
+
+TEST(Policy, RuleMatchesOnLocality) {
+  PolicyConfig config;
+  config.min_bytes = 0;
+  RuleMatch intra_only, inter_only;
+  intra_only.localities = {Locality::kIntra};
+  inter_only.localities = {Locality::kInter};
+  PolicyRule intra = rule(intra_only, CodecSpec("mpc"), "intra");
+  PolicyRule inter = rule(inter_only, CodecSpec("zfp", {{"mode", "rate"}, {"rate", "8"}}), "inter");
+  config.rules = {intra, inter};
+  Policy policy = make_policy(config);
+  EXPECT_EQ(
+      policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kActivation, kMiB, Locality::kIntra).origin,
+      "intra");
+  EXPECT_EQ(
+      policy.plan(GroupKind::kTp, Op::kAllreduce, Role::kActivation, kMiB, Locality::kInter).origin,
+      "inter");
+  PolicySlice slice(policy, GroupKind::kPp);
+  EXPECT_EQ(slice.route(Op::kSendRecv, Role::kActivation, 10, Locality::kIntra)->origin, "intra");
+  EXPECT_EQ(slice.route(Op::kSendRecv, Role::kActivation, 10, Locality::kInter)->origin, "inter");
 }
 
 TEST(Policy, PresetsBuildWithTheBuiltinCodecs) {

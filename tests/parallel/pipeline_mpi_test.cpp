@@ -175,6 +175,7 @@ TEST(PipelineTiedEmbedding, CopiesGetTheSameSumBitForBit) {
     SCOPED_TRACE("preset " + preset);
     comm::PolicyConfig policy;
     policy.preset = preset;
+    policy.preset_locality = "any";  // the stages share this machine
     policy.min_bytes = 0;
     ParallelDims dims;
     dims.pp = stages;

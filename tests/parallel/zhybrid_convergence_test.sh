@@ -16,6 +16,12 @@ run none --set compression.preset=none "$@"
 run zhybrid --set compression.preset=zhybrid "$@"
 grep -q '"dp":{[^}]*"ratio":[2-9]' "$work/zhybrid/metrics.jsonl" \
   || { echo "FAIL: zhybrid did not compress dp traffic"; exit 1; }
+# With ranks grouped into nodes (compression.ranks_per_node), the preset
+# compresses only inter-node traffic: tp pairs inside a node stay raw.
+if [[ " $* " == *"ranks_per_node"* ]]; then
+  tail -1 "$work/zhybrid/metrics.jsonl" | grep -q '"tp":{"calls":[0-9]*,"compressed_calls":0,' \
+    || { echo "FAIL: zhybrid compressed intra-node tp traffic"; exit 1; }
+fi
 loss() { sed -E 's/.*"loss":([^,]+),.*/\1/' "$work/$1/metrics.jsonl"; }
 echo "step  none  zhybrid"
 paste <(loss none) <(loss zhybrid) | awk '(NR % 10 == 0 || NR == 1) { printf "%4d  %s  %s\n", NR, $1, $2 }'
