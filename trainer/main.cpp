@@ -10,6 +10,7 @@
 
 #include "comm/mpi_session.h"
 #include "parallel/process_groups.h"
+#include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
 #include "trainer/config_loader.h"
 #include "trainer/run_summary.h"
@@ -66,6 +67,14 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Rank 0 reports which BLAS LibTorch runs on, and warns loudly on the
+    // reference one (it would make compute ~10x slower than it should be).
+    if (rank == 0) {
+      const auto blas = trainer::probe_blas(int(config.training.threads));
+      if (config.log.every > 0) std::printf("%s\n", trainer::describe(blas).c_str());
+      std::fflush(stdout);
+      std::fputs(trainer::reference_blas_warning(blas).c_str(), stderr);
+    }
     parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, config.compression);
     trainer::TrainerOptions options;
     options.run_dir = config.run.dir + "/" + config.run.name;

@@ -1,0 +1,105 @@
+#include "trainer/blas_probe.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace cmpi::trainer {
+namespace {
+
+bool contains(const std::string& s, const char* part) {
+  return s.find(part) != std::string::npos;
+}
+
+// Shared objects whose file name looks like a BLAS implementation.
+int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
+  auto* found = static_cast<std::vector<std::string>*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  const std::string file = std::filesystem::path(info->dlpi_name).filename().string();
+  if (contains(file, "blas") || contains(file, "mkl_rt") || contains(file, "blis")) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(info->dlpi_name, ec);
+    found->push_back(ec ? std::string(info->dlpi_name) : real.string());
+  }
+  return 0;
+}
+
+std::string name_of(const std::string& path, bool& reference) {
+  reference = false;
+  // OpenBLAS says what it is, including the kernel it picked for this CPU.
+  using ConfigFn = char* (*)();
+  if (auto config = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+    return std::string("OpenBLAS (") + config() + ")";
+  if (contains(path, "openblas")) return "OpenBLAS";
+  if (contains(path, "mkl")) return "Intel MKL";
+  if (contains(path, "blis")) return "BLIS";
+  if (contains(path, "atlas")) return "ATLAS";
+  if (contains(path, "/blas/")) {
+    reference = true;
+    return "reference BLAS (netlib)";
+  }
+  return "unknown BLAS";
+}
+
+}  // namespace
+
+BlasReport probe_blas(int threads) {
+  BlasReport report;
+  report.threads = std::max(1, threads);
+  at::set_num_threads(report.threads);
+  // LibTorch loads its BLAS lazily on some builds: one product first.
+  auto a = torch::randn({512, 256});
+  auto b = torch::randn({256, 1024});
+  auto c = torch::mm(a, b);
+  std::vector<std::string> libraries;
+  dl_iterate_phdr(collect_blas, &libraries);
+  // Prefer the generic libblas.so.3 entry point over helper objects
+  // (libgfortran-linked kernels, cblas wrappers) when several are loaded.
+  auto chosen = std::find_if(libraries.begin(), libraries.end(),
+                             [](const std::string& p) { return contains(p, "libblas"); });
+  if (chosen == libraries.end() && !libraries.empty()) chosen = libraries.begin();
+  if (chosen != libraries.end()) report.path = *chosen;
+  report.name = report.path.empty() ? "no BLAS library found (LibTorch's own kernels)"
+                                    : name_of(report.path, report.reference);
+
+  double best = 0;
+  const double flops = 2.0 * 512 * 256 * 1024;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    c = torch::mm(a, b);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s > 0) best = std::max(best, flops / s / 1e9);
+    if (rep >= 1 && s > 0.2) break;  // a slow BLAS: two timings are enough
+  }
+  report.gemm_gflops = best;
+  return report;
+}
+
+std::string describe(const BlasReport& report) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "blas: %s%s%s%s | GEMM 512x256x1024: %.1f GFLOP/s on %d thread%s",
+                report.name.c_str(), report.path.empty() ? "" : " [", report.path.c_str(),
+                report.path.empty() ? "" : "]", report.gemm_gflops, report.threads,
+                report.threads == 1 ? "" : "s");
+  return buf;
+}
+
+std::string reference_blas_warning(const BlasReport& report) {
+  if (!report.reference) return "";
+  return "WARNING: LibTorch runs on the reference BLAS (" + report.path +
+         "), about 10x slower than an optimized one: every step's compute, and so every "
+         "throughput figure, is distorted.\nWARNING: install OpenBLAS (`apt-get install "
+         "libopenblas0-openmp`, which scripts/setup.sh does) or point libblas.so.3 at it with "
+         "`update-alternatives --config libblas.so.3-$(gcc -print-multiarch)`.\n";
+}
+
+}  // namespace cmpi::trainer

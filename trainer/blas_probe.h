@@ -1,0 +1,34 @@
+// BLAS probe: which BLAS library LibTorch's matrix products run on, and how
+// fast one GEMM is on this rank, so that a slow BLAS is reported before it
+// skews every figure of a run.
+//
+// Debian's LibTorch calls whatever libblas.so.3 resolves to (an alternatives
+// link): the reference BLAS runs a 512x256x1024 GEMM at ~3 GFLOP/s on a
+// modern core, OpenBLAS at ~40. The probe finds the loaded library by walking
+// the process's shared objects (dl_iterate_phdr) and resolving its real path,
+// then times a GEMM of that shape through LibTorch itself.
+#pragma once
+
+#include <string>
+
+namespace cmpi::trainer {
+
+struct BlasReport {
+  std::string path;  // real path of the loaded BLAS, empty if none was found
+  std::string name;  // "OpenBLAS 0.3.21 ...", "reference BLAS", ...
+  bool reference = false;
+  double gemm_gflops = 0;  // best of a few 512x256x1024 float GEMMs
+  int threads = 1;
+};
+
+// Sets LibTorch's intra-op threads to `threads` and measures (~10 ms on
+// OpenBLAS, ~0.5 s on the reference BLAS).
+BlasReport probe_blas(int threads);
+
+// "blas: OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3), GEMM 512x256x1024: 38.1 GFLOP/s on 1 thread"
+std::string describe(const BlasReport& report);
+
+// A multi-line warning when the reference BLAS is in use, else "".
+std::string reference_blas_warning(const BlasReport& report);
+
+}  // namespace cmpi::trainer
