@@ -56,17 +56,22 @@ constexpr uint32_t kPeekBits = 7;  // longest code of one bit plane
 struct EncodeEntry {
   uint8_t bits, length, n;
 };
+struct PairEntry {  // the codes of two planes back to back
+  uint16_t bits;
+  uint8_t length, n;
+};
 struct DecodeEntry {
   uint8_t nibble, length, n;
 };
 struct Tables {
   EncodeEntry encode[4][16];
+  PairEntry encode_pair[5][256];  // [n][plane j | plane j + 1 << 4]; n = 4: verbatim
   DecodeEntry decode[4][1 << kPeekBits];
   float decode_scale[256];  // 2^(e - 157): float step of the block's ints
 };
 
 // The code of one plane (nibble x) given n significant values, unbudgeted,
-// as the reference encoder writes it.
+// as the reference encoder writes it (n = 4: the 4 bits verbatim).
 EncodeEntry plane_code(uint32_t n, uint32_t x) {
   uint32_t bits = x & ((1u << n) - 1), length = n;
   auto put = [&](uint32_t bit) {
@@ -104,6 +109,13 @@ DecodeEntry plane_decode(uint32_t n, uint32_t v) {
 
 Tables build_tables() {
   Tables t{};
+  for (uint32_t n = 0; n <= 4; ++n) {
+    for (uint32_t x = 0; x < 256; ++x) {
+      const EncodeEntry a = plane_code(n, x & 15), b = plane_code(a.n, x >> 4);
+      t.encode_pair[n][x] = {static_cast<uint16_t>(a.bits | (b.bits << a.length)),
+                             static_cast<uint8_t>(a.length + b.length), b.n};
+    }
+  }
   for (uint32_t n = 0; n < 4; ++n) {
     for (uint32_t x = 0; x < 16; ++x) t.encode[n][x] = plane_code(n, x);
     for (uint32_t v = 0; v < (1u << kPeekBits); ++v) t.decode[n][v] = plane_decode(n, v);
@@ -326,19 +338,36 @@ CMPI_AVX2 void inverse8_avx2(const uint32_t (*p)[8], const float* scale, float* 
 // ---- coding ---------------------------------------------------------------
 
 // The first maxbits bits of a block's code.
+// Planes past plane 0 would read as zero nibbles, whose codes are all zero
+// bits, the same as padding: so the code need not stop exactly at plane 0.
 inline u128 code_block(const Tables& t, uint32_t e, u128 p, uint32_t maxbits) {
   if (e == 0) return 0;
   u128 code = 2 * e + 1;
-  uint32_t j = p == 0 ? 32 : ctz128(p) >> 2;  // planes before the first set bit
-  uint32_t pos = kHeaderBits + j, n = 0;
-  while (n < 4 && j < 32 && pos < maxbits) {
-    const EncodeEntry c = t.encode[n][static_cast<uint32_t>(p >> (4 * j)) & 15];
+  if (p == 0) return code;      // 32 planes of one 0 bit each
+  uint32_t j = ctz128(p) >> 2;  // planes before the first set bit: one 0 bit each
+  uint32_t pos = kHeaderBits + j;
+  u128 q = p >> (4 * j);  // nibble 0: plane j
+  // Four planes in two table steps, without a branch (most blocks have all
+  // four values significant by then: at 1..4 planes after the first set bit
+  // on gradients).
+  const PairEntry a = t.encode_pair[0][static_cast<uint32_t>(q) & 0xff];
+  code |= u128{a.bits} << pos;
+  pos += a.length;
+  const PairEntry b = t.encode_pair[a.n][static_cast<uint32_t>(q >> 8) & 0xff];
+  code |= u128{b.bits} << pos;
+  pos += b.length;
+  uint32_t n = b.n;
+  q >>= 16;
+  j += 4;
+  while (n < 4 && j < 32 && pos < maxbits) {  // the rare long tail, plane by plane
+    const EncodeEntry c = t.encode[n][static_cast<uint32_t>(q) & 15];
     code |= u128{c.bits} << pos;
     pos += c.length;
     n = c.n;
+    q >>= 4;
     ++j;
   }
-  if (n == 4 && j < 32 && pos < maxbits) code |= (p >> (4 * j)) << pos;
+  if (n == 4 && j < 32 && pos < maxbits) code |= q << pos;  // the rest verbatim
   return maxbits >= 128 ? code : code & low_bits(maxbits);
 }
 
