@@ -66,7 +66,10 @@ struct DecodeEntry {
 struct Tables {
   EncodeEntry encode[4][16];
   PairEntry encode_pair[5][256];  // [n][plane j | plane j + 1 << 4]; n = 4: verbatim
-  DecodeEntry decode[4][1 << kPeekBits];
+  // [n][remaining budget, capped at 7][next 7 bits]: a plane as the
+  // reference decodes it under that budget (a cut code included).
+  // n = 4: the 4 bits verbatim.
+  DecodeEntry decode[5][kPeekBits + 1][1 << kPeekBits];
   float decode_scale[256];  // 2^(e - 157): float step of the block's ints
 };
 
@@ -90,15 +93,21 @@ EncodeEntry plane_code(uint32_t n, uint32_t x) {
   return {static_cast<uint8_t>(bits), static_cast<uint8_t>(length), static_cast<uint8_t>(n)};
 }
 
-// The plane decoded from the bits of v given n significant values,
-// unbudgeted, as the reference decoder reads it.
-DecodeEntry plane_decode(uint32_t n, uint32_t v) {
-  uint32_t x = v & ((1u << n) - 1), pos = n;
+// The plane decoded from the bits of v given n significant values and a
+// budget of `bits`, as the reference decoder reads it: where the budget cuts
+// a scan, the bit the scan stopped at is set.
+DecodeEntry plane_decode(uint32_t n, uint32_t bits, uint32_t v) {
+  const uint32_t m = std::min(n, bits);
+  uint32_t x = v & ((1u << m) - 1), pos = m;
+  bits -= m;
   auto get = [&] { return (v >> pos++) & 1u; };
-  for (; n < 4; n++) {
+  for (; bits && n < 4; n++) {
+    bits--;
     if (get()) {
-      for (; n < 3; n++)
+      for (; bits && n < 3; n++) {
+        bits--;
         if (get()) break;
+      }
       x += 1u << n;
     } else {
       break;
@@ -116,9 +125,11 @@ Tables build_tables() {
                              static_cast<uint8_t>(a.length + b.length), b.n};
     }
   }
-  for (uint32_t n = 0; n < 4; ++n) {
+  for (uint32_t n = 0; n < 4; ++n)
     for (uint32_t x = 0; x < 16; ++x) t.encode[n][x] = plane_code(n, x);
-    for (uint32_t v = 0; v < (1u << kPeekBits); ++v) t.decode[n][v] = plane_decode(n, v);
+  for (uint32_t n = 0; n <= 4; ++n) {
+    for (uint32_t b = 0; b <= kPeekBits; ++b)
+      for (uint32_t v = 0; v < (1u << kPeekBits); ++v) t.decode[n][b][v] = plane_decode(n, b, v);
   }
   for (int e = 0; e < 256; ++e) t.decode_scale[e] = std::ldexp(1.f, e - 157);
   return t;
@@ -371,60 +382,57 @@ inline u128 code_block(const Tables& t, uint32_t e, u128 p, uint32_t maxbits) {
   return maxbits >= 128 ? code : code & low_bits(maxbits);
 }
 
+// One plane at plane index j under the budget (a cut code included; past
+// plane 0, j >= 32, nothing is deposited).
+inline void decode_plane(const Tables& t, u128& w, uint32_t& budget, uint32_t& n, uint32_t& j,
+                         u128& p) {
+  const DecodeEntry d =
+      t.decode[n][std::min(budget, kPeekBits)][static_cast<uint32_t>(w) & ((1u << kPeekBits) - 1)];
+  const uint32_t nibble = j < 32 ? d.nibble : 0;
+  p |= u128{nibble} << (4 * (j & 31));
+  w >>= d.length;
+  budget -= d.length;
+  n = d.n;
+  ++j;
+}
+
 // e and P of a block from its bits (bit 0 first; zero past maxbits).
 inline void decode_block_bits(const Tables& t, u128 bits_in, uint32_t maxbits, uint32_t& e_out,
                               u128& p_out) {
+  p_out = 0;
   if (!(bits_in & 1)) {
-    e_out = 0, p_out = 0;
+    e_out = 0;
     return;
   }
   e_out = static_cast<uint32_t>(bits_in >> 1) & 0xff;
   u128 w = bits_in >> kHeaderBits;
-  uint32_t budget = maxbits - kHeaderBits, n = 0, j = 0;
-  u128 p = 0;
-  while (budget && j < 32) {
-    if (n == 4) {  // the rest verbatim
-      const uint32_t take = std::min(budget, 4 * (32 - j));
-      p |= (w & low_bits(take)) << (4 * j);
-      break;
-    }
-    if (n == 0) {  // a run of planes with nothing significant: one 0 bit each
-      const uint32_t z = std::min({ctz128(w), budget, 32 - j});
-      w >>= z, budget -= z, j += z;
-      if (!budget || j == 32) break;
-    }
-    const DecodeEntry d = t.decode[n][static_cast<uint32_t>(w) & ((1u << kPeekBits) - 1)];
-    if (d.length > budget) {
-      // The budget ends inside this plane: the reference's loop, exactly.
-      const uint32_t m = std::min(n, budget);
-      budget -= m;
-      uint32_t x = static_cast<uint32_t>(w) & ((1u << m) - 1);
-      w >>= m;
-      auto get = [&] {
-        const auto bit = static_cast<uint32_t>(w) & 1u;
-        w >>= 1;
-        return bit;
-      };
-      for (; budget && n < 4; n++) {
-        budget--;
-        if (get()) {
-          for (; budget && n < 3; n++) {
-            budget--;
-            if (get()) break;
-          }
-          x += 1u << n;
-        } else {
-          break;
-        }
-      }
-      p |= u128{x} << (4 * j);
-      break;
-    }
-    p |= u128{d.nibble} << (4 * j);
-    w >>= d.length;
+  uint32_t budget = maxbits - kHeaderBits;
+  // Planes before the first set bit: one 0 bit each.
+  uint32_t j = std::min({ctz128(w), budget, 32u});
+  budget -= j;
+  if (budget == 0 || j == 32) return;
+  // Four planes without a branch (a spent budget decodes as nothing) from a
+  // 64-bit window: the zero run (<= 32) and 4 codes (<= 28) fit.
+  auto v = static_cast<uint64_t>(w >> j);
+  uint32_t n = 0, used = 0, nibbles = 0;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const DecodeEntry d = t.decode[n][std::min(budget, kPeekBits)]
+                                  [static_cast<uint32_t>(v) & ((1u << kPeekBits) - 1)];
+    nibbles |= uint32_t{d.nibble} << (4 * k);
+    v >>= d.length;
+    used += d.length;
     budget -= d.length;
     n = d.n;
-    ++j;
+  }
+  if (j > 28) nibbles &= (1u << (4 * (32 - j))) - 1;  // planes past plane 0
+  u128 p = u128{nibbles} << (4 * j);
+  w >>= j + used;
+  j += 4;
+  // The rare long tail plane by plane, then the rest verbatim.
+  while (n < 4 && budget && j < 32) decode_plane(t, w, budget, n, j, p);
+  if (n == 4 && budget && j < 32) {
+    const uint32_t take = std::min(budget, 4 * (32 - j));
+    p |= (w & low_bits(take)) << (4 * j);
   }
   p_out = p;
 }
