@@ -489,6 +489,53 @@ inline u128 load_block(const uint8_t* in, size_t size, size_t pos, uint32_t maxb
   return maxbits >= 128 ? v : v & low_bits(maxbits);
 }
 
+// The same for 8 consecutive blocks from bit `first_bit`, as scales and P
+// words for inverse8_avx2. The four-plane stage runs in lockstep over the 8
+// blocks: 8 independent lookup chains the CPU overlaps, where one block's
+// chain alone would leave it waiting on each table load.
+inline void decode_group8(const Tables& t, const uint8_t* in, size_t size, size_t first_bit,
+                          uint32_t maxbits, float* scale, uint32_t (*words)[8]) {
+  u128 w[8];
+  uint64_t v[8];
+  uint32_t j[8], budget[8], n[8], used[8], nibbles[8];
+  for (int k = 0; k < 8; ++k) {
+    const u128 bits = load_block(in, size, first_bit + size_t(k) * maxbits, maxbits);
+    const bool nonzero = bits & 1;
+    scale[k] = t.decode_scale[nonzero ? static_cast<uint32_t>(bits >> 1) & 0xff : 0];
+    w[k] = bits >> kHeaderBits;
+    uint32_t b = nonzero ? maxbits - kHeaderBits : 0;
+    const uint32_t z = std::min({ctz128(w[k]), b, 32u});
+    b -= z;
+    budget[k] = z == 32 ? 0 : b;  // nothing left: the stages below decode nothing
+    j[k] = z;
+    v[k] = static_cast<uint64_t>(w[k] >> z);
+    n[k] = used[k] = nibbles[k] = 0;
+  }
+  for (uint32_t stage = 0; stage < 4; ++stage) {
+    for (int k = 0; k < 8; ++k) {
+      const DecodeEntry d = t.decode[n[k]][std::min(budget[k], kPeekBits)]
+                                    [static_cast<uint32_t>(v[k]) & ((1u << kPeekBits) - 1)];
+      nibbles[k] |= uint32_t{d.nibble} << (4 * stage);
+      v[k] >>= d.length;
+      used[k] += d.length;
+      budget[k] -= d.length;
+      n[k] = d.n;
+    }
+  }
+  for (int k = 0; k < 8; ++k) {
+    uint32_t jk = j[k], nk = n[k], bk = budget[k], nib = nibbles[k];
+    if (jk > 28) nib &= (1u << (4 * (32 - jk))) - 1;  // planes past plane 0
+    u128 p = u128{nib} << (4 * (jk & 31));
+    u128 wk = w[k] >> (jk + used[k]);
+    jk += 4;
+    while (nk < 4 && bk && jk < 32) decode_plane(t, wk, bk, nk, jk, p);
+    if (nk == 4 && bk && jk < 32) p |= (wk & low_bits(std::min(bk, 4 * (32 - jk)))) << (4 * jk);
+    const auto lo = static_cast<uint64_t>(p), hi = static_cast<uint64_t>(p >> 64);
+    words[0][k] = static_cast<uint32_t>(lo), words[1][k] = static_cast<uint32_t>(lo >> 32);
+    words[2][k] = static_cast<uint32_t>(hi), words[3][k] = static_cast<uint32_t>(hi >> 32);
+  }
+}
+
 bool use_avx2(SimdLevel level) {
 #ifdef CMPI_ZFP_AVX2
   return level == SimdLevel::kAvx2;
@@ -551,15 +598,7 @@ void decode_at(SimdLevel level, const uint8_t* in, size_t n, uint32_t maxbits, u
     uint32_t p[4][8];
     float scale[8];
     for (; b + 8 <= full; b += 8) {
-      for (int k = 0; k < 8; ++k) {
-        uint32_t e;
-        u128 pk;
-        decode_block_bits(t, load_block(in, size, (b + k) * maxbits, maxbits), maxbits, e, pk);
-        scale[k] = t.decode_scale[e];
-        const auto lo = static_cast<uint64_t>(pk), hi = static_cast<uint64_t>(pk >> 64);
-        p[0][k] = static_cast<uint32_t>(lo), p[1][k] = static_cast<uint32_t>(lo >> 32);
-        p[2][k] = static_cast<uint32_t>(hi), p[3][k] = static_cast<uint32_t>(hi >> 32);
-      }
+      decode_group8(t, in, size, b * maxbits, maxbits, scale, p);
       inverse8_avx2(p, scale, out + 4 * b);
     }
   }
