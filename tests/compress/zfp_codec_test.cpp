@@ -256,6 +256,10 @@ TEST(ZfpCodec, ParametersAreValidatedByName) {
       {"threads=-1", "'threads'"},
       {"nonfinite=skip", "'nonfinite'"},
       {"level=3", "'level'"},
+      {"impl=fast", "'impl'"},
+      {"mode=accuracy,tolerance=1e-3,impl=native", "'impl'"},
+      {"mode=precision,precision=8,impl=native", "'impl'"},
+      {"mode=reversible,impl=native", "'impl'"},
   };
   for (const auto& [params, name] : bad) {
     try {
@@ -266,6 +270,40 @@ TEST(ZfpCodec, ParametersAreValidatedByName) {
     }
   }
   EXPECT_FALSE(make_codec(CodecSpec("zfp"))->lossless());  // default: rate 16
+  // impl: native by default in mode rate only; libzfp is accepted everywhere.
+  EXPECT_TRUE(dynamic_cast<ZfpCodec&>(*zfp("mode=rate,rate=8")).native());
+  EXPECT_FALSE(dynamic_cast<ZfpCodec&>(*zfp("mode=rate,rate=8,impl=libzfp")).native());
+  EXPECT_FALSE(dynamic_cast<ZfpCodec&>(*zfp("mode=accuracy,tolerance=1e-3")).native());
+  EXPECT_NO_THROW(zfp("mode=reversible,impl=libzfp"));
+}
+
+// impl is a local choice: native and libzfp write the same payload bytes and
+// each decodes the other's payloads to the same floats, raw (NaN/Inf) chunks,
+// zero chunks and short last chunks included.
+TEST(ZfpCodec, NativeAndLibzfpPayloadsInterchange) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  auto in = gaussian(20003, seed, 0.01f);
+  for (size_t i = 7000; i < 7100; ++i) in[i] = 0.f;
+  in[12345] = std::numeric_limits<float>::quiet_NaN();
+  in[15000] = -std::numeric_limits<float>::infinity();
+  for (const char* rate : {"2.25", "7.5", "8", "16", "31.75", "32"}) {
+    for (const char* chunk : {"1000", "4093", "65536"}) {
+      const std::string params =
+          std::string("mode=rate,threads=2,rate=") + rate + ",chunk=" + chunk + ",impl=";
+      auto native = zfp(params + "native");
+      auto libzfp = zfp(params + "libzfp");
+      const auto native_bytes = native->encode(in.data(), in.size());
+      const auto libzfp_bytes = libzfp->encode(in.data(), in.size());
+      ASSERT_EQ(native_bytes, libzfp_bytes) << params << " seed " << seed;
+      std::vector<float> by_native(in.size()), by_libzfp(in.size());
+      native->decode(libzfp_bytes.data(), libzfp_bytes.size(), by_native.data(), in.size());
+      libzfp->decode(native_bytes.data(), native_bytes.size(), by_libzfp.data(), in.size());
+      ASSERT_EQ(std::memcmp(by_native.data(), by_libzfp.data(), 4 * in.size()), 0)
+          << params << " seed " << seed;
+      EXPECT_TRUE(std::isnan(by_native[12345])) << params;
+      EXPECT_EQ(by_native[15000], in[15000]) << params;
+    }
+  }
 }
 
 TEST(ZfpCodec, DecoderWithOtherSettingsRejectsThePayload) {
