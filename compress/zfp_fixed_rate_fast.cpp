@@ -4,35 +4,40 @@
 // How it works. A block's coefficients are held as one 128-bit word P whose
 // nibble j holds bit plane 31 - j (bit i of the nibble: value i), so the
 // planes come out in coding order from the bottom of P. Two stages:
-//   transform (per 8 blocks in AVX2, per block in scalar code): exponent,
-//     float -> int cast, lifting transform, negabinary, bit reversal and a
-//     4-way bit interleave into P (and back, for decode);
-//   coding (scalar, per block): the code of a block is a prefix of the
-//     unbudgeted code, because libzfp emits bits in order and stops at the
-//     budget. So the encoder builds the code in a 128-bit accumulator without
-//     checking the budget bit by bit, then keeps the first maxbits bits:
+//   transform (8 blocks per AVX2 call, else per block in scalar code):
+//     exponent, float -> int cast, lifting transform, negabinary, bit
+//     reversal and a 4-way bit interleave into P (and back, for decode);
+//   coding (scalar): a block's code is a prefix of its unbudgeted code,
+//     because libzfp emits bits in order and stops at the budget. So the
+//     encoder builds the code in a 128-bit accumulator without counting the
+//     budget bit by bit, and keeps the first maxbits bits:
 //     - leading planes with no significant value cost one 0 bit each: their
 //       count is ctz(P) / 4, skipped in one step;
-//     - planes while fewer than 4 values are significant: a table indexed by
-//       (n significant, nibble) gives the code bits, length and new n;
-//     - once all 4 are significant every plane is its 4 bits verbatim, so
-//       the rest of the block is P shifted down: one OR.
-//     The decoder mirrors this with a table indexed by (n, next 7 bits) (7 is
-//     the longest plane code) while the code fits the block's remaining
-//     budget, and falls back to the reference's bit-at-a-time loop for the
-//     one plane the budget cuts (libzfp then sets the bit the scan stopped
-//     at, which a table of whole codes cannot know).
+//     - the next four planes: two lookups in a table indexed by (n values
+//       significant so far, two nibbles) giving code bits, length and new n,
+//       with no branch (n = 4 rows: the bits verbatim);
+//     - the rare blocks still with n < 4 go on plane by plane; once n = 4
+//       every plane is its 4 bits verbatim: the rest of P in one OR.
+//     The decoder mirrors this with a table indexed by (n, the block's
+//     remaining budget capped at 7, next 7 bits) (7: the longest plane code).
+//     The budget index makes a code the budget cuts decode as libzfp's
+//     decoder does (it sets the bit the cut scan stopped at) and a spent
+//     budget decode as nothing, so four planes need no branch either; the
+//     AVX2 path runs those four lookups in lockstep over 8 blocks.
 // Blocks sit at fixed bit offsets (b * maxbits), so the decoder loads each
-// block's 128 bits directly; the encoder appends blocks through a 64-bit
-// bit buffer.
+// block's bits directly; the encoder appends blocks through a 64-bit buffer.
 //
-// Speed (docs/benchmarks.md, one core): see the codec benchmark. What bounds
-// it: the per-block coding loop is a serial dependency chain (table lookup
-// -> n -> next lookup, and the 128-bit shifts), 1-4 planes per block at rate
-// 8..16 after the zero-plane skip; the SIMD transform is a small share.
-// memcpy moves 16 bytes per block in well under a nanosecond, this coder
-// spends a few nanoseconds per block, so it stays several times short of
-// memcpy.
+// Speed (docs/benchmarks.md; captured gradients, one core of the 2-core AMD
+// EPYC development VM): encode ~1.0-1.1 GB/s, decode ~0.7 GB/s at rates 8
+// and 16 (libzfp: 0.1-0.25), where memcpy of the same 0.5 MB, in cache, runs
+// at 50-100 GB/s: the coder is ~1-2 % of memcpy, ~60-80 cycles per 4-value
+// block against memcpy's < 1. What bounds it (perf record, cpu-clock): in
+// decode, the lookup chains (~45 % of decode: each plane's lookup waits for
+// the previous one's length and n, ~8 cycles a plane) and the scalar glue
+// around them (window loads, 128-bit shifts, the verbatim rest), then the
+// SIMD de-interleave of P (~25 %); in encode, the ctz -> shift -> two
+// dependent lookups (~50 %) and the SIMD interleave into P (~33 %). The
+// coding is per-block serial and bit-granular; only the transform is SIMD.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -489,26 +494,39 @@ inline u128 load_block(const uint8_t* in, size_t size, size_t pos, uint32_t maxb
   return maxbits >= 128 ? v : v & low_bits(maxbits);
 }
 
-// The same for 8 consecutive blocks from bit `first_bit`, as scales and P
-// words for inverse8_avx2. The four-plane stage runs in lockstep over the 8
-// blocks: 8 independent lookup chains the CPU overlaps, where one block's
-// chain alone would leave it waiting on each table load.
+// At least 121 bits of the stream from bit `bit` (past its end: zeros).
+// kInside: the caller knows 16 bytes from bit / 8 lie inside the stream.
+template <bool kInside>
+inline u128 load_bits(const uint8_t* in, size_t size, size_t bit) {
+  const size_t at = bit / 8;
+  uint64_t word[2] = {0, 0};
+  std::memcpy(word, in + at, kInside ? 16 : std::min<size_t>(16, size - at));
+  return ((u128{word[1]} << 64) | word[0]) >> (bit % 8);
+}
+
+// decode_block_bits for 8 consecutive blocks from bit `first_bit`, as scales
+// and P words for inverse8_avx2. Windows are loaded where each step starts,
+// so they may hold the next block's bits: every step reads at most its
+// budget. The four-plane stage runs in lockstep over the 8 blocks: 8
+// independent lookup chains the CPU overlaps, where one block's chain alone
+// would leave it waiting on each table load.
+template <bool kInside>
 inline void decode_group8(const Tables& t, const uint8_t* in, size_t size, size_t first_bit,
                           uint32_t maxbits, float* scale, uint32_t (*words)[8]) {
-  u128 w[8];
   uint64_t v[8];
   uint32_t j[8], budget[8], n[8], used[8], nibbles[8];
   for (int k = 0; k < 8; ++k) {
-    const u128 bits = load_block(in, size, first_bit + size_t(k) * maxbits, maxbits);
-    const bool nonzero = bits & 1;
-    scale[k] = t.decode_scale[nonzero ? static_cast<uint32_t>(bits >> 1) & 0xff : 0];
-    w[k] = bits >> kHeaderBits;
-    uint32_t b = nonzero ? maxbits - kHeaderBits : 0;
-    const uint32_t z = std::min({ctz128(w[k]), b, 32u});
-    b -= z;
-    budget[k] = z == 32 ? 0 : b;  // nothing left: the stages below decode nothing
+    const size_t bit = first_bit + size_t(k) * maxbits;
+    const auto head = static_cast<uint64_t>(load_bits<kInside>(in, size, bit));
+    const bool nonzero = head & 1;
+    scale[k] = t.decode_scale[nonzero ? static_cast<uint32_t>(head >> 1) & 0xff : 0];
+    const uint32_t b = nonzero ? maxbits - kHeaderBits : 0;
+    const uint64_t rest = head >> kHeaderBits;  // 55 bits: the zero run is <= 32
+    const uint32_t zeros = rest ? static_cast<uint32_t>(__builtin_ctzll(rest)) : 64;
+    const uint32_t z = std::min({zeros, b, 32u});
+    budget[k] = z == 32 ? 0 : b - z;  // nothing left: the stages below decode nothing
     j[k] = z;
-    v[k] = static_cast<uint64_t>(w[k] >> z);
+    v[k] = static_cast<uint64_t>(load_bits<kInside>(in, size, bit + kHeaderBits + z));
     n[k] = used[k] = nibbles[k] = 0;
   }
   for (uint32_t stage = 0; stage < 4; ++stage) {
@@ -526,10 +544,13 @@ inline void decode_group8(const Tables& t, const uint8_t* in, size_t size, size_
     uint32_t jk = j[k], nk = n[k], bk = budget[k], nib = nibbles[k];
     if (jk > 28) nib &= (1u << (4 * (32 - jk))) - 1;  // planes past plane 0
     u128 p = u128{nib} << (4 * (jk & 31));
-    u128 wk = w[k] >> (jk + used[k]);
     jk += 4;
-    while (nk < 4 && bk && jk < 32) decode_plane(t, wk, bk, nk, jk, p);
-    if (nk == 4 && bk && jk < 32) p |= (wk & low_bits(std::min(bk, 4 * (32 - jk)))) << (4 * jk);
+    if (bk && jk < 32) {
+      u128 wk = load_bits<kInside>(in, size,
+                                   first_bit + size_t(k) * maxbits + kHeaderBits + j[k] + used[k]);
+      while (nk < 4 && bk && jk < 32) decode_plane(t, wk, bk, nk, jk, p);
+      if (nk == 4 && bk && jk < 32) p |= (wk & low_bits(std::min(bk, 4 * (32 - jk)))) << (4 * jk);
+    }
     const auto lo = static_cast<uint64_t>(p), hi = static_cast<uint64_t>(p >> 64);
     words[0][k] = static_cast<uint32_t>(lo), words[1][k] = static_cast<uint32_t>(lo >> 32);
     words[2][k] = static_cast<uint32_t>(hi), words[3][k] = static_cast<uint32_t>(hi >> 32);
@@ -598,7 +619,11 @@ void decode_at(SimdLevel level, const uint8_t* in, size_t n, uint32_t maxbits, u
     uint32_t p[4][8];
     float scale[8];
     for (; b + 8 <= full; b += 8) {
-      decode_group8(t, in, size, b * maxbits, maxbits, scale, p);
+      const size_t first_bit = b * maxbits;
+      if ((first_bit + 8 * size_t{maxbits}) / 8 + 16 <= size)
+        decode_group8<true>(t, in, size, first_bit, maxbits, scale, p);
+      else
+        decode_group8<false>(t, in, size, first_bit, maxbits, scale, p);
       inverse8_avx2(p, scale, out + 4 * b);
     }
   }

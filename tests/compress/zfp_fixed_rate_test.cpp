@@ -161,6 +161,10 @@ std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
   return v;
 }
 
+std::string seed_note() {
+  return "CMPI_TEST_SEED=" + std::to_string(cmpi::testing::test_seed());
+}
+
 TEST(ZfpFixedRate, BlockBitsFollowLibzfpsRateRule) {
   for (double rate : {0.5, 1.0, 2.0, 2.25, 2.3, 2.375, 7.5, 7.6, 8.0, 16.0, 31.9, 32.0}) {
     zfp_stream* zfp = zfp_stream_open(nullptr);
@@ -177,7 +181,7 @@ TEST(ZfpFixedRate, RandomDataMatchesLibzfpAtEveryRate) {
   std::mt19937_64 rng(cmpi::testing::test_seed() ^ 0x2f9);
   for (double rate : rate_sweep()) {
     for (size_t n : {size_t{4096}, size_t{4093}, size_t{1027}}) {
-      expect_matches_libzfp(random_floats(n, rng), rate, "random");
+      expect_matches_libzfp(random_floats(n, rng), rate, "random, " + seed_note());
       if (HasFailure()) return;
     }
   }
@@ -187,8 +191,8 @@ TEST(ZfpFixedRate, SmallAndPartialArraysMatchLibzfp) {
   std::mt19937_64 rng(cmpi::testing::test_seed() ^ 0x51);
   for (double rate : rate_sweep()) {
     for (size_t n = 1; n <= 9; ++n) {
-      expect_matches_libzfp(random_floats(n, rng), rate, "small");
-      expect_matches_libzfp(testing::gaussian(n, 3.f, rng()), rate, "small gaussian");
+      expect_matches_libzfp(random_floats(n, rng), rate, "small, " + seed_note());
+      expect_matches_libzfp(testing::gaussian(n, 3.f, rng()), rate, "gaussian, " + seed_note());
     }
     if (HasFailure()) return;
   }
@@ -293,7 +297,7 @@ TEST(ZfpFixedRate, RandomBitPatternBlocksMatchLibzfp) {
       if ((bits & 0x7f800000u) == 0x7f800000u) bits ^= 0x40000000u;  // finite
       x = from_bits(bits);
     }
-    expect_matches_libzfp(v, rate, "bit patterns");
+    expect_matches_libzfp(v, rate, "bit patterns, " + seed_note());
   }
 }
 
@@ -330,7 +334,8 @@ TEST(ZfpFixedRate, ArbitraryStreamsDecodeAsLibzfpDecodes) {
       for (const Impl& impl : impls()) {
         std::vector<float> out(n);
         impl.decode(stream.data(), n, maxbits, word_bits(), out.data());
-        EXPECT_EQ(bits_of(out), expected) << impl.name << " rate " << rate << " n " << n;
+        EXPECT_EQ(bits_of(out), expected)
+            << impl.name << " rate " << rate << " n " << n << ", " << seed_note();
       }
     }
     if (HasFailure()) return;
