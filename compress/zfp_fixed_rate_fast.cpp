@@ -231,34 +231,75 @@ void inverse_block(uint32_t e, u128 p, float* f) {
 #ifdef CMPI_ZFP_AVX2
 #define CMPI_AVX2 __attribute__((target("avx2")))
 
-CMPI_AVX2 inline __m256i bit_reverse8(__m256i x) {
-  const __m256i bswap = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3, 2,
-                                         1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+// Exchanges the bits selected by m with those d places above them.
+template <int D>
+CMPI_AVX2 inline __m256i delta_swap(__m256i x, int m) {
+  const __m256i t =
+      _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(x, D), x), _mm256_set1_epi32(m));
+  return _mm256_xor_si256(_mm256_xor_si256(x, t), _mm256_slli_epi32(t, D));
+}
+
+CMPI_AVX2 inline __m256i reverse_bits_in_bytes(__m256i x) {
   const __m256i rev_lo = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0,
                                           8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
-  const __m256i rev_hi = _mm256_slli_epi16(rev_lo, 4);  // reversed nibble, in the high half
+  const __m256i rev_hi = _mm256_slli_epi16(rev_lo, 4);
   const __m256i nib = _mm256_set1_epi8(0x0f);
-  x = _mm256_shuffle_epi8(x, bswap);
   const __m256i lo = _mm256_and_si256(x, nib);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), nib);
   return _mm256_or_si256(_mm256_shuffle_epi8(rev_hi, lo), _mm256_shuffle_epi8(rev_lo, hi));
 }
 
-// Bit j of each byte-sized x (j < 8) to bit 4j.
-CMPI_AVX2 inline __m256i spread8(__m256i x) {
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 12)), _mm256_set1_epi32(0x000f000f));
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 6)), _mm256_set1_epi32(0x03030303));
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 3)), _mm256_set1_epi32(0x11111111));
-  return x;
+// 4x4 transpose of 32-bit elements across a[0..3], within each 128-bit half.
+CMPI_AVX2 inline void transpose32(__m256i* a) {
+  const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+  a[0] = _mm256_unpacklo_epi64(t0, t2), a[1] = _mm256_unpackhi_epi64(t0, t2);
+  a[2] = _mm256_unpacklo_epi64(t1, t3), a[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-// Bit 4j of x to bit j (j < 8).
-CMPI_AVX2 inline __m256i compact8(__m256i x) {
-  x = _mm256_and_si256(x, _mm256_set1_epi32(0x11111111));
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 3)), _mm256_set1_epi32(0x03030303));
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 6)), _mm256_set1_epi32(0x000f000f));
-  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 12)), _mm256_set1_epi32(0xff));
-  return x;
+// The P words of 8 blocks from their negabinary values u[i] (lane = block):
+// word q bit 4jj + i = bit 31 - (8q + jj) of u[i]. Bytes first: word q, byte
+// i = the bit-reversed byte 3 - q of u[i] (two byte shuffles around a 32-bit
+// transpose); then, within each word, bit 8i + jj moves to 4jj + i: four
+// delta swaps (a rotation of the 5 bit-index bits).
+CMPI_AVX2 inline void interleave8(const __m256i* u, uint32_t (*p)[8]) {
+  // Byte (4q + L) of each half <- byte (4L + 3 - q): lanes L's bytes q,
+  // reversed, side by side.
+  const __m256i gather_rev = _mm256_setr_epi8(3, 7, 11, 15, 2, 6, 10, 14, 1, 5, 9, 13, 0, 4, 8, 12,
+                                              3, 7, 11, 15, 2, 6, 10, 14, 1, 5, 9, 13, 0, 4, 8, 12);
+  const __m256i transpose = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m256i a[4];
+  for (int i = 0; i < 4; ++i) a[i] = _mm256_shuffle_epi8(reverse_bits_in_bytes(u[i]), gather_rev);
+  transpose32(a);
+  for (int q = 0; q < 4; ++q) {
+    __m256i x = _mm256_shuffle_epi8(a[q], transpose);
+    x = delta_swap<1>(x, 0x22222222);
+    x = delta_swap<7>(x, 0x00aa00aa);
+    x = delta_swap<2>(x, 0x0c0c0c0c);
+    x = delta_swap<14>(x, 0x0000cccc);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p[q]), x);
+  }
+}
+
+// Inverse of interleave8: u[i] from the P words.
+CMPI_AVX2 inline void deinterleave8(const uint32_t (*p)[8], __m256i* u) {
+  const __m256i transpose = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+                                             0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  // Byte (4L + q) of each half <- byte (4(3 - q) + L).
+  const __m256i scatter_rev =
+      _mm256_setr_epi8(12, 8, 4, 0, 13, 9, 5, 1, 14, 10, 6, 2, 15, 11, 7, 3, 12, 8, 4, 0, 13, 9, 5,
+                       1, 14, 10, 6, 2, 15, 11, 7, 3);
+  for (int q = 0; q < 4; ++q) {
+    __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[q]));
+    x = delta_swap<14>(x, 0x0000cccc);
+    x = delta_swap<2>(x, 0x0c0c0c0c);
+    x = delta_swap<7>(x, 0x00aa00aa);
+    x = delta_swap<1>(x, 0x22222222);
+    u[q] = _mm256_shuffle_epi8(x, transpose);
+  }
+  transpose32(u);
+  for (int i = 0; i < 4; ++i) u[i] = reverse_bits_in_bytes(_mm256_shuffle_epi8(u[i], scatter_rev));
 }
 
 // Blocks b and b + 4 as the two 128-bit halves.
@@ -301,28 +342,16 @@ CMPI_AVX2 void forward8_avx2(const float* f, uint32_t* e_out, uint32_t (*p)[8]) 
   w = _mm256_add_epi32(w, _mm256_srai_epi32(y, 1)),
   y = _mm256_sub_epi32(y, _mm256_srai_epi32(w, 1));
   const __m256i nb = _mm256_set1_epi32(static_cast<int>(block::kNegabinaryMask));
-  const __m256i byte = _mm256_set1_epi32(0xff);
-  __m256i r[4] = {x, y, z, w};
-  for (auto& ri : r) ri = bit_reverse8(_mm256_xor_si256(_mm256_add_epi32(ri, nb), nb));
-  for (int q = 0; q < 4; ++q) {
-    __m256i word = _mm256_setzero_si256();
-    for (int i = 0; i < 4; ++i) {
-      const __m256i bits = _mm256_and_si256(_mm256_srli_epi32(r[i], 8 * q), byte);
-      word = _mm256_or_si256(word, _mm256_slli_epi32(spread8(bits), i));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p[q]), word);
-  }
+  __m256i u[4] = {x, y, z, w};
+  for (auto& ui : u) ui = _mm256_xor_si256(_mm256_add_epi32(ui, nb), nb);
+  interleave8(u, p);
 }
 
 CMPI_AVX2 void inverse8_avx2(const uint32_t (*p)[8], const float* scale, float* f) {
-  __m256i r[4] = {};
-  for (int q = 0; q < 4; ++q) {
-    const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[q]));
-    for (int i = 0; i < 4; ++i)
-      r[i] = _mm256_or_si256(r[i], _mm256_slli_epi32(compact8(_mm256_srli_epi32(word, i)), 8 * q));
-  }
+  __m256i r[4];
+  deinterleave8(p, r);
   const __m256i nb = _mm256_set1_epi32(static_cast<int>(block::kNegabinaryMask));
-  for (auto& ri : r) ri = _mm256_sub_epi32(_mm256_xor_si256(bit_reverse8(ri), nb), nb);
+  for (auto& ri : r) ri = _mm256_sub_epi32(_mm256_xor_si256(ri, nb), nb);
   __m256i x = r[0], y = r[1], z = r[2], w = r[3];
   // Inverse lift (block::inv_lift).
   y = _mm256_add_epi32(y, _mm256_srai_epi32(w, 1)),
