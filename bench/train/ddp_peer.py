@@ -212,6 +212,12 @@ def main():
 
     cfg = load_config(args.config)
     m, t, d, par = cfg["model"], cfg["training"], cfg["data"], cfg["parallel"]
+    # YAML 1.1 reads "1e-08" (no dot) as a string: make every real-valued key a float.
+    for section, keys in ((t, ("lr", "min_lr", "weight_decay", "beta1", "beta2", "eps", "grad_clip")),
+                          (m, ("dropout", "init_std")), (d, ("concentration",))):
+        for key in keys:
+            if key in section:
+                section[key] = float(section[key])
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("RANK", "0")))
     world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
     for key, want in (("tensor", 1), ("pipeline", 1), ("spatial", 1), ("zero_stage", 0)):
