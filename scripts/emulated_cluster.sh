@@ -208,14 +208,11 @@ run_mpi() {  # run_mpi K R MPIRUN-OPTIONS... -- COMMAND...
   local yield_opts=()
   if ((nodes * per_node > $(nproc))); then yield_opts=(--mca mpi_yield_when_idle 1); fi
   local status=0
-  # OpenMPI's TCP transport sends a message above its eager limit (64 KiB)
-  # only once the receiver answers from inside MPI; a rank busy in a codec
-  # then stalls its peers. An eager limit of one compressed chunk (1 MiB, the
-  # policy's default chunk) lets codec work overlap the wire. Set as
-  # environment defaults so `--mca` options given to `run` still override them.
-  OMPI_MCA_btl_tcp_eager_limit=${OMPI_MCA_btl_tcp_eager_limit:-1048576} \
-    OMPI_MCA_btl_tcp_rndv_eager_limit=${OMPI_MCA_btl_tcp_rndv_eager_limit:-1048576} \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CMPI_EMULATED_CLUSTER_STATE=$STATE_DIR \
+  # OpenMPI's own TCP settings (64 KiB eager limit): the compressed
+  # algorithms keep their transfers moving while they encode and decode
+  # (comm/algorithms/progress.h), so they need no larger eager limit. `--mca`
+  # options given to `run` (or OMPI_MCA_* in the environment) still apply.
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CMPI_EMULATED_CLUSTER_STATE=$STATE_DIR \
     OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
     ip netns exec "${NS_PREFIX}0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "${NS_PREFIX}0" mpirun \
     --hostfile "$hostfile" -np $((nodes * per_node)) --map-by "ppr:$per_node:node" --bind-to none \

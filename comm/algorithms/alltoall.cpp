@@ -7,6 +7,12 @@
 //      the receiver decodes whatever has already arrived;
 //   3. the remaining chunks are decoded in the order they arrive, whichever
 //      peer they come from (arrival_order_receiver.h).
+// Progress: every codec call is cut into steps (chunk_payload.h) with a test
+// of all the call's requests -- the sends to every peer and the receives
+// from every peer -- between steps (progress.h), and each poll also starts
+// the transfers whose first chunk has arrived; so no peer's chunk above MPI's
+// eager limit waits for this rank to finish a codec call.
+//
 // The block a rank sends itself never crosses a rank boundary and is copied
 // as is. Every other block carries exactly one encoding's error; a lossless
 // codec gives the plain MPI_Alltoallv's result bit for bit.
@@ -43,19 +49,20 @@ void compressed_alltoall(CompressedContext& ctx, const float* in,
     std::memcpy(out + recv_offsets[me], in + send_offsets[me], recv_counts[me] * sizeof(float));
   if (ctx.size == 1) return;
 
-  ArrivalOrderReceiver receiver(ctx);
+  Progress progress(ctx);
+  ArrivalOrderReceiver receiver(ctx, progress);
   for (int peer = 0; peer < ctx.size; ++peer) {
     if (peer == me) continue;
-    receiver.add(
-        std::make_unique<IncomingTransfer>(ctx, peer, make_shape(ctx, op, recv_counts[peer], peer)),
-        out + recv_offsets[peer]);
+    receiver.add(std::make_unique<IncomingTransfer>(ctx, progress, peer,
+                                                    make_shape(ctx, op, recv_counts[peer], peer)),
+                 out + recv_offsets[peer]);
   }
 
   std::vector<std::unique_ptr<OutgoingTransfer>> outgoing;
   for (int distance = 1; distance < ctx.size; ++distance) {
     const int dest = (me + distance) % ctx.size;
-    outgoing.push_back(
-        std::make_unique<OutgoingTransfer>(ctx, dest, make_shape(ctx, op, send_counts[dest], me)));
+    outgoing.push_back(std::make_unique<OutgoingTransfer>(
+        ctx, progress, dest, make_shape(ctx, op, send_counts[dest], me)));
     OutgoingTransfer& block = *outgoing.back();
     const float* data = in + send_offsets[dest];
     for (size_t k = 0; k < block.shape().chunk_count(); ++k) {

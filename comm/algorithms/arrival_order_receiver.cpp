@@ -11,6 +11,7 @@ void ArrivalOrderReceiver::add(std::unique_ptr<IncomingTransfer> in, float* out)
 }
 
 bool ArrivalOrderReceiver::poll() {
+  progress_.poll();
   bool decoded = false;
   for (Entry& entry : entries_) {
     size_t k = 0;

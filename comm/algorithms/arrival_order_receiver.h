@@ -12,11 +12,13 @@ namespace cmpi::comm {
 
 class ArrivalOrderReceiver {
  public:
-  explicit ArrivalOrderReceiver(CompressedContext& ctx) : ctx_(ctx) {}
+  ArrivalOrderReceiver(CompressedContext& ctx, Progress& progress)
+      : ctx_(ctx), progress_(progress) {}
 
   // Receives transfer `in` into out[0..in.shape().total_elems).
   void add(std::unique_ptr<IncomingTransfer> in, float* out);
-  // Decodes every chunk that has arrived; never blocks. True if it decoded any.
+  // Polls the call's progress, then decodes every chunk that has arrived;
+  // never blocks. True if it decoded any.
   bool poll();
   // Decodes until every transfer is complete; time spent waiting counts as
   // wire seconds.
@@ -28,6 +30,7 @@ class ArrivalOrderReceiver {
     float* out;
   };
   CompressedContext& ctx_;
+  Progress& progress_;
   std::vector<Entry> entries_;
 };
 

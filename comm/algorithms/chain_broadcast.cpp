@@ -9,6 +9,12 @@
 // a rank that disagrees about any of them fails on the first chunk. With C
 // chunks the last rank has everything after about C + N - 2 chunk times.
 //
+// Progress: every encode and decode runs in codec steps (chunk_payload.h)
+// with a test of all the rank's requests (receives from the predecessor,
+// sends and forwards to the successor) between steps (progress.h), so
+// chunks above MPI's eager limit keep moving along the chain while a rank
+// decodes its own copy.
+//
 // The root keeps the decoded version of what it sent, so with a lossy codec
 // every rank, root included, ends with the same bits (one encoding's error
 // from the root's input). Lossless codecs leave the root's data untouched.
@@ -36,9 +42,10 @@ void chain_broadcast(CompressedContext& ctx, float* data, size_t n, int root) {
   const int successor = (ctx.rank + 1) % ctx.size;
   const int predecessor = (ctx.rank - 1 + ctx.size) % ctx.size;
   const TransferShape shape = make_shape(ctx, TransferOp::kBroadcast, n, root);
+  Progress progress(ctx);
 
   if (position == 0) {
-    OutgoingTransfer out(ctx, successor, shape);
+    OutgoingTransfer out(ctx, progress, successor, shape);
     const bool lossless = ctx.codec->lossless();
     for (size_t k = 0; k < shape.chunk_count(); ++k) {
       float* chunk = data + shape.chunk_offset(k);
@@ -50,8 +57,8 @@ void chain_broadcast(CompressedContext& ctx, float* data, size_t n, int root) {
     return;
   }
 
-  IncomingTransfer in(ctx, predecessor, shape);
-  OutgoingTransfer forward(ctx, successor, shape);
+  IncomingTransfer in(ctx, progress, predecessor, shape);
+  OutgoingTransfer forward(ctx, progress, successor, shape);
   while (!in.done()) {
     size_t k = in.wait_next();
     if (has_successor) forward.forward(in.message(k), in.message_bytes(k));

@@ -1,7 +1,9 @@
 #include "comm/algorithms/chunk_transfer.h"
 
 #include <stdexcept>
+#include <thread>
 
+#include "comm/algorithms/chunk_payload.h"
 #include "comm/algorithms/codec_steps.h"
 #include "comm/algorithms/transfer_error.h"
 #include "compress/payload.h"
@@ -12,12 +14,6 @@ namespace {
 SharedBytes allocate(size_t bytes) {
   // Not value-initialized: every byte sent or decoded is written first.
   return SharedBytes(new uint8_t[bytes == 0 ? 1 : bytes]);
-}
-
-bool pending(const std::vector<MPI_Request>& requests) {
-  for (MPI_Request r : requests)
-    if (r != MPI_REQUEST_NULL) return true;
-  return false;
 }
 
 // Keeps buffers alive for good: MPI may still read or write them.
@@ -55,14 +51,26 @@ TransferShape make_shape(const CompressedContext& ctx, TransferOp op, size_t tot
 
 // ---------------------------------------------------------------- sending
 
-OutgoingTransfer::OutgoingTransfer(CompressedContext& ctx, int dest, const TransferShape& shape)
-    : ctx_(ctx), dest_(dest), shape_(shape) {}
+OutgoingTransfer::OutgoingTransfer(CompressedContext& ctx, Progress& progress, int dest,
+                                   const TransferShape& shape)
+    : ctx_(ctx), progress_(progress), dest_(dest), shape_(shape) {}
+
+OutgoingTransfer::OutgoingTransfer(CompressedContext& ctx, std::unique_ptr<Progress> own, int dest,
+                                   const TransferShape& shape)
+    : own_progress_(std::move(own)),
+      ctx_(ctx),
+      progress_(*own_progress_),
+      dest_(dest),
+      shape_(shape) {}
 
 OutgoingTransfer::~OutgoingTransfer() {
-  if (!pending(requests_)) return;
-  for (MPI_Request& r : requests_)
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-  leak(in_flight_);
+  if (pending()) leak(in_flight_);
+}
+
+bool OutgoingTransfer::pending() const {
+  for (Progress::RequestId id : requests_)
+    if (!progress_.done(id)) return true;
+  return false;
 }
 
 void OutgoingTransfer::send_chunk(size_t k, const float* chunk_data, const uint64_t* feedback_key) {
@@ -79,7 +87,9 @@ void OutgoingTransfer::send_chunk(size_t k, const float* chunk_data, const uint6
   frame.origin = shape_.origin;
   frame.chunk_bound = chunk_message_bound(ctx_, shape_.chunk_elems);
   write_chunk_frame(frame, buffer.get());
-  size_t payload = encode_payload(ctx_, chunk_data, elems, buffer.get(), capacity, feedback_key);
+  size_t payload =
+      encode_chunk_payload(ctx_, progress_, chunk_data, elems, buffer.get() + kChunkFrameBytes,
+                           capacity - kChunkFrameBytes, feedback_key);
   if (encoded_.size() <= k) {
     encoded_.resize(k + 1);
     payload_bytes_.resize(k + 1, 0);
@@ -91,78 +101,55 @@ void OutgoingTransfer::send_chunk(size_t k, const float* chunk_data, const uint6
 
 void OutgoingTransfer::forward(const SharedBytes& message, size_t bytes) {
   in_flight_.push_back(message);
-  requests_.push_back(MPI_REQUEST_NULL);
-  MPI_Isend(message.get(), int(bytes), MPI_BYTE, dest_, ctx_.tag, ctx_.comm, &requests_.back());
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Isend(message.get(), int(bytes), MPI_BYTE, dest_, ctx_.tag, ctx_.comm, &request);
+  requests_.push_back(progress_.track(request, false));
   add_wire_bytes(ctx_, bytes);
 }
 
 void OutgoingTransfer::decode_sent(size_t k, float* out) {
   size_t elems = shape_.chunk_length(k);
   if (elems == 0) return;
-  double start = MPI_Wtime();
-  ctx_.codec->decode(encoded_[k].get() + kChunkFrameBytes, payload_bytes_[k], out, elems);
-  add_decode_seconds(ctx_, MPI_Wtime() - start);
+  decode_chunk_payload(ctx_, progress_, encoded_[k].get() + kChunkFrameBytes, payload_bytes_[k],
+                       out, elems);
 }
 
 void OutgoingTransfer::wait() {
-  double start = MPI_Wtime();
-  MPI_Waitall(int(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-  add_wire_seconds(ctx_, MPI_Wtime() - start);
+  for (Progress::RequestId id : requests_) progress_.wait(id);
   in_flight_.clear();
 }
 
 // -------------------------------------------------------------- receiving
 
-IncomingTransfer::IncomingTransfer(CompressedContext& ctx, int source,
+IncomingTransfer::IncomingTransfer(CompressedContext& ctx, Progress& progress, int source,
                                    const TransferShape& expected)
-    : ctx_(ctx), source_(source), shape_(expected) {
+    : ctx_(ctx), progress_(progress), source_(source), shape_(expected) {
   size_t count = shape_.chunk_count();
   buffers_.resize(count);
   bytes_.assign(count, 0);
-  requests_.assign(count, MPI_REQUEST_NULL);
+  requests_.assign(count, kNoRequest);
+  progress_.listen(this);
+}
+
+IncomingTransfer::IncomingTransfer(CompressedContext& ctx, std::unique_ptr<Progress> own,
+                                   int source, const TransferShape& expected)
+    : IncomingTransfer(ctx, *own, source, expected) {
+  own_progress_ = std::move(own);
 }
 
 IncomingTransfer::~IncomingTransfer() {
-  if (!pending(requests_)) return;
-  for (MPI_Request& r : requests_) {
-    if (r == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
-  }
-  leak(buffers_);
+  progress_.forget(this);
+  if (pending()) leak(buffers_);
 }
 
-void IncomingTransfer::receive_first_blocking() {
-  double start = MPI_Wtime();
-  MPI_Message message = MPI_MESSAGE_NULL;
-  MPI_Status status;
-  MPI_Mprobe(source_, ctx_.tag, ctx_.comm, &message, &status);
-  int count = 0;
-  MPI_Get_count(&status, MPI_BYTE, &count);
-  buffers_[0] = allocate(size_t(count));
-  MPI_Mrecv(buffers_[0].get(), count, MPI_BYTE, &message, &status);
-  add_wire_seconds(ctx_, MPI_Wtime() - start);
-  accept(0, status);
+bool IncomingTransfer::pending() const {
+  for (Progress::RequestId id : requests_)
+    if (id != kNoRequest && !progress_.done(id)) return true;
+  return false;
 }
 
-size_t IncomingTransfer::wait_next() {
-  if (done())
-    throw std::logic_error(describe_call(ctx_, shape_.op) + ": wait_next after the last chunk");
-  size_t k = next_;
-  if (k == 0 && !first_posted_) {
-    receive_first_blocking();
-    return k;
-  }
-  MPI_Status status;
-  timed_wait(ctx_, &requests_[k], &status);
-  accept(k, status);
-  return k;
-}
-
-bool IncomingTransfer::poll_next(size_t& k) {
-  k = next_;
-  if (done()) return false;
-  if (k == 0 && !first_posted_) {
+bool IncomingTransfer::try_start() {
+  if (start_ == Start::kProbing) {
     int found = 0;
     MPI_Message message = MPI_MESSAGE_NULL;
     MPI_Status status;
@@ -171,18 +158,64 @@ bool IncomingTransfer::poll_next(size_t& k) {
     int count = 0;
     MPI_Get_count(&status, MPI_BYTE, &count);
     buffers_[0] = allocate(size_t(count));
-    MPI_Imrecv(buffers_[0].get(), count, MPI_BYTE, &message, &requests_[0]);
-    first_posted_ = true;
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Imrecv(buffers_[0].get(), count, MPI_BYTE, &message, &request);
+    requests_[0] = progress_.track(request, true);
+    start_ = Start::kReceivingFirst;
   }
-  int arrived = 0;
-  MPI_Status status;
-  MPI_Test(&requests_[k], &arrived, &status);
-  if (!arrived) return false;
-  accept(k, status);
+  if (start_ == Start::kReceivingFirst) {
+    if (!progress_.test(requests_[0])) return false;
+    accept(0, progress_.status(requests_[0]));
+    post_remaining();
+    start_ = Start::kStarted;
+  }
   return true;
 }
 
-void IncomingTransfer::accept(size_t k, MPI_Status& status) {
+void IncomingTransfer::start_blocking() {
+  double start = MPI_Wtime();
+  // Transfers are consumed in the order their source sends them, so every
+  // earlier one from this source has started and the probe finds our chunk.
+  while (!try_start()) {
+    progress_.poll();
+    if (start_ == Start::kStarted) break;
+    // Nothing for us yet: let ranks sharing this core run (oversubscribed jobs).
+    std::this_thread::yield();
+  }
+  progress_.forget(this);
+  add_wire_seconds(ctx_, MPI_Wtime() - start);
+}
+
+size_t IncomingTransfer::wait_next() {
+  if (done())
+    throw std::logic_error(describe_call(ctx_, shape_.op) + ": wait_next after the last chunk");
+  size_t k = next_;
+  if (k == 0) {
+    if (start_ != Start::kStarted) start_blocking();
+  } else {
+    progress_.wait(requests_[k]);
+    accept(k, progress_.status(requests_[k]));
+  }
+  ++next_;
+  return k;
+}
+
+bool IncomingTransfer::poll_next(size_t& k) {
+  k = next_;
+  if (done()) return false;
+  if (k == 0) {
+    // The algorithm asks in its sources' sending order (one transfer per
+    // source where it polls), so the probe finds this transfer's chunk.
+    if (start_ != Start::kStarted && !try_start()) return false;
+  } else {
+    if (!progress_.test(requests_[k])) return false;
+    accept(k, progress_.status(requests_[k]));
+  }
+  ++next_;
+  return true;
+}
+
+void IncomingTransfer::accept(size_t k, const MPI_Status& status) {
   int count = 0;
   MPI_Get_count(&status, MPI_BYTE, &count);
   bytes_[k] = size_t(count);
@@ -216,16 +249,15 @@ void IncomingTransfer::accept(size_t k, MPI_Status& status) {
   if (bytes_[k] > chunk_message_bound(ctx_, shape_.chunk_length(k)))
     fail("payload", "chunk " + std::to_string(k) + " of " + std::to_string(bytes_[k]) +
                         " bytes exceeds its bound");
-  ++next_;
-  if (k == 0) post_remaining();
 }
 
 void IncomingTransfer::post_remaining() {
   for (size_t k = 1; k < shape_.chunk_count(); ++k) {
     size_t capacity = chunk_message_bound(ctx_, shape_.chunk_length(k));
     buffers_[k] = allocate(capacity);
-    MPI_Irecv(buffers_[k].get(), int(capacity), MPI_BYTE, source_, ctx_.tag, ctx_.comm,
-              &requests_[k]);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_Irecv(buffers_[k].get(), int(capacity), MPI_BYTE, source_, ctx_.tag, ctx_.comm, &request);
+    requests_[k] = progress_.track(request, true);
   }
 }
 
@@ -238,9 +270,9 @@ void IncomingTransfer::decode(size_t k, float* out) {
            "empty chunk " + std::to_string(k) + " carries " + std::to_string(payload) + " bytes");
     return;
   }
-  double start = MPI_Wtime();
   try {
-    ctx_.codec->decode(buffers_[k].get() + kChunkFrameBytes, payload, out, elems);
+    decode_chunk_payload(ctx_, progress_, buffers_[k].get() + kChunkFrameBytes, payload, out,
+                         elems);
   } catch (const compress::DecodeError& e) {
     std::string field = e.field() == "params"          ? "codec parameters"
                         : e.field() == "codec"         ? "codec"
@@ -248,7 +280,6 @@ void IncomingTransfer::decode(size_t k, float* out) {
                                                        : "payload";
     fail(field, "chunk " + std::to_string(k) + ": " + e.what());
   }
-  add_decode_seconds(ctx_, MPI_Wtime() - start);
 }
 
 void IncomingTransfer::fail(const std::string& field, const std::string& detail) const {

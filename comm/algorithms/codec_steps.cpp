@@ -3,6 +3,7 @@
 #include <climits>
 #include <stdexcept>
 
+#include "comm/algorithms/chunk_payload.h"
 #include "compress/splitmix64.h"
 
 namespace cmpi::comm {
@@ -34,7 +35,7 @@ void check_context(const CompressedContext& ctx, TransferOp op) {
          ", communicator says rank " + std::to_string(rank) + " of " + std::to_string(size));
   if (ctx.chunk_elems == 0) fail("chunk_elems is 0");
   if (ctx.chunk_elems > size_t(UINT32_MAX) ||
-      ctx.codec->max_encoded_bytes(ctx.chunk_elems) > size_t(INT_MAX) - kChunkFrameBytes)
+      chunk_message_bound(ctx, ctx.chunk_elems) > size_t(INT_MAX))
     fail("chunk_elems " + std::to_string(ctx.chunk_elems) +
          " gives chunks larger than one MPI message can hold (INT_MAX bytes)");
   if (ctx.tag < 0) fail("tag " + std::to_string(ctx.tag) + " is negative");
@@ -56,20 +57,7 @@ void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_siz
 }
 
 size_t chunk_message_bound(const CompressedContext& ctx, size_t elems) {
-  return kChunkFrameBytes + (elems == 0 ? 0 : ctx.codec->max_encoded_bytes(elems));
-}
-
-size_t encode_payload(CompressedContext& ctx, const float* in, size_t n, uint8_t* out,
-                      size_t capacity, const uint64_t* feedback_key) {
-  if (n == 0) return 0;
-  double start = MPI_Wtime();
-  uint8_t* payload = out + kChunkFrameBytes;
-  size_t room = capacity - kChunkFrameBytes;
-  size_t bytes = (ctx.feedback != nullptr && feedback_key != nullptr)
-                     ? ctx.feedback->encode(*feedback_key, in, n, payload, room)
-                     : ctx.codec->encode(in, n, payload, room);
-  add_encode_seconds(ctx, MPI_Wtime() - start);
-  return bytes;
+  return kChunkFrameBytes + chunk_payload_bound(*ctx.codec, elems);
 }
 
 void add_encode_seconds(CompressedContext& ctx, double seconds) {
@@ -83,12 +71,6 @@ void add_wire_seconds(CompressedContext& ctx, double seconds) {
 }
 void add_wire_bytes(CompressedContext& ctx, size_t bytes) {
   if (ctx.counters) ctx.counters->wire_bytes += bytes;
-}
-
-void timed_wait(CompressedContext& ctx, MPI_Request* request, MPI_Status* status) {
-  double start = MPI_Wtime();
-  MPI_Wait(request, status);
-  add_wire_seconds(ctx, MPI_Wtime() - start);
 }
 
 }  // namespace cmpi::comm

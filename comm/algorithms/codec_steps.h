@@ -1,7 +1,7 @@
-// The steps every compressed algorithm repeats, each charged to the call's
-// counters: encoding a chunk (through error feedback when the call has it),
-// decoding one, and waiting on MPI. Also the checks of a CompressedContext and
-// the error-feedback keys, so that all algorithms report and key alike.
+// What every compressed algorithm shares besides its transfers: the checks
+// of a CompressedContext, the error-feedback keys, the bound of a chunk
+// message, and the counters that codec work (chunk_payload.h) and waits
+// (progress.h) are charged to, so that all algorithms report and key alike.
 #pragma once
 
 #include <mpi.h>
@@ -45,22 +45,14 @@ void check_context(const CompressedContext& ctx, TransferOp op);
 void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_size,
                   const char* name);
 
-// Largest message of a chunk of `elems` floats: frame plus codec bound.
+// Largest message of a chunk of `elems` floats: frame plus payload bound
+// (chunk_payload.h).
 size_t chunk_message_bound(const CompressedContext& ctx, size_t elems);
-
-// Encodes in[0..n) after the frame slot of out (out + kChunkFrameBytes),
-// through ctx.feedback with *feedback_key when both are non-null. Returns the
-// payload size. Charges encode seconds.
-size_t encode_payload(CompressedContext& ctx, const float* in, size_t n, uint8_t* out,
-                      size_t capacity, const uint64_t* feedback_key);
 
 // Charges elapsed seconds to the call's counters (no-op without counters).
 void add_encode_seconds(CompressedContext& ctx, double seconds);
 void add_decode_seconds(CompressedContext& ctx, double seconds);
 void add_wire_seconds(CompressedContext& ctx, double seconds);
 void add_wire_bytes(CompressedContext& ctx, size_t bytes);
-
-// MPI_Wait / MPI_Waitall charged as wire seconds.
-void timed_wait(CompressedContext& ctx, MPI_Request* request, MPI_Status* status);
 
 }  // namespace cmpi::comm

@@ -6,6 +6,9 @@
 //      each chunk as soon as it is encoded and decoding whatever has arrived
 //      in between;
 //   3. it decodes the remaining chunks in arrival order.
+// Progress: encodes and decodes run in codec steps (chunk_payload.h) with a
+// test of all four transfers' requests between steps (progress.h), so both
+// neighbours' chunks keep moving while this rank is in a codec.
 // All four transfers are nonblocking, so no ordering between neighbours is
 // needed and the exchange cannot deadlock. Each received halo carries one
 // encoding's error; a lossless codec delivers the neighbours' rows bit for
@@ -61,25 +64,26 @@ void halo_exchange(CompressedContext& ctx, const HaloBuffers& b) {
     require_buffer(ctx, b.recv_hi, b.recv_hi_count, "recv_hi");
   }
 
-  ArrivalOrderReceiver receiver(ctx);
+  Progress progress(ctx);
+  ArrivalOrderReceiver receiver(ctx, progress);
   if (has_lo)
-    receiver.add(
-        std::make_unique<IncomingTransfer>(ctx, lo, make_shape(ctx, op, b.recv_lo_count, lo)),
-        b.recv_lo);
+    receiver.add(std::make_unique<IncomingTransfer>(ctx, progress, lo,
+                                                    make_shape(ctx, op, b.recv_lo_count, lo)),
+                 b.recv_lo);
   if (has_hi)
-    receiver.add(
-        std::make_unique<IncomingTransfer>(ctx, hi, make_shape(ctx, op, b.recv_hi_count, hi)),
-        b.recv_hi);
+    receiver.add(std::make_unique<IncomingTransfer>(ctx, progress, hi,
+                                                    make_shape(ctx, op, b.recv_hi_count, hi)),
+                 b.recv_hi);
 
   std::unique_ptr<OutgoingTransfer> to_lo, to_hi;
   if (has_lo) {
-    to_lo =
-        std::make_unique<OutgoingTransfer>(ctx, lo, make_shape(ctx, op, b.send_lo_count, ctx.rank));
+    to_lo = std::make_unique<OutgoingTransfer>(ctx, progress, lo,
+                                               make_shape(ctx, op, b.send_lo_count, ctx.rank));
     send_halo(ctx, *to_lo, b.send_lo, FeedbackSite::kHaloLo, receiver);
   }
   if (has_hi) {
-    to_hi =
-        std::make_unique<OutgoingTransfer>(ctx, hi, make_shape(ctx, op, b.send_hi_count, ctx.rank));
+    to_hi = std::make_unique<OutgoingTransfer>(ctx, progress, hi,
+                                               make_shape(ctx, op, b.send_hi_count, ctx.rank));
     send_halo(ctx, *to_hi, b.send_hi, FeedbackSite::kHaloHi, receiver);
   }
   receiver.drain();

@@ -15,6 +15,11 @@
 // own: one latency less per transfer, and an empty transfer is still one
 // (frame-only) message, so sizes are checked even then.
 //
+// Progress: both sides encode or decode a chunk in codec steps
+// (chunk_payload.h) and between steps test every request of the call
+// (progress.h), so a chunk above MPI's eager limit keeps moving while the
+// sender encodes the next one and while the receiver decodes the previous.
+//
 // Error feedback: the sender's data goes through ctx.feedback, keyed per
 // destination and chunk (FeedbackSite::kSend).
 #include "comm/algorithms/chunk_transfer.h"
@@ -40,7 +45,8 @@ void check_peer(const CompressedContext& ctx, int peer, const char* name) {
 void compressed_send(CompressedContext& ctx, const float* data, size_t n, int dest) {
   check_context(ctx, TransferOp::kSendRecv);
   check_peer(ctx, dest, "dest");
-  OutgoingTransfer out(ctx, dest, make_shape(ctx, TransferOp::kSendRecv, n, ctx.rank));
+  Progress progress(ctx);
+  OutgoingTransfer out(ctx, progress, dest, make_shape(ctx, TransferOp::kSendRecv, n, ctx.rank));
   for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
     uint64_t key = feedback_key(ctx.buffer_key, FeedbackSite::kSend, uint64_t(dest), k);
     out.send_chunk(k, data + out.shape().chunk_offset(k), &key);
@@ -51,7 +57,8 @@ void compressed_send(CompressedContext& ctx, const float* data, size_t n, int de
 void compressed_recv(CompressedContext& ctx, float* data, size_t n, int source) {
   check_context(ctx, TransferOp::kSendRecv);
   check_peer(ctx, source, "source");
-  IncomingTransfer in(ctx, source, make_shape(ctx, TransferOp::kSendRecv, n, source));
+  Progress progress(ctx);
+  IncomingTransfer in(ctx, progress, source, make_shape(ctx, TransferOp::kSendRecv, n, source));
   while (!in.done()) {
     size_t k = in.wait_next();
     in.decode(k, data + in.shape().chunk_offset(k));

@@ -5,6 +5,12 @@
 //      passes each compressed chunk on to the right as it lands (unless the
 //      right neighbour owns that segment), then decodes it into place while
 //      the next chunks are in flight.
+// Progress: every encode and decode runs in codec steps (chunk_payload.h);
+// between steps the rank tests every request of the call -- its own
+// segment's sends, the forwards to the right, the receives from the left --
+// and starts the next hop as soon as its first chunk arrives (progress.h,
+// ring_stages.h), so chunks above MPI's eager limit keep moving round the
+// ring while ranks decode.
 // Nothing is re-encoded on the way, so every segment carries exactly one
 // encoding's error, the same bits reach every rank, and the owner keeps the
 // decoded copy of its own segment too (with a lossy codec its slot of out
@@ -22,24 +28,30 @@
 
 namespace cmpi::comm {
 
-void ring_allgather_forward_stage(CompressedContext& ctx, TransferOp op, float* out,
-                                  const std::vector<size_t>& counts,
-                                  const std::vector<size_t>& offsets) {
-  const int n_ranks = ctx.size;
-  const int right = (ctx.rank + 1) % n_ranks;
-  const int left = (ctx.rank + n_ranks - 1) % n_ranks;
+RingHops ring_allgather_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+                             const std::vector<size_t>& counts) {
+  const int left = (ctx.rank + ctx.size - 1) % ctx.size;
+  RingHops hops;
+  for (int step = 0; step < ctx.size - 1; ++step) {
+    const int segment = (ctx.rank - 1 - step + ctx.size) % ctx.size;
+    hops.push_back(std::make_unique<IncomingTransfer>(
+        ctx, progress, left, make_shape(ctx, op, counts[segment], segment)));
+  }
+  return hops;
+}
 
-  // Received chunks stay alive until the forwards that share them complete.
-  std::vector<std::unique_ptr<IncomingTransfer>> incoming;
+void ring_allgather_forward_stage(CompressedContext& ctx, Progress& progress, float* out,
+                                  const std::vector<size_t>& offsets, RingHops& hops) {
+  const int right = (ctx.rank + 1) % ctx.size;
+  // Forwards share the received chunks' buffers (reference counted).
   std::vector<std::unique_ptr<OutgoingTransfer>> forwards;
-  for (int step = 0; step < n_ranks - 1; ++step) {
-    const int segment = (ctx.rank - 1 - step + n_ranks) % n_ranks;
-    TransferShape shape = make_shape(ctx, op, counts[segment], segment);
-    incoming.push_back(std::make_unique<IncomingTransfer>(ctx, left, shape));
-    IncomingTransfer& hop = *incoming.back();
+  for (auto& hop_ptr : hops) {
+    IncomingTransfer& hop = *hop_ptr;
+    const TransferShape& shape = hop.shape();
+    const int segment = shape.origin;
     OutgoingTransfer* forward = nullptr;
     if (segment != right) {
-      forwards.push_back(std::make_unique<OutgoingTransfer>(ctx, right, shape));
+      forwards.push_back(std::make_unique<OutgoingTransfer>(ctx, progress, right, shape));
       forward = forwards.back().get();
     }
     float* dest = out + offsets[segment];
@@ -64,8 +76,11 @@ void ring_allgather(CompressedContext& ctx, const float* in, float* out,
     return;
   }
 
+  const TransferOp op = TransferOp::kAllgather;
   const int right = (ctx.rank + 1) % ctx.size;
-  OutgoingTransfer own(ctx, right, make_shape(ctx, TransferOp::kAllgather, own_count, ctx.rank));
+  Progress progress(ctx);
+  RingHops hops = ring_allgather_hops(ctx, progress, op, counts);
+  OutgoingTransfer own(ctx, progress, right, make_shape(ctx, op, own_count, ctx.rank));
   const bool lossless = ctx.codec->lossless();
   for (size_t k = 0; k < own.shape().chunk_count(); ++k) {
     const size_t offset = own.shape().chunk_offset(k);
@@ -81,7 +96,7 @@ void ring_allgather(CompressedContext& ctx, const float* in, float* out,
       own.decode_sent(k, own_slot + offset);
     }
   }
-  ring_allgather_forward_stage(ctx, TransferOp::kAllgather, out, counts, offsets);
+  ring_allgather_forward_stage(ctx, progress, out, offsets, hops);
   own.wait();
 }
 

@@ -7,6 +7,15 @@
 //      allgather while the rest of the reduction is still in flight;
 //   2. allgather round the ring (ring_allgather.cpp): forward the final
 //      compressed chunks without re-encoding, decode each into place.
+// Both stages' hops are set up before the reduction starts, in the order the
+// left neighbour sends them, so that the allgather's first hop starts (its
+// receives posted) while this rank is still finishing its reduction.
+// Progress: every decode and encode runs in codec steps (chunk_payload.h);
+// between steps the rank tests every request of the call, in both stages
+// and to both neighbours, and starts hops whose first chunk has arrived
+// (progress.h), so chunks above MPI's eager limit keep moving round the ring
+// while ranks are in a codec. Sends are waited for only at the end.
+//
 // The owner of a segment replaces its sum by the decoded version of what it
 // sent, so every rank ends with the same bits whatever the codec. Lossless
 // codecs give the bits of the uncompressed ring: within (N-1)·2^-24·sum|x|
@@ -36,17 +45,21 @@ namespace cmpi::comm {
 void ring_allreduce(CompressedContext& ctx, float* data, size_t n) {
   check_context(ctx, TransferOp::kAllreduce);
   if (ctx.size == 1) return;
+  const TransferOp op = TransferOp::kAllreduce;
   const size_t n_ranks = size_t(ctx.size);
   std::vector<size_t> counts(n_ranks, n / n_ranks);
   for (size_t j = 0; j < n % n_ranks; ++j) counts[j] += 1;
   std::vector<size_t> offsets = block_offsets(counts);
 
+  Progress progress(ctx);
+  RingHops reduce_hops = ring_reduce_scatter_hops(ctx, progress, op, counts);
+  RingHops gather_hops = ring_allgather_hops(ctx, progress, op, counts);
+  std::vector<std::unique_ptr<OutgoingTransfer>> reduce_sends;
   const int right = (ctx.rank + 1) % ctx.size;
-  OutgoingTransfer result(ctx, right,
-                          make_shape(ctx, TransferOp::kAllreduce, counts[ctx.rank], ctx.rank));
+  OutgoingTransfer result(ctx, progress, right, make_shape(ctx, op, counts[ctx.rank], ctx.rank));
   float* own_segment = data + offsets[ctx.rank];
   const bool lossless = ctx.codec->lossless();
-  ring_reduce_scatter_stage(ctx, TransferOp::kAllreduce, data, counts, offsets,
+  ring_reduce_scatter_stage(ctx, progress, op, data, counts, offsets, reduce_hops, reduce_sends,
                             [&](size_t k, const float* sum, size_t length) {
                               uint64_t key = feedback_key(ctx.buffer_key,
                                                           FeedbackSite::kAllreduceResult, 0, k);
@@ -59,8 +72,9 @@ void ring_allreduce(CompressedContext& ctx, float* data, size_t n) {
                               else
                                 result.decode_sent(k, slot);
                             });
-  ring_allgather_forward_stage(ctx, TransferOp::kAllreduce, data, counts, offsets);
+  ring_allgather_forward_stage(ctx, progress, data, offsets, gather_hops);
   result.wait();
+  for (auto& send : reduce_sends) send->wait();
 }
 
 }  // namespace cmpi::comm

@@ -10,6 +10,13 @@
 // decoded, summed, re-encoded and sent while chunk k+1 of the same hop is
 // still in flight, so all N-1 hops pipeline rather than run back to back.
 //
+// Progress: the decode and the re-encode of a chunk run in codec steps
+// (chunk_payload.h); between steps the rank tests every request of the call
+// -- the receives of the current hop, the sends of all earlier hops to the
+// right -- and starts the next hop from the left as soon as its first chunk
+// arrives (progress.h, ring_stages.h). Chunks above MPI's eager limit
+// therefore keep moving in both directions while the rank is in a codec.
+//
 // Summation order: segment j is summed x[j+1] + x[j+2] + ... + x[j] in ring
 // order, each addition done on decoded values. A lossless codec therefore
 // gives the same bits as the uncompressed ring (and within float rounding,
@@ -40,23 +47,41 @@ std::vector<size_t> block_offsets(const std::vector<size_t>& counts) {
   return offsets;
 }
 
-void ring_reduce_scatter_stage(CompressedContext& ctx, TransferOp op, const float* in,
-                               const std::vector<size_t>& counts,
-                               const std::vector<size_t>& offsets, const ReducedChunkSink& sink) {
+namespace {
+
+// Segment rank r sends at step s, and receives at step s+1.
+int segment_sent_at(const CompressedContext& ctx, int step) {
+  return (ctx.rank - 1 - step + 2 * ctx.size) % ctx.size;
+}
+
+}  // namespace
+
+RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+                                  const std::vector<size_t>& counts) {
+  const int left = (ctx.rank + ctx.size - 1) % ctx.size;
+  RingHops hops;
+  for (int step = 1; step < ctx.size; ++step) {
+    const int segment = segment_sent_at(ctx, step);
+    hops.push_back(std::make_unique<IncomingTransfer>(
+        ctx, progress, left, make_shape(ctx, op, counts[segment], segment)));
+  }
+  return hops;
+}
+
+void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, TransferOp op,
+                               const float* in, const std::vector<size_t>& counts,
+                               const std::vector<size_t>& offsets, RingHops& hops,
+                               std::vector<std::unique_ptr<OutgoingTransfer>>& sends,
+                               const ReducedChunkSink& sink) {
   const int n_ranks = ctx.size;
   const int right = (ctx.rank + 1) % n_ranks;
-  const int left = (ctx.rank + n_ranks - 1) % n_ranks;
-  auto segment_sent_at = [&](int step) { return (ctx.rank - 1 - step + 2 * n_ranks) % n_ranks; };
-
-  // Sends stay alive until the end; each hop's receive buffers only for that hop.
-  std::vector<std::unique_ptr<OutgoingTransfer>> outgoing;
 
   // Step 0: own data of segment r-1, the only encoding with feedback.
-  const int first = segment_sent_at(0);
-  outgoing.push_back(
-      std::make_unique<OutgoingTransfer>(ctx, right, make_shape(ctx, op, counts[first], first)));
+  const int first = segment_sent_at(ctx, 0);
+  sends.push_back(std::make_unique<OutgoingTransfer>(ctx, progress, right,
+                                                     make_shape(ctx, op, counts[first], first)));
   {
-    OutgoingTransfer& out = *outgoing.back();
+    OutgoingTransfer& out = *sends.back();
     for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
       uint64_t key = feedback_key(ctx.buffer_key, FeedbackSite::kReduceScatterInput, first, k);
       out.send_chunk(k, in + offsets[first] + out.shape().chunk_offset(k), &key);
@@ -66,14 +91,14 @@ void ring_reduce_scatter_stage(CompressedContext& ctx, TransferOp op, const floa
   std::vector<float> partial(ctx.chunk_elems);
   for (int step = 1; step < n_ranks; ++step) {
     // Arriving now: what the left neighbour sent at step-1, i.e. segment r-1-step.
-    const int segment = segment_sent_at(step);
+    const int segment = segment_sent_at(ctx, step);
     const bool last = step == n_ranks - 1;
-    IncomingTransfer hop(ctx, left, make_shape(ctx, op, counts[segment], segment));
+    IncomingTransfer& hop = *hops[size_t(step - 1)];
     OutgoingTransfer* next = nullptr;
     if (!last) {
-      outgoing.push_back(std::make_unique<OutgoingTransfer>(
-          ctx, right, make_shape(ctx, op, counts[segment], segment)));
-      next = outgoing.back().get();
+      sends.push_back(std::make_unique<OutgoingTransfer>(
+          ctx, progress, right, make_shape(ctx, op, counts[segment], segment)));
+      next = sends.back().get();
     }
     const float* own = in + offsets[segment];
     while (!hop.done()) {
@@ -87,8 +112,9 @@ void ring_reduce_scatter_stage(CompressedContext& ctx, TransferOp op, const floa
       else
         sink(k, partial.data(), length);
     }
+    // Every chunk has been received: its buffers can go.
+    hops[size_t(step - 1)].reset();
   }
-  for (auto& out : outgoing) out->wait();
 }
 
 void ring_reduce_scatter(CompressedContext& ctx, const float* in, float* out,
@@ -100,11 +126,16 @@ void ring_reduce_scatter(CompressedContext& ctx, const float* in, float* out,
     if (counts[0] && out != in) std::memmove(out, in, counts[0] * sizeof(float));
     return;
   }
+  const TransferOp op = TransferOp::kReduceScatter;
   const size_t chunk = ctx.chunk_elems;
-  ring_reduce_scatter_stage(ctx, TransferOp::kReduceScatter, in, counts, offsets,
+  Progress progress(ctx);
+  RingHops hops = ring_reduce_scatter_hops(ctx, progress, op, counts);
+  std::vector<std::unique_ptr<OutgoingTransfer>> sends;
+  ring_reduce_scatter_stage(ctx, progress, op, in, counts, offsets, hops, sends,
                             [&](size_t k, const float* sum, size_t length) {
                               std::memcpy(out + k * chunk, sum, length * sizeof(float));
                             });
+  for (auto& send : sends) send->wait();
 }
 
 }  // namespace cmpi::comm

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "comm/algorithms/chunk_frame.h"
+#include "comm/algorithms/chunk_payload.h"
 #include "comm/algorithms/compressed_collectives.h"
 #include "comm/algorithms/transfer_error.h"
 #include "compress/payload.h"
@@ -65,8 +66,10 @@ TEST(CompressedP2p, ZfpAccuracyStaysWithinTolerance) {
   exchange_pairs(*codec);
 }
 
-// With the identity codec every chunk costs a frame, a payload header and its
-// floats; the counters must say exactly that, and time the codec.
+// With the identity codec every chunk costs a frame, and each of its codec
+// steps a payload header (plus, with more than one step, a 4-byte entry in the
+// chunk's step table) and its floats; the counters must say exactly that, and
+// time the codec.
 TEST(CompressedP2p, CountersChargeWireBytesAndCodecTime) {
   CMPI_REQUIRE_CODEC(codec, "identity");
   PrivateComm pc;
@@ -77,9 +80,12 @@ TEST(CompressedP2p, CountersChargeWireBytesAndCodecTime) {
   std::vector<float> data = make_data(stream_id(kTestId, 900, pc.rank()), n, true);
   if (pc.rank() == 0) {
     compressed_send(ctx, data.data(), n, 1);
-    const size_t chunks = 5;  // 4 full + 3 elements
-    EXPECT_EQ(counters.wire_bytes,
-              chunks * (kChunkFrameBytes + compress::kPayloadHeaderBytes) + n * sizeof(float));
+    // 4 full chunks of 16 steps each, then one of 3 elements in one step.
+    const size_t full_steps = chunk / kCodecStepElems;
+    ASSERT_EQ(full_steps, codec_step_count(chunk));
+    const size_t full_chunk = kChunkFrameBytes + full_steps * (4 + compress::kPayloadHeaderBytes);
+    const size_t last_chunk = kChunkFrameBytes + compress::kPayloadHeaderBytes;
+    EXPECT_EQ(counters.wire_bytes, 4 * full_chunk + last_chunk + n * sizeof(float));
     EXPECT_GT(counters.encode_seconds, 0.0);
     EXPECT_EQ(counters.decode_seconds, 0.0);
   } else {
