@@ -28,16 +28,19 @@
 // block's bits directly; the encoder appends blocks through a 64-bit buffer.
 //
 // Speed (docs/benchmarks.md; captured gradients, one core of the 2-core AMD
-// EPYC development VM): encode ~1.0-1.1 GB/s, decode ~0.7 GB/s at rates 8
-// and 16 (libzfp: 0.1-0.25), where memcpy of the same 0.5 MB, in cache, runs
-// at 50-100 GB/s: the coder is ~1-2 % of memcpy, ~60-80 cycles per 4-value
-// block against memcpy's < 1. What bounds it (perf record, cpu-clock): in
-// decode, the lookup chains (~45 % of decode: each plane's lookup waits for
-// the previous one's length and n, ~8 cycles a plane) and the scalar glue
-// around them (window loads, 128-bit shifts, the verbatim rest), then the
-// SIMD de-interleave of P (~25 %); in encode, the ctz -> shift -> two
-// dependent lookups (~50 %) and the SIMD interleave into P (~33 %). The
-// coding is per-block serial and bit-granular; only the transform is SIMD.
+// EPYC development VM): encode 1.1 GB/s, decode 0.83-0.87 GB/s at rates 8
+// and 16 (libzfp: 0.12-0.25), where memcpy of the same 0.5 MB, in cache,
+// runs at ~70 GB/s: the coder is ~1.5 % of memcpy, ~60-80 cycles per
+// 4-value block against memcpy's < 1. What bounds it (perf record,
+// cpu-clock; the VM has no hardware counters): in decode, the lookup chains
+// (each plane's lookup waits for the previous one's length and n; lockstep
+// over 8 blocks overlaps them) and the scalar glue around them (window
+// loads, 128-bit shifts, the verbatim rest), ~80 %, with no single hot spot;
+// the SIMD de-interleave and inverse transform take the other ~20 % (~200
+// vector ops per 8 blocks, 96 of them the delta swaps). In encode, the ctz
+// -> shift -> two dependent pair lookups (~50 %), the SIMD forward transform
+// and interleave (~30 %) and the bit writer. The coding is serial per block
+// and bit-granular; only the per-block arithmetic is SIMD.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
