@@ -558,7 +558,10 @@ inline void decode_group8(const Tables& t, const uint8_t* in, size_t size, size_
     const uint32_t z = std::min({zeros, b, 32u});
     budget[k] = z == 32 ? 0 : b - z;  // nothing left: the stages below decode nothing
     j[k] = z;
-    v[k] = static_cast<uint64_t>(load_bits<kInside>(in, size, bit + kHeaderBits + z));
+    // The four planes' <= 28 bits are still in the first window (57 bits)
+    // unless the zero run is long.
+    v[k] = z <= 20 ? rest >> z
+                   : static_cast<uint64_t>(load_bits<kInside>(in, size, bit + kHeaderBits + z));
     n[k] = used[k] = nibbles[k] = 0;
   }
   for (uint32_t stage = 0; stage < 4; ++stage) {
