@@ -3,16 +3,19 @@
 // encode: the array is cut into chunks of `chunk` floats. In parallel, each
 // chunk is scanned for NaN/Inf (such a chunk is stored raw, or encode fails,
 // per `nonfinite`), otherwise compressed by libzfp into a per-thread scratch
-// buffer and copied into the chunk's slot in the output; a slot is the
-// chunk's raw size, which is enough because a chunk whose zfp stream would
-// not be smaller than raw is stored raw. The slots are then compacted front
-// to back behind the chunk table (one memmove pass over the compressed
-// bytes).
+// buffer and copied into the chunk's slot in the output, or, in mode rate
+// with impl native, coded by zfp_fixed_rate straight into the slot (same
+// bytes); a slot is the chunk's raw size, which is enough because a chunk
+// whose zfp stream would not be smaller than raw is stored raw. The slots
+// are then compacted front to back behind the chunk table (one memmove pass
+// over the compressed bytes).
 //
 // decode: the whole chunk table is validated first (sizes that add up to the
 // body, raw chunks of exactly 4 bytes per float, zfp chunks of whole libzfp words,
 // smaller than raw, and of the exact size a fixed-rate stream must have).
-// Then, in parallel, each zfp chunk is copied into a per-thread scratch
+// Then, in parallel, each zfp chunk is decoded: by zfp_fixed_rate in place
+// (impl native; it reads exactly the fixed-rate size the table was checked
+// to hold), or through libzfp: the chunk is copied into a per-thread scratch
 // buffer that is large enough for the most bits libzfp can read for that
 // many blocks whatever the bytes say (libzfp's bit reader does not check
 // for the end of its buffer), decoded, and rejected unless libzfp consumed
