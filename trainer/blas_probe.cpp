@@ -34,11 +34,15 @@ int collect_blas(struct dl_phdr_info* info, size_t, void* data) {
 
 std::string name_of(const std::string& path, bool& reference) {
   reference = false;
-  // OpenBLAS says what it is, including the kernel it picked for this CPU.
-  using ConfigFn = char* (*)();
-  if (auto config = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
-    return std::string("OpenBLAS (") + config() + ")";
-  if (contains(path, "openblas")) return "OpenBLAS";
+  // The path decides: OpenBLAS's LAPACK may be loaded beside a reference
+  // libblas.so.3, so its symbols alone prove nothing about the GEMM.
+  if (contains(path, "openblas")) {
+    // OpenBLAS says what it is, including the kernel it picked for this CPU.
+    using ConfigFn = char* (*)();
+    if (auto config = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+      return std::string("OpenBLAS (") + config() + ")";
+    return "OpenBLAS";
+  }
   if (contains(path, "mkl")) return "Intel MKL";
   if (contains(path, "blis")) return "BLIS";
   if (contains(path, "atlas")) return "ATLAS";
