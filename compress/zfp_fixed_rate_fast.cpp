@@ -580,12 +580,14 @@ inline void decode_group8(const Tables& t, const uint8_t* in, size_t size, size_
     if (jk > 28) nib &= (1u << (4 * (32 - jk))) - 1;  // planes past plane 0
     u128 p = u128{nib} << (4 * (jk & 31));
     jk += 4;
-    if (bk && jk < 32) {
-      u128 wk = load_bits<kInside>(in, size,
-                                   first_bit + size_t(k) * maxbits + kHeaderBits + j[k] + used[k]);
+    u128 wk = load_bits<kInside>(in, size,
+                                 first_bit + size_t(k) * maxbits + kHeaderBits + j[k] + used[k]);
+    if (nk < 4 && bk && jk < 32) {  // rare: the long tail plane by plane
       while (nk < 4 && bk && jk < 32) decode_plane(t, wk, bk, nk, jk, p);
-      if (nk == 4 && bk && jk < 32) p |= (wk & low_bits(std::min(bk, 4 * (32 - jk)))) << (4 * jk);
     }
+    // The rest verbatim, without a branch (take = 0: nothing).
+    const uint32_t take = nk == 4 && jk < 32 ? std::min(bk, 4 * (32 - jk)) : 0;
+    p |= (wk & low_bits(take)) << (4 * (jk & 31));
     const auto lo = static_cast<uint64_t>(p), hi = static_cast<uint64_t>(p >> 64);
     words[0][k] = static_cast<uint32_t>(lo), words[1][k] = static_cast<uint32_t>(lo >> 32);
     words[2][k] = static_cast<uint32_t>(hi), words[3][k] = static_cast<uint32_t>(hi >> 32);
