@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -189,7 +190,10 @@ ZfpCodec::ZfpCodec(const CodecSpec& spec) : Codec(spec) {
     bad_param("impl", "native codes only mode rate; mode " + mode + " needs impl libzfp");
   native_ = impl == "native";
 
-  zfp_stream* zfp = zfp_stream_open(nullptr);
+  // Closed however the constructor leaves (bad parameters throw below).
+  std::unique_ptr<zfp_stream, void (*)(zfp_stream*)> owned(zfp_stream_open(nullptr),
+                                                           zfp_stream_close);
+  zfp_stream* zfp = owned.get();
   if (zfp == nullptr) throw std::bad_alloc();
   switch (mode_) {
     case ZfpMode::kRate:
@@ -228,7 +232,7 @@ ZfpCodec::ZfpCodec(const CodecSpec& spec) : Codec(spec) {
   zfp_field* field = zfp_field_1d(nullptr, zfp_type_float, kMaxChunkFloats);
   const size_t zfp_bound = field ? zfp_stream_maximum_size(zfp, field) : 0;
   if (field) zfp_field_free(field);
-  zfp_stream_close(zfp);
+  owned.reset();
   // The decoder's scratch sizing relies on our per-block read bound covering
   // libzfp's own worst case, and on words that fit the scratch unit.
   const size_t word_bits = stream_alignment();
