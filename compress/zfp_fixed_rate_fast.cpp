@@ -28,9 +28,9 @@
 // block's bits directly; the encoder appends blocks through a 64-bit buffer.
 //
 // Speed (docs/benchmarks.md; captured gradients, one core of the 2-core AMD
-// EPYC development VM): encode 1.1 GB/s, decode 0.9 GB/s at rates 8 and 16
-// (libzfp: 0.12-0.25), where memcpy of the same 0.5 MB, in cache, runs at
-// ~70 GB/s: the coder is ~1.5 % of memcpy, ~50-70 cycles per 4-value block
+// EPYC development VM): encode 1.2 GB/s, decode 0.96-0.99 GB/s at rates 8
+// and 16 (libzfp: 0.13-0.27), where memcpy of the same 0.5 MB, in cache,
+// runs at ~80-90 GB/s: the coder is ~1.5 % of memcpy, ~50-70 cycles per 4-value block
 // against memcpy's < 1. What bounds it (perf record,
 // cpu-clock; the VM has no hardware counters): in decode, the lookup chains
 // (each plane's lookup waits for the previous one's length and n; lockstep
