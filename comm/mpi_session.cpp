@@ -8,8 +8,11 @@
 namespace cmpi::comm {
 
 MpiSession::MpiSession(int* argc, char*** argv) {
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  // MULTIPLE: the data-parallel optimizer reduces gradients on its own thread
+  // while the main thread talks over tp/pp. An MPI that grants less still
+  // runs everything else; the optimizer refuses overlap then, naming the key.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }

@@ -1,13 +1,23 @@
-// DataParallelOptimizer: everything a training step does after backward —
-// gradient reduction over the data-parallel group, clipping by the global
+// DataParallelOptimizer: everything a training step does with the gradients
+// backward produces — reduction over the data-parallel group (overlapped
+// with the last backward), clipping by the global
 // gradient norm, the AdamW update and making the updated weights available
 // again — behind one interface, for ZeRO stages 0 to 3.
 //
 // The trainer calls, per step:
-//   zero_grad(); before_forward(); { forward; backward } per micro-batch; step(lr, clip);
+//   zero_grad(); before_forward();
+//   { forward; [begin_last_micro_batch() before the last backward;] backward } per micro-batch;
+//   step(lr, clip);
 // Gradients accumulate over the micro-batches in the optimizer's own flat
-// buffer (each parameter's .grad() is a view of it), so gradient reduction
-// happens once per step, after the last micro-batch, at every stage.
+// buffer (each parameter's .grad() is a view of it), so each gradient bucket
+// is reduced once per step, when its gradients are final: with
+// overlap_grad_reduce, as soon as the last micro-batch's backward has
+// accumulated every gradient in it (autograd hooks on the parameters'
+// AccumulateGrad nodes), on a communication thread while backward goes on,
+// buckets in reverse parameter order (see gradient_bucket_reducer.h); step()
+// launches what is left (unused parameters, late_gradients) and waits.
+// Without overlap, or without begin_last_micro_batch(), step() reduces every
+// bucket. Both orders give bit-identical results.
 //
 //   stage 0  replicated: bucketed allreduce of gradients over dp (role
 //            gradient), full optimizer state on every rank.
@@ -74,6 +84,14 @@ struct MemoryUsage {
   }
 };
 
+// One step's gradient reduction (the bucket collectives over dp / zero).
+struct GradReductionTimes {
+  double total_seconds = 0;    // running bucket collectives, on the comm thread or inline
+  double exposed_seconds = 0;  // of the step's time, waiting for them after backward
+  int64_t buckets = 0;
+  int64_t launched_during_backward = 0;
+};
+
 class DataParallelOptimizer {
  public:
   virtual ~DataParallelOptimizer() = default;
@@ -84,12 +102,18 @@ class DataParallelOptimizer {
   // Makes the model ready for forward and backward: stage 3 allgathers the
   // parameters; every stage makes sure the gradient buffer is in place.
   virtual void before_forward() = 0;
+  // The next backward is the step's last: its gradients are final once
+  // accumulated, so buckets may be reduced during it (overlap on; a no-op
+  // otherwise). Call after before_forward(), before that backward.
+  virtual void begin_last_micro_batch() = 0;
   // Reduces the gradients over dp, clips them to max_grad_norm by the global
   // norm (no clipping when max_grad_norm <= 0), updates the parameters with
   // AdamW at learning rate `lr` and (stages 1/2) allgathers them. Returns the
   // global gradient norm before clipping. Collective over dp/zero, tp and pp.
   virtual double step(double lr, double max_grad_norm) = 0;
   virtual MemoryUsage memory() const = 0;
+  // How the last step()'s gradient reduction went.
+  virtual GradReductionTimes last_reduction() const = 0;
   // The largest memory().total() since construction.
   virtual int64_t peak_bytes() const = 0;
   virtual int zero_stage() const = 0;
@@ -103,13 +127,27 @@ struct DataParallelOptimizerOptions {
   // global norm (the head's copy of the tied embedding on a stage without the
   // embedding). Named by ParamInfo::name.
   std::set<std::string> counted_elsewhere;
+  // Reduce buckets during the last backward, on a communication thread
+  // (needs MPI_THREAD_MULTIPLE when dp > 1). false: all in step().
+  bool overlap_grad_reduce = true;
+  // Parameters whose gradient is changed after backward, before step() (the
+  // tied embedding, summed over the pipeline's end stages): their buckets are
+  // reduced in step(). Named by ParamInfo::name.
+  std::set<std::string> late_gradients;
 };
 
 // Takes over the parameters: their storage moves into the optimizer's flat
-// buffer (the tensors stay the same objects, now views of it). Parameters must
-// be distinct float32 CPU tensors. Collective over groups.dp()/zero() only
-// when dp > 1 (none at construction). Throws std::invalid_argument naming the
-// culprit for a bad stage, bucket size, hyper-parameter or parameter.
+// buffer (the tensors stay the same objects, now views of it) and, with
+// overlap, hooks their gradient accumulators. Parameters must be distinct
+// float32 CPU tensors. Collective over groups.dp()/zero() only when dp > 1
+// (none at construction). Throws std::invalid_argument naming the culprit for
+// a bad stage, bucket size, hyper-parameter or parameter, std::runtime_error
+// when overlap needs a thread level MPI did not grant.
+//
+// With overlap, while buckets are in flight the comm thread owns groups.dp()
+// (stages 0/1) or groups.zero() (stages 2/3):
+// from begin_last_micro_batch() to the end of step(), callers must not use
+// that communicator (the trainer allreduces its loss over dp after step()).
 std::unique_ptr<DataParallelOptimizer> make_data_parallel_optimizer(
     std::vector<ParamInfo> params, const DataParallelOptimizerOptions& options,
     ProcessGroups& groups);

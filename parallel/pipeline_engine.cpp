@@ -102,7 +102,12 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
   peak_in_flight_ = 0;
   double loss_sum = 0;
 
-  for (const PipelineAction& action : schedule_->actions(stage_, stages_, micro_batches)) {
+  const auto actions = schedule_->actions(stage_, stages_, micro_batches);
+  size_t last_backward = actions.size();
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].kind == PipelineAction::Kind::kBackward) last_backward = i;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const PipelineAction& action = actions[i];
     const int64_t m = action.micro_batch;
     InFlight& slot = in_flight[size_t(m)];
     if (action.kind == PipelineAction::Kind::kForward) {
@@ -123,6 +128,7 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
       }
       peak_in_flight_ = std::max(peak_in_flight_, ++held);
     } else {
+      if (i == last_backward && work.before_last_backward) work.before_last_backward();
       if (last) {
         slot.output.backward();
       } else {

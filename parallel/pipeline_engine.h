@@ -45,6 +45,10 @@ struct PipelineStageWork {
   std::function<torch::Tensor(const torch::Tensor& hidden)> run_blocks;
   // Mean loss of micro-batch m from the last layer's output (a scalar).
   std::function<torch::Tensor(const torch::Tensor& hidden, int64_t micro_batch)> loss;
+  // Optional: called once per step just before the stage's last backward
+  // (the data-parallel optimizer's begin_last_micro_batch, so gradient
+  // buckets start reducing while that backward runs).
+  std::function<void()> before_last_backward;
 };
 
 class PipelineEngine {

@@ -1,9 +1,14 @@
 // How a step runs (see zero_optimizer.h for the buffers of each stage):
+//   0. during the last micro-batch's backward (overlap on, dp > 1): each
+//      bucket whose gradients are all final is queued to the comm thread, in
+//      launch order (last bucket first), and reduced as in 2 while backward
+//      goes on;
 //   1. fold in gradients autograd left outside the flat buffer;
 //      stage 3: release the full parameters (forward and backward are done);
 //   2. reduce: allreduce per bucket over dp (stages 0/1) or reduce-scatter per
-//      bucket over zero into the gradient shard (stages 2/3, then the flat
-//      gradients are freed);
+//      bucket over zero into the gradient shard (stages 2/3) — the buckets
+//      step 0 did not launch (unused or late gradients, overlap off) — and
+//      wait for all of them; stages 2/3 then free the flat gradients;
 //   3. global norm from the reduced gradient this rank owns, clip;
 //   4. AdamW on this rank's segments (all of them at stage 0);
 //   5. stages 1/2: allgather each bucket's updated pieces over zero; the own
@@ -16,6 +21,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <unordered_set>
+
+#include <mpi.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <cstdio>
 
 #include "parallel/process_groups.h"
 
@@ -102,7 +113,83 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   }
   if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
   counts_.assign(size_t(dp()), 0);
+  set_up_reduction();
   note_memory();
+}
+
+// Fires after AccumulateGrad has added this backward's gradient to .grad().
+struct ZeroOptimizer::GradientReadyHook final : torch::autograd::FunctionPostHook {
+  GradientReadyHook(ZeroOptimizer* optimizer, size_t param) : optimizer(optimizer), param(param) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    optimizer->on_gradient_accumulated(param);
+    return outputs;
+  }
+  ZeroOptimizer* optimizer;
+  size_t param;
+};
+
+void ZeroOptimizer::set_up_reduction() {
+  const auto& buckets = layout_.buckets();
+  std::vector<std::vector<size_t>> params_of_bucket(buckets.size());
+  size_t first = 0;  // params before it end before the bucket
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const size_t begin = buckets[b].start, end = begin + buckets[b].piece * size_t(dp());
+    while (first < params_.size() &&
+           layout_.offsets()[first] + layout_.params()[first].numel <= begin)
+      ++first;
+    for (size_t p = first; p < params_.size() && layout_.offsets()[p] < end; ++p)
+      params_of_bucket[b].push_back(p);
+  }
+  // Reverse flat order is reverse parameter order: what backward finishes first.
+  std::vector<size_t> launch_order(buckets.size());
+  for (size_t k = 0; k < buckets.size(); ++k) launch_order[k] = buckets.size() - 1 - k;
+  std::vector<size_t> late;
+  std::set<std::string> unmatched = options_.late_gradients;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (unmatched.erase(params_[i].name) > 0) late.push_back(i);
+  if (!unmatched.empty())
+    throw std::invalid_argument("late_gradients names " + *unmatched.begin() +
+                                ", which is not a parameter of this rank");
+
+  overlap_ = options_.overlap_grad_reduce && dp() > 1;
+  if (overlap_) {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE)
+      throw std::runtime_error(
+          "training.overlap_grad_reduce needs MPI initialised with MPI_THREAD_MULTIPLE (the "
+          "gradient buckets are reduced on a communication thread), but this MPI granted "
+          "thread level " +
+          std::to_string(level) + "; set training.overlap_grad_reduce: false");
+  }
+  GradientBucketReducer::Options reducer_options;
+  reducer_options.threaded = overlap_;
+  reducer_options.what = stage_ < 2 ? "allreduce over dp" : "reduce-scatter over zero";
+  reducer_ = std::make_unique<GradientBucketReducer>(
+      std::move(params_of_bucket), params_.size(), std::move(launch_order), late,
+      [this](size_t b) { reduce_bucket(b, reduce_flat_); }, reducer_options);
+  if (!overlap_) return;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // Held here: a tensor keeps its accumulator only weakly, and the hook
+    // lives on it. Frozen parameters have none and stay for step().
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i].tensor);
+    if (!accumulator) continue;
+    hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, i)));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+ZeroOptimizer::~ZeroOptimizer() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  if (reducer_ && !reducer_->shutdown()) {
+    // A bucket collective never finished (only on error paths, before the job
+    // ends): its thread still writes these buffers, so they must outlive us.
+    std::fprintf(stderr, "ZeRO optimizer: abandoning a gradient bucket still in flight\n");
+    new torch::Tensor(std::move(flat_grads_));
+    new std::vector<float>(std::move(grad_shard_));
+    (void)reducer_.release();
+  }
 }
 
 torch::Tensor ZeroOptimizer::param_view(size_t i) const {
@@ -118,18 +205,43 @@ torch::Tensor ZeroOptimizer::grad_view(size_t i) const {
 // ------------------------------------------------------------ per step
 
 void ZeroOptimizer::zero_grad() {
+  reducer_->wait();  // nothing is in flight between steps; a failure surfaces here
   if (flat_grads_.defined()) flat_grads_.zero_();
 }
 
 void ZeroOptimizer::before_forward() {
   torch::NoGradGuard no_grad;
+  reducer_->wait();  // stage 3 gathers over zero below
   if (!flat_params_.defined()) gather_parameters();
   attach_gradients();
 }
 
+void ZeroOptimizer::begin_last_micro_batch() {
+  if (!overlapping()) return;
+  if (!flat_grads_.defined())
+    throw std::logic_error("ZeRO optimizer: begin_last_micro_batch() before before_forward()");
+  reducer_->arm();
+  reduce_flat_ = flat_grads_.data_ptr<float>();
+}
+
+void ZeroOptimizer::on_gradient_accumulated(size_t i) {
+  if (!reducer_->armed()) return;
+  torch::NoGradGuard no_grad;
+  auto& grad = params_[i].tensor.mutable_grad();
+  const float* expected = flat_grads_.data_ptr<float>() + layout_.offsets()[i];
+  if (!grad.defined()) return;  // nothing accumulated after all: step() handles it
+  if (grad.data_ptr<float>() != expected) {
+    // Autograd put the gradient elsewhere: fold it in before its bucket goes.
+    auto view = grad_view(i);
+    view.add_(grad.reshape(shapes_[i]));
+    grad = view;
+  }
+  reducer_->param_ready(i);
+}
+
 double ZeroOptimizer::step(double lr, double max_grad_norm) {
   torch::NoGradGuard no_grad;
-  attach_gradients();
+  attach_gradients();  // launched buckets hold only parameters already in place
   if (stage_ == 3) release_parameters();
   reduce_gradients();
   if (stage_ >= 2) release_gradients();
@@ -212,20 +324,27 @@ MemoryUsage ZeroOptimizer::memory() const {
 // ------------------------------------------------------------ communication
 
 void ZeroOptimizer::reduce_gradients() {
-  float* flat = flat_grads_.data_ptr<float>();
-  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
-    const auto& bucket = layout_.buckets()[b];
-    const size_t span = bucket.piece * size_t(dp());
-    if (stage_ < 2) {
-      if (dp() > 1) groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
-    } else if (dp() == 1) {
-      std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
-                  span * sizeof(float));
-    } else {
-      std::fill(counts_.begin(), counts_.end(), bucket.piece);
-      groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
-                                    counts_, comm::Role::kGradient, b);
-    }
+  reduce_flat_ = flat_grads_.data_ptr<float>();
+  reducer_->launch_remaining();
+  reducer_->wait();
+  const auto times = reducer_->take_times();
+  last_reduction_ = {times.busy_seconds, times.waited_seconds, int64_t(times.buckets),
+                     int64_t(times.launched_early)};
+}
+
+void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
+  const auto& bucket = layout_.buckets()[b];
+  const size_t span = bucket.piece * size_t(dp());
+  if (stage_ < 2) {
+    if (dp() > 1) groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
+  } else if (dp() == 1) {
+    std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
+                span * sizeof(float));
+  } else {
+    // Not counts_: the main thread uses that during its own collectives.
+    const std::vector<size_t> counts(size_t(dp()), bucket.piece);
+    groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
+                                  counts, comm::Role::kGradient, b);
   }
 }
 

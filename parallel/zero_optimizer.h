@@ -10,13 +10,23 @@
 //   flat gradients    always     always     backward..step   backward..step
 //   gradient shard    -          -          always           always
 //   AdamW moments     whole      shard      shard            shard
+//
+// Gradient buckets are ZeroLayout's (flat order, so shards and error-feedback
+// keys stay as they were); they are launched last bucket first, which is
+// reverse parameter order. With overlap and dp > 1 a GradientBucketReducer
+// runs them on its thread; each parameter's AccumulateGrad node carries a
+// post hook (LibTorch 1.13 has no post-accumulate-grad tensor hook; a tensor
+// hook would see the gradient before accumulation) that reports the
+// parameter ready once begin_last_micro_batch() has armed the reducer.
 #pragma once
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "parallel/data_parallel_optimizer.h"
+#include "parallel/gradient_bucket_reducer.h"
 #include "parallel/zero_layout.h"
 
 namespace cmpi::comm {
@@ -29,11 +39,16 @@ class ZeroOptimizer final : public DataParallelOptimizer {
  public:
   ZeroOptimizer(std::vector<ParamInfo> params, const DataParallelOptimizerOptions& options,
                 ProcessGroups& groups);
+  ~ZeroOptimizer() override;
+  ZeroOptimizer(const ZeroOptimizer&) = delete;
+  ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
 
   void zero_grad() override;
   void before_forward() override;
+  void begin_last_micro_batch() override;
   double step(double lr, double max_grad_norm) override;
   MemoryUsage memory() const override;
+  GradReductionTimes last_reduction() const override { return last_reduction_; }
   int64_t peak_bytes() const override { return peak_bytes_; }
   int zero_stage() const override { return stage_; }
 
@@ -52,7 +67,16 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // autograd put elsewhere.
   void attach_gradients();
   void release_gradients();  // stages 2/3, after the reduce-scatter
+  // Builds the reducer and, with overlap, hooks every gradient accumulator.
+  void set_up_reduction();
+  // Runs bucket b's collective on `flat` (the flat gradients): on the comm
+  // thread with overlap, touching no member that the main thread changes.
+  void reduce_bucket(size_t b, float* flat);
+  // From a gradient accumulator's post hook, on the thread running backward.
+  void on_gradient_accumulated(size_t param);
+  // Launches what the hooks did not and waits for every bucket.
   void reduce_gradients();
+  bool overlapping() const { return reducer_ && overlap_; }
   double global_norm();
   void scale_gradients(float factor);
   void update(double lr);
@@ -76,6 +100,15 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
   int64_t peak_bytes_ = 0;
+
+  struct GradientReadyHook;
+  bool overlap_ = false;          // reduce on the comm thread during backward
+  float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
+  std::vector<std::shared_ptr<torch::autograd::Node>>
+      accumulators_;  // kept alive: hooks live on them
+  std::vector<uintptr_t> hook_keys_;
+  GradReductionTimes last_reduction_;
+  std::unique_ptr<GradientBucketReducer> reducer_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace cmpi::parallel

@@ -55,6 +55,9 @@ struct TrainingConfig {
   double eps = 1e-8;
   double grad_clip = 1.0;  // 0 disables clipping
   int64_t threads = 1;     // LibTorch intra-op threads per rank
+  // Reduce gradient buckets over dp on a communication thread while the last
+  // micro-batch's backward runs (false: all after backward, in the step).
+  bool overlap_grad_reduce = true;
 };
 
 struct DataConfig {

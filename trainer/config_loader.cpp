@@ -103,6 +103,7 @@ void read_training(MapReader r, TrainingConfig& training) {
   r.read("eps", training.eps, above(0.0));
   r.read("grad_clip", training.grad_clip, at_least(0.0));
   r.read("threads", training.threads, IntRange{1, 1024});
+  r.read("overlap_grad_reduce", training.overlap_grad_reduce);
   r.finish();
 }
 
@@ -355,6 +356,7 @@ std::string to_yaml(const Config& c) {
   put(out, "eps", c.training.eps);
   put(out, "grad_clip", c.training.grad_clip);
   put(out, "threads", int64_t(c.training.threads));
+  put(out, "overlap_grad_reduce", c.training.overlap_grad_reduce);
   out << YAML::EndMap;
 
   begin_section(out, "data");

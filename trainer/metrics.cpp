@@ -34,10 +34,13 @@ std::string MetricsLog::to_json(const StepRecord& r) {
   std::snprintf(buf, sizeof buf,
                 "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%.9g,\"loss_floor\":%.6f,"
                 "\"lr\":%.6e,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
-                "\"comm_ms\":%.3f,\"raw_bytes\":%llu,\"wire_bytes\":%llu",
+                "\"comm_ms\":%.3f,\"raw_bytes\":%llu,\"wire_bytes\":%llu,"
+                "\"grad_reduce_ms\":%.3f,\"grad_reduce_exposed_ms\":%.3f,"
+                "\"grad_buckets_overlapped\":%lld",
                 (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
                 r.grad_norm, r.tokens_per_second, r.step_ms, r.comm_ms,
-                (unsigned long long)r.raw_bytes, (unsigned long long)r.wire_bytes);
+                (unsigned long long)r.raw_bytes, (unsigned long long)r.wire_bytes, r.grad_reduce_ms,
+                r.grad_reduce_exposed_ms, (long long)r.grad_buckets_overlapped);
   std::string out = buf;
   if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
   if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
@@ -48,10 +51,10 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "step %lld/%lld | loss %.4f (floor %.4f) | lr %.2e | %.0f tok/s | step %.1f ms | "
-                "comm %.1f ms | sent %s",
+                "comm %.1f ms (grad sync %.1f, exposed %.1f) | sent %s",
                 (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
-                r.tokens_per_second, r.step_ms, r.comm_ms,
-                human_bytes(double(r.wire_bytes)).c_str());
+                r.tokens_per_second, r.step_ms, r.comm_ms, r.grad_reduce_ms,
+                r.grad_reduce_exposed_ms, human_bytes(double(r.wire_bytes)).c_str());
   return buf;
 }
 

@@ -20,11 +20,17 @@ struct StepRecord {
   double grad_norm = 0;
   double tokens_per_second = 0;
   double step_ms = 0;
-  double comm_ms = 0;       // this rank's time inside communicators during the step
-  uint64_t raw_bytes = 0;   // what the step asked to send, all groups
-  uint64_t wire_bytes = 0;  // what actually went on the wire, all groups
-  std::string groups_json;  // {"dp":{...},...} cumulative per-group stats
-  std::string memory_json;  // {"parameters_bytes":...,...} or empty
+  double comm_ms = 0;  // this rank's time inside communicators during the step
+  // The gradient bucket collectives (part of comm_ms): their total time, on
+  // the comm thread when they overlap backward, and what of it the step still
+  // waited for after backward. Without overlap the two are equal.
+  double grad_reduce_ms = 0;
+  double grad_reduce_exposed_ms = 0;
+  int64_t grad_buckets_overlapped = 0;  // buckets launched during backward
+  uint64_t raw_bytes = 0;               // what the step asked to send, all groups
+  uint64_t wire_bytes = 0;              // what actually went on the wire, all groups
+  std::string groups_json;              // {"dp":{...},...} cumulative per-group stats
+  std::string memory_json;              // {"parameters_bytes":...,...} or empty
 };
 
 class MetricsLog {

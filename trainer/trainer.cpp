@@ -62,7 +62,7 @@ struct Trainer::Impl {
   // Tokens [micro_batch, seq + 1] of this rank's micro-batch m (a fresh tensor:
   // the pipeline's backward reads them after later micro-batches are drawn).
   torch::Tensor sample_micro_batch(int64_t step, int64_t m);
-  double pipeline_step(int64_t step, double scale);
+  double pipeline_step(int64_t step, double scale, bool overlap);
   void sync_parameters();
   comm::OpCounters comm_totals() const;
   std::string groups_json() const;
@@ -132,6 +132,12 @@ void Trainer::Impl::setup() {
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
   if (model->stage().has_head && !model->stage().has_embedding)
     optimizer_options.counted_elsewhere.insert("token_embedding.weight");
+  // The tied table's gradient is summed over the pipeline's end stages after
+  // backward (pipeline_step), so its bucket is reduced over dp only in step().
+  optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
+  if (tied_embedding)
+    for (const auto& info : param_infos)
+      if (info.name == "token_embedding.weight") optimizer_options.late_gradients.insert(info.name);
   optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
   schedule.peak = t.lr;
   schedule.min_lr = t.min_lr;
@@ -185,28 +191,33 @@ double Trainer::Impl::train_step(int64_t step) {
   const int dp = groups.dims().dp;
   const double scale = 1.0 / double(micro_batches * dp);
 
+  // Dumped gradients are this rank's own (before the dp reduction and
+  // clipping), so that step reduces nothing during backward.
+  const bool dump = step + 1 == t.steps && !options.dump_tensors_dir.empty();
   optimizer->zero_grad();
   optimizer->before_forward();
   model->train();
   double local_loss = 0;
   if (pipeline) {
-    local_loss = pipeline_step(step, scale);
+    local_loss = pipeline_step(step, scale, /*overlap=*/!dump);
   } else {
     for (int64_t m = 0; m < micro_batches; ++m) {
       auto batch = sample_micro_batch(step, m);
       auto loss = model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq));
+      // Buckets start reducing as this backward finishes their gradients.
+      if (m + 1 == micro_batches && !dump) optimizer->begin_last_micro_batch();
       (loss * scale).backward();
       local_loss += loss.item<double>() * scale;
     }
   }
 
-  float loss_value = float(local_loss);
-  if (dp > 1) groups.dp().allreduce(&loss_value, 1, comm::Role::kOther);
-
-  // Dumped gradients are this rank's own (before the dp reduction and clipping).
-  if (step + 1 == t.steps && !options.dump_tensors_dir.empty()) dump_tensors(step);
+  if (dump) dump_tensors(step);
   // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO stage).
   last_grad_norm = optimizer->step(schedule.at(step), t.grad_clip);
+
+  // After step(): until then the optimizer's comm thread may be using dp.
+  float loss_value = float(local_loss);
+  if (dp > 1) groups.dp().allreduce(&loss_value, 1, comm::Role::kOther);
   return double(loss_value);
 }
 
@@ -223,9 +234,10 @@ torch::Tensor Trainer::Impl::sample_micro_batch(int64_t step, int64_t m) {
 
 // The pipeline runs this stage's share of every micro-batch; the first and
 // last stage draw the same tokens (inputs and targets) from the source.
-double Trainer::Impl::pipeline_step(int64_t step, double scale) {
+double Trainer::Impl::pipeline_step(int64_t step, double scale, bool overlap) {
   const int64_t seq = config.model.seq_len;
   parallel::PipelineStageWork work;
+  if (overlap) work.before_last_backward = [&] { optimizer->begin_last_micro_batch(); };
   work.embed = [&](int64_t m) {
     return model->embed(sample_micro_batch(step, m).narrow(1, 0, seq));
   };
@@ -314,6 +326,10 @@ TrainResult Trainer::run() {
     r.step_ms = step_seconds * 1e3;
     r.tokens_per_second = double(t.global_batch * s.config.model.seq_len) / step_seconds;
     r.comm_ms = (after.seconds - before.seconds) * 1e3;
+    const auto reduction = s.optimizer->last_reduction();
+    r.grad_reduce_ms = reduction.total_seconds * 1e3;
+    r.grad_reduce_exposed_ms = reduction.exposed_seconds * 1e3;
+    r.grad_buckets_overlapped = reduction.launched_during_backward;
     r.raw_bytes = after.raw_bytes - before.raw_bytes;
     r.wire_bytes = after.wire_bytes - before.wire_bytes;
     if (is_root && (!metrics_path.empty() || print_every > 0)) {

@@ -104,6 +104,7 @@ TEST_F(ConfigTest, EmptyFileGivesTheDefaultsOfEverySection) {
   EXPECT_EQ(c.checkpoint.every, 0);
   EXPECT_EQ(c.log.every, 10);
   EXPECT_TRUE(c.log.metrics_jsonl);
+  EXPECT_TRUE(c.training.overlap_grad_reduce);
   EXPECT_TRUE(c.origins.empty());
 }
 
@@ -129,7 +130,8 @@ model: {vocab_size: 512, seq_len: 32, layers: 4, hidden: 96, heads: 6, mlp_ratio
 parallel: {data: 2, tensor: 2, pipeline: 2, zero_stage: 2, schedule: gpipe,
            dp_bucket_bytes: 1.5MiB}
 training: {steps: 20, global_batch: 64, micro_batch: 4, lr: 1e-3, min_lr: 0, warmup_steps: 20,
-           weight_decay: 0, beta1: 0.8, beta2: 0.99, eps: 1e-6, grad_clip: 0, threads: 2}
+           weight_decay: 0, beta1: 0.8, beta2: 0.99, eps: 1e-6, grad_clip: 0, threads: 2,
+           overlap_grad_reduce: false}
 data: {kind: markov, seed: 7, branching: 8, concentration: 0.5}
 checkpoint: {dir: ckpt, every: 0}
 log: {every: 1, metrics_jsonl: no}
@@ -146,6 +148,7 @@ log: {every: 1, metrics_jsonl: no}
   EXPECT_DOUBLE_EQ(c.training.min_lr, 0.0);
   EXPECT_EQ(c.training.warmup_steps, 20);
   EXPECT_EQ(c.training.threads, 2);
+  EXPECT_FALSE(c.training.overlap_grad_reduce);
   EXPECT_DOUBLE_EQ(c.data.concentration, 0.5);
   EXPECT_EQ(c.checkpoint.dir, "ckpt");
   EXPECT_FALSE(c.log.metrics_jsonl);
@@ -302,6 +305,8 @@ TEST_F(ConfigTest, WrongTypesNameKeyFileLineAndWhatWasFound) {
       {"model:\n  layers:\n  heads: 4\n", "layers", "model.layers", "got nothing (an empty value)"},
       {"log:\n  metrics_jsonl: maybe\n", "maybe", "log.metrics_jsonl",
        "expected true or false, got \"maybe\""},
+      {"training:\n  overlap_grad_reduce: 2\n", "2", "training.overlap_grad_reduce",
+       "expected true or false, got 2"},
       {"run:\n  name: {a: 1}\n", "name", "run.name", "expected a string, got a mapping"},
       {"run:\n  seed: -1\n", "seed", "run.seed", "expected a non-negative integer, got -1"},
       {"model: 5\n", "model", "model", "expected a mapping of keys to values, got 5"},
@@ -590,6 +595,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.training.eps, b.training.eps);
   EXPECT_EQ(a.training.grad_clip, b.training.grad_clip);
   EXPECT_EQ(a.training.threads, b.training.threads);
+  EXPECT_EQ(a.training.overlap_grad_reduce, b.training.overlap_grad_reduce);
   EXPECT_EQ(a.data.kind, b.data.kind);
   EXPECT_EQ(a.data.seed, b.data.seed);
   EXPECT_EQ(a.data.branching, b.data.branching);
@@ -630,7 +636,7 @@ parallel: {data: 3, tensor: 2, pipeline: 5, spatial: 1, zero_stage: 3, schedule:
            dp_bucket_bytes: 25MB}
 training: {steps: 77, global_batch: 90, micro_batch: 5, lr: 0.00123456789012345, min_lr: 1e-7,
            warmup_steps: 7, weight_decay: 0.3, beta1: 0.85, beta2: 0.975, eps: 3e-9,
-           grad_clip: 0.5, threads: 3}
+           grad_clip: 0.5, threads: 3, overlap_grad_reduce: false}
 data: {kind: markov, seed: 0, branching: 9, concentration: 2.5}
 compression:
   preset: zhybrid
@@ -675,6 +681,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "training:",
                           "warmup_steps:",
                           "threads:",
+                          "overlap_grad_reduce: true",
                           "concentration:",
                           "compression:",
                           "preset: none",
