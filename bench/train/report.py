@@ -101,8 +101,11 @@ def fmt(x, digits=1):
 
 def build_rows(meta, entries):
     warmup = int(meta["warmup"])
-    cells = {}
+    latest = {}  # a run repeated with --resume: its last attempt counts
     for e in entries:
+        latest[(e["link"], e["rep"], e["cell"])] = e
+    cells = {}
+    for e in latest.values():
         key = (e["link"], e["cell"])
         cells.setdefault(key, {"entries": [], "system": e["system"], "layout": e["layout"],
                                "policy": e["policy"]})["entries"].append(e)

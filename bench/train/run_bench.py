@@ -189,7 +189,8 @@ class Runner:
 
     def ddp_command(self, cell, name):
         self.counter += 1
-        port = 30000 + (os.getpid() * 7 + self.counter) % 20000
+        # Below the kernel's ephemeral range (32768-60999), where MPI's own sockets live.
+        port = 20000 + (os.getpid() * 7 + self.counter) % 10000
         cmd = [self.args.python, os.path.join(HERE, "ddp_peer.py"), "--config", self.resolved_config,
                "--hook", cell["hook"], "--out", os.path.join(self.runs_dir, name),
                "--master-port", str(port), "--powersgd-rank", str(self.args.powersgd_rank),
@@ -330,6 +331,11 @@ class Runner:
                  "command": " ".join(shlex.quote(c) for c in cmd)}
         start = time.time()
         rc = self.run_logged(cmd, log_path, self.args.timeout)
+        if rc != 0 and cell["system"] == "pytorch-ddp" and "Address already in use" in open(log_path).read():
+            inner = self.ddp_command(cell, name)  # rendezvous port taken: once more on another port
+            cmd = cmd[:cmd.index("--") + 1] + inner
+            entry["command"] = " ".join(shlex.quote(c) for c in cmd)
+            rc = self.run_logged(cmd, log_path, self.args.timeout)
         entry.update(rc=rc, wall_s=round(time.time() - start, 2), load_after=loadavg())
         summary = os.path.join(entry["run_dir"], "summary.json")
         if rc == 0 and cell["system"] == "cmpi-train" and os.path.exists(summary):
