@@ -165,6 +165,8 @@ def header_lines(meta, rows):
         f"DDP peer: PowerSGD rank {meta.get('powersgd_rank')}, start_powerSGD_iter "
         f"{meta.get('powersgd_start')}; data check: {meta.get('markov_check', 'not run')}",
     ]
+    for r in meta.get("resumes", []):
+        lines.append(f"resumed {r['started']} (load {r['load_start']}): {r['command']}")
     if meta.get("ddp_config_command"):
         lines.append(f"DDP peer config: {meta['ddp_config_command']}")
     lines.append("per-run commands: runs.jsonl (field 'command'); columns: medians over the timed steps, "

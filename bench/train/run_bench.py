@@ -232,6 +232,13 @@ class Runner:
                 "links": self.links, "cells": [c["id"] for c in self.cells], "reps": a.reps,
                 "steps": a.steps, "warmup": a.warmup, "nodes": nodes, "delay": a.delay,
                 "sets": list(a.set), "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start}
+        meta_path = os.path.join(self.out, "meta.json")
+        if a.resume and os.path.exists(meta_path):  # keep the first session's start; log the resume
+            with open(meta_path) as f:
+                first = json.load(f)
+            resumes = first.get("resumes", []) + [{k: meta[k] for k in ("started", "load_start", "command")}]
+            meta.update({k: first[k] for k in ("started", "load_start", "command") if k in first},
+                        resumes=resumes)
         self.meta = meta
         self.write_meta()
         print(f"run_bench: {len(self.links)} links x {len(self.cells)} cells x {a.reps} repetitions, "
