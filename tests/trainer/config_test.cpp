@@ -447,7 +447,7 @@ TEST_F(ConfigTest, CompressionRulesAreReadInOrderWithTheirOrigin) {
       chunk_bytes: 4MiB
     - match: {group: [tp, pp], max_bytes: 64KiB}
       codec: identity
-    - match: {op: send}
+    - match: {op: send, locality: inter}
       codec: none
 )";
   const std::string path = write(text);
@@ -473,6 +473,8 @@ TEST_F(ConfigTest, CompressionRulesAreReadInOrderWithTheirOrigin) {
 
   EXPECT_EQ(p.rules[1].match.groups,
             (std::vector<comm::GroupKind>{comm::GroupKind::kTp, comm::GroupKind::kPp}));
+  EXPECT_TRUE(p.rules[1].match.localities.empty()) << "no locality key: any";
+  EXPECT_EQ(p.rules[2].match.localities, std::vector<comm::Locality>{comm::Locality::kInter});
   EXPECT_TRUE(p.rules[1].match.ops.empty());
   EXPECT_EQ(p.rules[1].match.min_bytes, -1);
   EXPECT_EQ(p.rules[1].match.max_bytes, 64 << 10);
@@ -545,6 +547,13 @@ TEST_F(ConfigTest, BadCompressionSectionValues) {
                   "multiple of 4");
   expect_error_at("compression:\n  error_sample_rate: 2\n", "2", "compression.error_sample_rate",
                   "expected a number in [0, 1]");
+  expect_error_at("compression:\n  preset_locality: intra\n", "intra",
+                  "compression.preset_locality", "inter");
+  expect_error_at("compression:\n  ranks_per_node: -1\n", "-1", "compression.ranks_per_node",
+                  "");
+  expect_error_at(
+      "compression:\n  rules:\n    - match: {locality: outer}\n      codec: none\n", "outer",
+      "compression.rules[0].match.locality", "inter");
 }
 
 TEST_F(ConfigTest, ZfpParametersAreValidatedWhenZfpIsBuiltIn) {
@@ -604,6 +613,8 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.compression.min_bytes, b.compression.min_bytes);
   EXPECT_EQ(a.compression.chunk_bytes, b.compression.chunk_bytes);
   EXPECT_EQ(a.compression.error_sample_rate, b.compression.error_sample_rate);
+  EXPECT_EQ(a.compression.preset_locality, b.compression.preset_locality);
+  EXPECT_EQ(a.compression.ranks_per_node, b.compression.ranks_per_node);
   ASSERT_EQ(a.compression.rules.size(), b.compression.rules.size());
   for (size_t i = 0; i < a.compression.rules.size(); ++i) {
     const comm::PolicyRule& x = a.compression.rules[i];
@@ -611,6 +622,7 @@ void expect_same_config(const Config& a, const Config& b) {
     EXPECT_EQ(x.match.groups, y.match.groups) << "rule " << i;
     EXPECT_EQ(x.match.ops, y.match.ops) << "rule " << i;
     EXPECT_EQ(x.match.roles, y.match.roles) << "rule " << i;
+    EXPECT_EQ(x.match.localities, y.match.localities) << "rule " << i;
     EXPECT_EQ(x.match.min_bytes, y.match.min_bytes) << "rule " << i;
     EXPECT_EQ(x.match.max_bytes, y.match.max_bytes) << "rule " << i;
     ASSERT_EQ(x.codec.has_value(), y.codec.has_value()) << "rule " << i;
@@ -640,12 +652,14 @@ training: {steps: 77, global_batch: 90, micro_batch: 5, lr: 0.00123456789012345,
 data: {kind: markov, seed: 0, branching: 9, concentration: 2.5}
 compression:
   preset: zhybrid
+  preset_locality: any
+  ranks_per_node: 3
   min_bytes: 0
   chunk_bytes: 12
   error_sample_rate: 0.333
   rules:
     - match: {group: [dp, zero], op: [allreduce, alltoall], role: [gradient, weight],
-              min_bytes: 100, max_bytes: 1GiB}
+              min_bytes: 100, max_bytes: 1GiB, locality: intra}
       codec: {name: identity}
       chunk_bytes: 8KiB
     - match: {}
@@ -685,6 +699,8 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "concentration:",
                           "compression:",
                           "preset: none",
+                          "preset_locality: inter",
+                          "ranks_per_node: 0",
                           "min_bytes: 64KiB",
                           "error_sample_rate:",
                           "rules: []",
