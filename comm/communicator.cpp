@@ -11,6 +11,7 @@
 
 #include "comm/algorithms/chunk_transfer.h"
 #include "comm/algorithms/codec_steps.h"
+#include "compress/identity_codec.h"
 
 namespace cmpi::comm {
 namespace {
@@ -213,6 +214,12 @@ Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<Policy
   // The compressed algorithms and halos exchange point-to-point messages; on
   // a communicator of their own these can never match the caller's sends.
   MPI_Comm_dup(comm_, &internal_);
+  if (policy_ && policy_->plain_ring_min_bytes() > 0) {
+    ring_codec_ = std::make_unique<compress::IdentityCodec>(compress::CodecSpec("identity"));
+    plain_ring_.codec = ring_codec_.get();
+    plain_ring_.chunk_elems = policy_->plain_ring_chunk_elems();
+    plain_ring_.origin = "plain ring (compression.plain_ring_min_bytes)";
+  }
   if (node < 0) node = detect_node(comm_);
   node_of_rank_.assign(size_t(size_), 0);
   MPI_Allgather(&node, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, comm_);
@@ -337,6 +344,18 @@ void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_k
     CompressedCall call(stats_.at(Op::kAllreduce), collective_locality());
     begin_compressed(*route, Op::kAllreduce, bytes, data, n);
     CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+    ring_allreduce(ctx, data, n);
+    return;
+  }
+  if (ring_codec_ && size_ > 2 && n * sizeof(float) >= policy_->plain_ring_min_bytes()) {
+    // Raw, but on the pipelined ring rather than MPI's own choice of
+    // algorithm (see PolicyConfig::plain_ring_min_bytes); counted as a plain
+    // call whose wire bytes include the ring's framing.
+    OpCounters& counters = stats_.at(Op::kAllreduce);
+    CompressedCall call(counters, collective_locality());
+    counters.calls += 1;
+    counters.raw_bytes += bytes;
+    CompressedContext ctx = context(plain_ring_, Op::kAllreduce, internal_, next_tag(), buffer_key);
     ring_allreduce(ctx, data, n);
     return;
   }

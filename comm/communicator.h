@@ -164,6 +164,9 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::unique_ptr<PolicySlice> policy_;
+  // The identity-framed route of large raw allreduces (plain_ring_min_bytes).
+  std::unique_ptr<compress::Codec> ring_codec_;
+  Route plain_ring_;
   std::vector<int> node_of_rank_;
   bool spans_nodes_ = false;
   int tag_sequence_ = 0;

@@ -108,6 +108,9 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
   rules_ = config_.rules;
   for (auto& rule : preset_rules(config_.preset, config_.preset_locality))
     rules_.push_back(std::move(rule));
+  if (config_.plain_ring_min_bytes < 0)
+    throw PolicyError("compression plain_ring_min_bytes must be >= 0 (0 = never), got " +
+                      std::to_string(config_.plain_ring_min_bytes));
   if (config_.ranks_per_node < 0)
     throw PolicyError("compression ranks_per_node must be >= 0 (0 = as MPI sees nodes), got " +
                       std::to_string(config_.ranks_per_node));
@@ -182,6 +185,9 @@ Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality loca
 PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) {
   double rate = policy.config().error_sample_rate;
   sample_every_ = rate > 0 ? std::max<uint64_t>(1, uint64_t(std::llround(1.0 / rate))) : 0;
+  plain_ring_min_bytes_ = uint64_t(std::max<int64_t>(0, policy.config().plain_ring_min_bytes));
+  plain_ring_chunk_elems_ =
+      std::max<size_t>(1, size_t(policy.config().chunk_bytes) / sizeof(float));
 
   const auto& rules = policy.rules();
   for (size_t i = 0; i < rules.size(); ++i) {

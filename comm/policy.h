@@ -127,6 +127,10 @@ class PolicySlice {
   // Sampled error is measured on every sample_every-th lossy call of an op
   // (0: never).
   uint64_t sample_every() const { return sample_every_; }
+  // Raw allreduces of at least this size take the ring (0: never); see
+  // PolicyConfig::plain_ring_min_bytes.
+  uint64_t plain_ring_min_bytes() const { return plain_ring_min_bytes_; }
+  size_t plain_ring_chunk_elems() const { return plain_ring_chunk_elems_; }
 
  private:
   static constexpr int kNoRoute = -1;
@@ -135,6 +139,8 @@ class PolicySlice {
 
   GroupKind group_;
   uint64_t sample_every_ = 0;
+  uint64_t plain_ring_min_bytes_ = 0;
+  size_t plain_ring_chunk_elems_ = 1;
   std::vector<Route> routes_;
   std::vector<std::unique_ptr<compress::Codec>> codecs_;
   std::vector<std::unique_ptr<compress::ErrorFeedback>> feedbacks_;

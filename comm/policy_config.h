@@ -42,6 +42,12 @@ struct PolicyConfig {
   // (MPI_COMM_TYPE_SHARED); N > 0 = world ranks [kN, (k+1)N) form node k
   // (to test locality rules on one machine, or where MPI's view is wrong).
   int64_t ranks_per_node = 0;
+  // A raw allreduce of at least this many bytes over more than two ranks runs
+  // the project's pipelined ring (comm/algorithms/ring_allreduce.cpp with
+  // identity framing) instead of MPI_Allreduce: over TCP, OpenMPI's default
+  // algorithm choice was measured 1.6x slower than a ring at 13 MiB on 4
+  // nodes (docs/benchmarks.md). 0 = always MPI_Allreduce.
+  int64_t plain_ring_min_bytes = 1 << 20;
   int64_t min_bytes = 64 << 10;     // smaller messages stay raw unless a rule says otherwise
   int64_t chunk_bytes = 1 << 20;    // pipelining granularity of compressed transfers
   double error_sample_rate = 0.01;  // fraction of lossy calls whose error is measured

@@ -154,6 +154,7 @@ comm::PolicyConfig read_compression_config(MapReader section,
   section.read("preset", out.preset, kPresets);
   section.read("preset_locality", out.preset_locality, {"inter", "any"});
   section.read("ranks_per_node", out.ranks_per_node, IntRange{0, 1 << 20});
+  section.read_size("plain_ring_min_bytes", out.plain_ring_min_bytes, 0);
   section.read_size("min_bytes", out.min_bytes, 0);
   section.read_size("chunk_bytes", out.chunk_bytes, 1);
   if (out.chunk_bytes % int64_t(sizeof(float)) != 0)
@@ -207,6 +208,8 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
   out << YAML::Key << "preset" << YAML::Value << config.preset;
   out << YAML::Key << "preset_locality" << YAML::Value << config.preset_locality;
   out << YAML::Key << "ranks_per_node" << YAML::Value << config.ranks_per_node;
+  out << YAML::Key << "plain_ring_min_bytes" << YAML::Value
+      << format_size(config.plain_ring_min_bytes);
   out << YAML::Key << "min_bytes" << YAML::Value << format_size(config.min_bytes);
   out << YAML::Key << "chunk_bytes" << YAML::Value << format_size(config.chunk_bytes);
   out << YAML::Key << "error_sample_rate" << YAML::Value << format_real(config.error_sample_rate);

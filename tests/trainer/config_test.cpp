@@ -615,6 +615,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.compression.error_sample_rate, b.compression.error_sample_rate);
   EXPECT_EQ(a.compression.preset_locality, b.compression.preset_locality);
   EXPECT_EQ(a.compression.ranks_per_node, b.compression.ranks_per_node);
+  EXPECT_EQ(a.compression.plain_ring_min_bytes, b.compression.plain_ring_min_bytes);
   ASSERT_EQ(a.compression.rules.size(), b.compression.rules.size());
   for (size_t i = 0; i < a.compression.rules.size(); ++i) {
     const comm::PolicyRule& x = a.compression.rules[i];
@@ -654,6 +655,7 @@ compression:
   preset: zhybrid
   preset_locality: any
   ranks_per_node: 3
+  plain_ring_min_bytes: 0
   min_bytes: 0
   chunk_bytes: 12
   error_sample_rate: 0.333
@@ -701,6 +703,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "preset: none",
                           "preset_locality: inter",
                           "ranks_per_node: 0",
+                          "plain_ring_min_bytes: 1MiB",
                           "min_bytes: 64KiB",
                           "error_sample_rate:",
                           "rules: []",
