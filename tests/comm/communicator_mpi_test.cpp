@@ -19,6 +19,7 @@
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
@@ -26,17 +27,8 @@ namespace {
 
 constexpr size_t kFrameAndHeader = 48 + 48;  // chunk frame + codec payload header
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::world_rank;
+using testing::world_size;
 
 // The data rank `rank` contributes to a call identified by `salt`; every rank
 // can regenerate every other rank's data, so expectations need no MPI.

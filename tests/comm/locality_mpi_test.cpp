@@ -10,23 +10,15 @@
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
+#include "tests/support/mpi_world.h"
 
 namespace cmpi::comm {
 namespace {
 
+using testing::world_rank;
+using testing::world_size;
+
 constexpr int kRanksPerNode = 2;
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // Identity codec for inter-node messages of any size, nothing else.
 Policy inter_only_policy() {

@@ -21,17 +21,14 @@
 #include "comm/policy_config.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 
 namespace cmpi::parallel {
 namespace {
 
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing::world_size;
 
 torch::Tensor seeded_normal(std::vector<int64_t> shape, uint64_t seed) {
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);

@@ -27,6 +27,7 @@
 #include "parallel/pipeline_stages.h"
 #include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"
@@ -34,17 +35,8 @@
 namespace cmpi::parallel {
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+using testing::world_rank;
+using testing::world_size;
 
 models::GptOptions tiny_gpt(int64_t layers) {
   models::GptOptions o;

@@ -27,25 +27,17 @@
 #include "parallel/tensor_parallel_layers.h"
 #include "parallel/tensor_parallel_ops.h"
 #include "parallel/vocab_parallel_cross_entropy.h"
+#include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 
 namespace cmpi::parallel {
 namespace {
 
+using testing::world_rank;
+using testing::world_size;
+
 constexpr double kTolerance = 1e-5;
-
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 // Same values on every rank for the same `stream` (the seed is shared).
 torch::Tensor random_normal(std::vector<int64_t> shape, uint64_t stream) {
