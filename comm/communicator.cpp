@@ -67,18 +67,6 @@ class CompressedCall {
   double start_;
 };
 
-// This rank's node as MPI sees it: the lowest world rank among the ranks
-// that share its memory (MPI_COMM_TYPE_SHARED), the same on all of them.
-int detect_node(MPI_Comm comm) {
-  MPI_Comm shared;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-  int world_rank = 0, node = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
-  MPI_Comm_free(&shared);
-  return node;
-}
-
 size_t total_of(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t(0));
 }
@@ -184,6 +172,16 @@ struct CompressedRecvPending final : Communicator::Request::Pending {
 
 }  // namespace
 
+int shared_memory_node(MPI_Comm comm) {
+  MPI_Comm shared;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+  int world_rank = 0, node = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
+  MPI_Comm_free(&shared);
+  return node;
+}
+
 Communicator::Request::Request() = default;
 Communicator::Request::Request(Request&&) noexcept = default;
 
@@ -220,7 +218,7 @@ Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<Policy
     plain_ring_.chunk_elems = policy_->plain_ring_chunk_elems();
     plain_ring_.origin = "plain ring (compression.plain_ring_min_bytes)";
   }
-  if (node < 0) node = detect_node(comm_);
+  if (node < 0) node = shared_memory_node(comm_);
   node_of_rank_.assign(size_t(size_), 0);
   MPI_Allgather(&node, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, comm_);
   spans_nodes_ = std::any_of(node_of_rank_.begin(), node_of_rank_.end(),

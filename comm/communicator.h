@@ -177,6 +177,11 @@ class Communicator {
   std::vector<float> sample_decoded_;
 };
 
+// This rank's node as MPI sees it: the lowest world rank among the ranks of
+// `comm` that share its memory (MPI_COMM_TYPE_SHARED), the same on all of
+// them. Collective over `comm`.
+int shared_memory_node(MPI_Comm comm);
+
 // Checks n fits an MPI count; throws std::length_error naming the group otherwise.
 int mpi_count(size_t n, GroupKind group);
 

@@ -12,16 +12,10 @@ std::unique_ptr<comm::Communicator> make_group(MPI_Comm comm, const comm::Policy
       comm, kind, std::make_unique<comm::PolicySlice>(policy, kind), node);
 }
 
-// The lowest world rank of the ranks sharing this rank's memory, unless the
-// config groups ranks into nodes itself.
+// The node MPI sees, unless the config groups ranks into nodes itself.
 int node_of(MPI_Comm world, int world_rank, int64_t ranks_per_node) {
   if (ranks_per_node > 0) return int(world_rank / ranks_per_node);
-  MPI_Comm shared;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-  int node = 0;
-  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
-  MPI_Comm_free(&shared);
-  return node;
+  return comm::shared_memory_node(world);
 }
 
 // Ranks that agree on every coordinate but `varying` land in one group,
