@@ -16,6 +16,9 @@ struct RunConfig {
   std::string name = "run";
   std::string dir = "runs";  // the run directory is <dir>/<name>
   uint64_t seed = 1234;      // model init and dropout
+  // Refuse to start a run whose estimated memory exceeds what the node has
+  // available (memory_preflight.h).
+  bool memory_check = true;
 };
 
 struct ModelConfig {

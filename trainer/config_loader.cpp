@@ -5,12 +5,16 @@
 // Config, naming the key at fault by its recorded position.
 #include "trainer/config_loader.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "compress/codec_registry.h"
 #include "parallel/pipeline_stages.h"
 #include "trainer/compression_config.h"
+#include "trainer/config_limits.h"
 #include "trainer/config_overrides.h"
 
 namespace cmpi::trainer {
@@ -38,6 +42,7 @@ void read_run(MapReader r, RunConfig& run) {
   r.read("name", run.name);
   r.read("dir", run.dir);
   r.read("seed", run.seed);
+  r.read("memory_check", run.memory_check);
   if (run.name.find('/') != std::string::npos || run.name == "." || run.name == "..")
     r.fail("name",
            "must be a plain directory name (the run directory is run.dir/run.name), got \"" +
@@ -137,6 +142,17 @@ std::string key_of_group(const std::string& layout_message) {
   return "parallel.data";
 }
 
+// The key a layout error is reported at: the group's own key if the user
+// wrote it; otherwise (parallel.data left at auto) the layout key the user
+// did write, since that is what they can change. Falls back to the group's
+// key, which then points at the config file without a line.
+std::string layout_key_at_fault(const Config& config, const std::string& group_key) {
+  if (config.origins.count(group_key)) return group_key;
+  for (const char* key : {"parallel.tensor", "parallel.pipeline", "parallel.spatial"})
+    if (config.origins.count(key)) return key;
+  return group_key;
+}
+
 parallel::ModelShape model_shape(const ModelConfig& model) {
   parallel::ModelShape shape;
   shape.layers = model.layers;
@@ -160,7 +176,7 @@ parallel::ParallelDims resolve_layout(const Config& config, int world_size,
     return parallel::ParallelDims::resolve(p.data, p.tensor, p.pipeline, p.spatial, p.zero_stage,
                                            world_size, model_shape(config.model));
   } catch (const parallel::LayoutError& e) {
-    const std::string key = key_of_group(e.what());
+    const std::string key = layout_key_at_fault(config, key_of_group(e.what()));
     fail_at(config, key, layout_text(p) + world_text + ": " + e.what());
   }
 }
@@ -235,6 +251,7 @@ Config parse_tree(YAML::Node root, const std::string& source,
     throw ConfigError(source + ": unreadable config: " + e.what());
   }
   config.origins = context.locations();
+  check_size_limits(config);
   check_consistency(config);
   return config;
 }
@@ -262,19 +279,26 @@ void begin_section(YAML::Emitter& out, const char* name) {
 
 }  // namespace
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+std::string read_config_text(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
     throw ConfigError(path + ": is a directory, not a config file");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw ConfigError(path + ": cannot open the config file");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot open the config file: " + std::strerror(errno));
+  std::string text;
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) {
+    text.append(block, size_t(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      throw ConfigError(path + ": is larger than " + format_size(int64_t(kMaxConfigBytes)) +
+                        "; that is not a config file");
   }
-  return parse_tree(root, path, overrides);
+  if (in.bad()) throw ConfigError(path + ": cannot read the config file: " + std::strerror(errno));
+  return text;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_config(read_config_text(path), path, overrides);
 }
 
 Config parse_config(const std::string& yaml_text, const std::string& source,
@@ -286,6 +310,12 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
     throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) +
                       ": not valid YAML: " + e.msg);
   }
+  // An empty file is far more often a failed copy, a wrong path or a stdin
+  // only one rank could read than a wish for every default.
+  if (root.IsNull())
+    throw ConfigError(source +
+                      ": the config is empty (nothing but whitespace or comments); to run with "
+                      "every default on purpose, write `{}` in it");
   return parse_tree(root, source, overrides);
 }
 
@@ -313,6 +343,7 @@ std::string to_yaml(const Config& c) {
   put(out, "name", c.run.name);
   put(out, "dir", c.run.dir);
   put(out, "seed", uint64_t(c.run.seed));
+  put(out, "memory_check", c.run.memory_check);
   out << YAML::EndMap;
 
   begin_section(out, "model");

@@ -18,11 +18,20 @@
 
 namespace cmpi::trainer {
 
+// Config files larger than this are refused before parsing.
+constexpr size_t kMaxConfigBytes = size_t(16) << 20;
+
+// The bytes of the config file at `path` (a ConfigError naming it if it is a
+// directory, missing, unreadable or larger than kMaxConfigBytes).
+std::string read_config_text(const std::string& path);
+
 // Reads `path`, applies the `--set` overrides ("key.path=value") in order,
 // and validates everything that does not depend on the world size.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
-// The same from YAML text; `source` names it in messages.
+// The same from YAML text; `source` names it in messages. Text that holds no
+// YAML value at all (empty, only comments) is an error: `{}` says "all
+// defaults" on purpose.
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides = {});
 

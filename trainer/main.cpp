@@ -1,6 +1,6 @@
-// cmpi-train: loads the config on every rank, agrees across ranks that it is
-// valid (so a bad config ends the job once, cleanly, with exit code 2), then
-// trains. Any error after that aborts every rank with the message (exit 1),
+// cmpi-train: rank 0 reads the config and every rank resolves the same text
+// (job_config.h); the ranks agree that it is valid (so a bad config ends the job once, cleanly,
+// with exit code 2), then trains. Any error after that aborts every rank with the message (exit 1),
 // so no rank is left waiting inside MPI.
 #include <mpi.h>
 
@@ -13,6 +13,9 @@
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
 #include "trainer/config_loader.h"
+#include "trainer/config_warnings.h"
+#include "trainer/job_config.h"
+#include "trainer/memory_preflight.h"
 #include "trainer/run_summary.h"
 #include "trainer/trainer.h"
 
@@ -47,14 +50,21 @@ int main(int argc, char** argv) {
   std::string error;
   try {
     args = trainer::CliArgs::parse(argc, argv);
-    if (!args.help) {
-      config = trainer::load_config(args.config_path, args.overrides);
-      dims = trainer::validate_layout(config, mpi.world_size());
-    }
   } catch (const trainer::UsageError& e) {
     error = std::string(e.what()) + "\n" + trainer::CliArgs::usage();
-  } catch (const std::exception& e) {
-    error = e.what();
+  }
+  // Agree on the arguments before the config load, which is collective.
+  if (!all_ranks_ok(error, rank)) return 2;
+  int any_help = args.help ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &any_help, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  args.help = any_help != 0;
+  if (!args.help) {
+    try {
+      config = trainer::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
+      dims = trainer::validate_layout(config, mpi.world_size());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
   }
   if (!all_ranks_ok(error, rank)) return 2;
   if (args.help) {
@@ -65,6 +75,15 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fputs(trainer::to_yaml(config).c_str(), stdout);
     return 0;
   }
+  try {
+    error = trainer::check_memory_fits(config, dims, MPI_COMM_WORLD);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!all_ranks_ok(error, rank)) return 2;
+  if (rank == 0)
+    for (const std::string& warning : trainer::config_warnings(config))
+      std::fprintf(stderr, "%s: warning: %s\n", kProgram, warning.c_str());
 
   try {
     // Rank 0 reports which BLAS LibTorch runs on, and warns loudly on the
