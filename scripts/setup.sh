@@ -11,6 +11,7 @@ PACKAGES=(
   libzstd-dev liblz4-dev libblosc-dev
   iproute2
   python3-torch python3-matplotlib
+  slurm-wlm slurm-wlm-basic-plugins munge bc
 )
 
 missing=()
