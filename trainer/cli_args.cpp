@@ -1,6 +1,54 @@
 #include "trainer/cli_args.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace cmpi::trainer {
+namespace {
+
+int64_t parse_positive(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1 || value > (1 << 24))
+    throw UsageError(flag + " expects a whole number in [1, 16777216], got '" + text + "'");
+  return value;
+}
+
+double parse_positive_real(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0) || !std::isfinite(value))
+    throw UsageError(flag + " expects a positive number, got '" + text + "'");
+  return value;
+}
+
+// "inter=25gbit/5us,intra=400gbit/2us" (either part may be left out).
+void parse_links(const std::string& text, PlanArgs& plan) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, comma - start);
+    const size_t eq = part.find('=');
+    const std::string name = part.substr(0, eq);
+    if (eq == std::string::npos || (name != "inter" && name != "intra"))
+      throw UsageError("--plan-link expects inter=RATE/LATENCY,intra=RATE/LATENCY, got '" + text +
+                       "'");
+    (name == "inter" ? plan.inter_link : plan.intra_link) = part.substr(eq + 1);
+    start = comma + 1;
+  }
+}
+
+}  // namespace
 
 const char* CliArgs::usage() {
   return "usage: cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]\n"
@@ -10,6 +58,16 @@ const char* CliArgs::usage() {
          "  --dump-tensors DIR   after the last step, write the gradients and block activations\n"
          "                       as raw float32 (DIR/gradients.f32, DIR/activations.f32)\n"
          "  --print-config       print the fully resolved config (defaults included) and exit\n"
+         "  --plan               do not train: project memory, traffic per group and step time\n"
+         "                       (one process, any world size; see docs/planner.md)\n"
+         "    --plan-ranks N         world size to plan for (default: the config's layout)\n"
+         "    --plan-ranks-per-node K  ranks per node (default compression.ranks_per_node or 8)\n"
+         "    --plan-link inter=RATE/LAT,intra=RATE/LAT  links (default inter=25gbit/5us,\n"
+         "                           intra=400gbit/2us)\n"
+         "    --plan-flops F         achieved FLOP/s per rank (default: measured GEMM x 0.5)\n"
+         "    --plan-cpu-share X     share of a core per rank for codecs (default 1)\n"
+         "    --compare-presets      plan every compression preset and name the fastest\n"
+         "    --plan-json FILE       also write the plan as JSON\n"
          "Run under MPI: mpirun -np 4 cmpi-train --config configs/tiny.yaml\n";
 }
 
@@ -34,6 +92,22 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.overrides.push_back(kv);
     } else if (arg == "--print-config") {
       args.print_config = true;
+    } else if (arg == "--plan") {
+      args.plan.enabled = true;
+    } else if (arg == "--plan-ranks") {
+      args.plan.ranks = parse_positive(value_of(i, arg), arg);
+    } else if (arg == "--plan-ranks-per-node") {
+      args.plan.ranks_per_node = parse_positive(value_of(i, arg), arg);
+    } else if (arg == "--plan-link") {
+      parse_links(value_of(i, arg), args.plan);
+    } else if (arg == "--plan-flops") {
+      args.plan.flops = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--plan-cpu-share") {
+      args.plan.cpu_share = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--compare-presets") {
+      args.plan.compare_presets = true;
+    } else if (arg == "--plan-json") {
+      args.plan.json_path = value_of(i, arg);
     } else if (arg == "--dump-tensors") {
       args.dump_tensors_dir = value_of(i, arg);
     } else {
@@ -41,6 +115,10 @@ CliArgs CliArgs::parse(int argc, char** argv) {
     }
   }
   if (!args.help && args.config_path.empty()) throw UsageError("--config FILE is required");
+  const bool plan_options = args.plan.ranks || args.plan.ranks_per_node || args.plan.flops ||
+                            args.plan.compare_presets || !args.plan.json_path.empty();
+  if (plan_options && !args.plan.enabled)
+    throw UsageError("--plan-* options and --compare-presets need --plan");
   return args;
 }
 

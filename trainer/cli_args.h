@@ -1,6 +1,9 @@
 // Command line of cmpi-train:
 //   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
 //              [--print-config]
+//   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
+//              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
+//              [--plan-cpu-share X] [--compare-presets] [--plan-json FILE]
 #pragma once
 
 #include <stdexcept>
@@ -14,12 +17,25 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// `--plan`: project the step instead of training (plan/step_plan.h).
+struct PlanArgs {
+  bool enabled = false;
+  int64_t ranks = 0;           // 0: the config's layout product, or the MPI world
+  int64_t ranks_per_node = 0;  // 0: compression.ranks_per_node, else 8
+  std::string inter_link = "25gbit/5us", intra_link = "400gbit/2us";
+  double flops = 0;      // per rank; 0: measured GEMM rate x kComputeEfficiency
+  double cpu_share = 1;  // of a core per rank, for codec throughput
+  bool compare_presets = false;
+  std::string json_path;
+};
+
 struct CliArgs {
   std::string config_path;
   std::vector<std::string> overrides;  // "key.path=value"
   std::string dump_tensors_dir;
   bool help = false;
   bool print_config = false;  // print the resolved config and exit
+  PlanArgs plan;
 
   static CliArgs parse(int argc, char** argv);  // throws UsageError
   static const char* usage();

@@ -16,6 +16,7 @@
 #include "trainer/config_warnings.h"
 #include "trainer/job_config.h"
 #include "trainer/memory_preflight.h"
+#include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
 #include "trainer/trainer.h"
 
@@ -61,7 +62,9 @@ int main(int argc, char** argv) {
   if (!args.help) {
     try {
       config = trainer::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
-      dims = trainer::validate_layout(config, mpi.world_size());
+      const int world =
+          args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
+      dims = trainer::validate_layout(config, world);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -74,6 +77,15 @@ int main(int argc, char** argv) {
   if (args.print_config) {
     if (rank == 0) std::fputs(trainer::to_yaml(config).c_str(), stdout);
     return 0;
+  }
+  if (args.plan.enabled) {
+    if (rank != 0) return 0;
+    try {
+      return trainer::run_plan(args.plan, config, dims);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+      return 2;
+    }
   }
   try {
     error = trainer::check_memory_fits(config, dims, MPI_COMM_WORLD);

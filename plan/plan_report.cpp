@@ -1,0 +1,169 @@
+#include "plan/plan_report.h"
+
+#include <cstdio>
+
+namespace cmpi::plan {
+namespace {
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) {
+    bytes /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", bytes, units[u]);
+  return buf;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
+  else if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::string& source) {
+  char buf[512];
+  std::string out;
+  std::snprintf(buf, sizeof buf,
+                "plan: %s on %d ranks (%d per node) | layout %s | %lld micro-batches per rank | "
+                "preset %s\n",
+                source.c_str(), o.world_size, o.ranks_per_node, p.dims.to_string().c_str(),
+                (long long)p.micro_batches, p.preset.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf,
+                "model: links intra %s, inter %s | compute %.3g GFLOP/s per rank | codecs at %.2f "
+                "of a core\n",
+                o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
+                o.cpu_share);
+  out += buf;
+  const auto& m = p.memory;
+  out += "memory per rank (pipeline stage " + std::to_string(m.stage) + "): parameters " +
+         bytes_text(double(m.parameter_bytes)) + ", gradients " +
+         bytes_text(double(m.gradient_bytes)) + ", optimizer " +
+         bytes_text(double(m.optimizer_bytes)) + ", activations " +
+         bytes_text(double(m.activation_bytes)) + ", buffers " +
+         bytes_text(double(m.buffer_bytes)) + ", runtime " + bytes_text(double(m.runtime_bytes)) +
+         " = " + bytes_text(double(m.total())) + "\n";
+  for (const StagePlan& sp : p.stages) {
+    std::snprintf(buf, sizeof buf,
+                  "stage %d: %lld layers, %s of parameters per rank | forward %s, backward %s per "
+                  "micro-batch\n",
+                  sp.shape.stage, (long long)sp.shape.layers,
+                  bytes_text(double(sp.shape.parameters) * 4).c_str(),
+                  seconds_text(sp.forward_seconds).c_str(),
+                  seconds_text(sp.backward_seconds).c_str());
+    out += buf;
+    out += "  group where  calls  raw/rank    wire/rank   ratio  time       exposed    codecs\n";
+    for (const GroupCost& g : sp.groups) {
+      std::snprintf(buf, sizeof buf, "  %-5s %-5s %6lld  %-10s  %-10s  %5.2f  %-9s  %-9s  %s\n",
+                    comm::to_string(g.group), g.locality.c_str(), (long long)g.calls,
+                    bytes_text(g.raw_bytes).c_str(), bytes_text(g.wire_bytes).c_str(),
+                    g.wire_bytes > 0 ? g.raw_bytes / g.wire_bytes : 1.0,
+                    seconds_text(g.seconds).c_str(), seconds_text(g.exposed_seconds).c_str(),
+                    g.codecs.c_str());
+      out += buf;
+    }
+  }
+  std::snprintf(buf, sizeof buf,
+                "step: %s (compute %s, pipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
+                seconds_text(p.step_seconds).c_str(), seconds_text(p.compute_seconds).c_str(),
+                100 * p.bubble_fraction, p.tokens_per_second, p.bound_by.c_str());
+  return out + buf;
+}
+
+std::string plan_json(const StepPlan& p, const PlanOptions& o) {
+  char buf[768];
+  const auto& m = p.memory;
+  std::snprintf(buf, sizeof buf,
+                "{\"preset\":%s,\"layout\":%s,\"ranks\":%d,\"ranks_per_node\":%d,"
+                "\"micro_batches\":%lld,\"step_seconds\":%.6g,\"compute_seconds\":%.6g,"
+                "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
+                "\"memory\":{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
+                "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
+                "\"runtime_bytes\":%.0Lf,\"total_bytes\":%.0Lf},\"stages\":[",
+                json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
+                o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
+                p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
+                json_string(p.bound_by).c_str(), m.stage, m.parameter_bytes, m.gradient_bytes,
+                m.optimizer_bytes, m.activation_bytes, m.buffer_bytes, m.runtime_bytes, m.total());
+  std::string out = buf;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const StagePlan& sp = p.stages[s];
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"stage\":%d,\"layers\":%lld,\"parameters\":%lld,\"forward_seconds\":%.6g,"
+                  "\"backward_seconds\":%.6g,\"groups\":{",
+                  s ? "," : "", sp.shape.stage, (long long)sp.shape.layers,
+                  (long long)sp.shape.parameters, sp.forward_seconds, sp.backward_seconds);
+    out += buf;
+    for (size_t i = 0; i < sp.groups.size(); ++i) {
+      const GroupCost& g = sp.groups[i];
+      std::snprintf(buf, sizeof buf,
+                    "%s\"%s\":{\"locality\":\"%s\",\"calls\":%lld,\"raw_bytes\":%.0f,"
+                    "\"wire_bytes\":%.0f,\"seconds\":%.6g,\"exposed_seconds\":%.6g,\"codecs\":%s}",
+                    i ? "," : "", comm::to_string(g.group), g.locality.c_str(), (long long)g.calls,
+                    g.raw_bytes, g.wire_bytes, g.seconds, g.exposed_seconds,
+                    json_string(g.codecs).c_str());
+      out += buf;
+    }
+    out += "}}";
+  }
+  return out + "]}";
+}
+
+const StepPlan& fastest(const std::vector<StepPlan>& plans) {
+  const StepPlan* best = &plans.front();
+  for (const StepPlan& p : plans)
+    if (p.step_seconds < best->step_seconds) best = &p;
+  return *best;
+}
+
+std::string presets_table(const std::vector<StepPlan>& plans) {
+  std::string out = "preset     step        tokens/s    wire/rank/step  bound by\n";
+  char buf[256];
+  for (const StepPlan& p : plans) {
+    double wire = 0;
+    for (const StagePlan& sp : p.stages)
+      for (const GroupCost& g : sp.groups) wire += g.wire_bytes;
+    wire /= double(p.stages.size());
+    std::snprintf(buf, sizeof buf, "%-10s %-10s  %10.0f  %-14s  %s\n", p.preset.c_str(),
+                  seconds_text(p.step_seconds).c_str(), p.tokens_per_second,
+                  bytes_text(wire).c_str(), p.bound_by.c_str());
+    out += buf;
+  }
+  const StepPlan& best = fastest(plans);
+  std::snprintf(buf, sizeof buf, "would choose: %s (%.2fx the uncompressed step rate)\n",
+                best.preset.c_str(), plans.front().step_seconds / best.step_seconds);
+  return out + buf;
+}
+
+std::string presets_json(const std::vector<StepPlan>& plans) {
+  std::string out = "{\"presets\":[";
+  char buf[256];
+  for (size_t i = 0; i < plans.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s{\"preset\":%s,\"step_seconds\":%.6g,\"tokens_per_s\":%.1f}",
+                  i ? "," : "", json_string(plans[i].preset).c_str(), plans[i].step_seconds,
+                  plans[i].tokens_per_second);
+    out += buf;
+  }
+  return out + "],\"choice\":" + json_string(fastest(plans).preset) + "}";
+}
+
+}  // namespace cmpi::plan

@@ -1,0 +1,180 @@
+#include "plan/step_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "comm/policy.h"
+#include "trainer/memory_preflight.h"
+
+namespace cmpi::plan {
+namespace {
+
+using comm::GroupKind;
+using comm::Op;
+
+int latency_rounds(Op op, int n) {
+  switch (op) {
+    case Op::kAllreduce:
+      return 2 * (n - 1);
+    case Op::kReduceScatter:
+    case Op::kAllgather:
+      return n - 1;
+    case Op::kBroadcast:
+      return int(std::ceil(std::log2(double(n))));
+    default:
+      return 1;
+  }
+}
+
+// World ranks of the group of `kind` that contains the rank at (dp 0, tp 0,
+// sp 0, pp stage), in the trainer's order (tp fastest, then sp, dp, pp).
+bool group_is_intra_node(GroupKind kind, const parallel::ParallelDims& dims, int stage,
+                         int ranks_per_node) {
+  std::vector<int> members;
+  for (int i = 0;; ++i) {
+    parallel::GridCoord c;
+    c.pp = stage;
+    if (kind == GroupKind::kTp) {
+      if (i >= dims.tp) break;
+      c.tp = i;
+    } else if (kind == GroupKind::kPp) {
+      if (i >= dims.pp) break;
+      c.pp = i;
+    } else {
+      if (i >= dims.dp) break;
+      c.dp = i;
+    }
+    members.push_back(dims.rank_of(c));
+  }
+  for (int r : members)
+    if (r / ranks_per_node != members.front() / ranks_per_node) return false;
+  return true;
+}
+
+double forward_flops_per_token(const trainer::Config& c, const StageShape& s, int tp) {
+  const double h = double(c.model.hidden), seq = double(c.model.seq_len);
+  // Matmul weights of the blocks (LayerNorms and biases carry no matmul).
+  const double r = double(c.model.mlp_ratio);
+  const double block_weights = (4 * h * h + 2 * r * h * h) / tp;
+  double flops = 2 * double(s.layers) * block_weights;
+  flops += double(s.layers) * 4 * seq * h / tp;  // QK^T and AV, causal mask not exploited
+  if (s.has_head) flops += 2 * h * double(c.model.vocab_size) / tp;
+  return flops;
+}
+
+}  // namespace
+
+StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
+                   const PlanOptions& o, CodecCostTable& codecs) {
+  StepPlan plan;
+  plan.preset = c.compression.preset;
+  plan.dims = dims;
+  plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
+  plan.memory = trainer::estimate_memory(c, dims);
+  const comm::Policy policy(c.compression);
+  const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
+  const double m = double(plan.micro_batches);
+
+  double slot_seconds = 0;  // the slowest stage's micro-batch (compute + blocking comm)
+  std::vector<double> per_step_seconds(size_t(dims.pp), 0.0);
+  for (int stage = 0; stage < dims.pp; ++stage) {
+    StagePlan sp;
+    sp.shape = stage_shape(c, dims, stage);
+    const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
+    sp.forward_seconds = fwd / o.flops_per_second;
+    sp.backward_seconds = 2 * sp.forward_seconds;
+
+    std::map<GroupKind, GroupCost> groups;
+    double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0;
+    int64_t dp_buckets = 0;
+    for (const MessageClass& msg : step_traffic(c, dims, stage)) {
+      const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
+      const Link& link = intra ? o.intra : o.inter;
+      // Ranks of one node run their dp/zero/tp collectives at the same time.
+      const bool shared = !intra && msg.group != GroupKind::kPp;
+      const double share = shared ? double(std::min(o.ranks_per_node, o.world_size)) : 1.0;
+      const comm::Plan route = policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes),
+                                           intra ? comm::Locality::kIntra : comm::Locality::kInter);
+      const double sent = msg.sent_bytes();
+      double ratio = 1, codec_seconds = 0, fill_seconds = 0;
+      if (!route.raw()) {
+        const CodecCost& cost = codecs.cost(*route.codec);
+        ratio = cost.ratio;
+        codec_seconds = sent / cost.encode_bytes_per_s + sent / cost.decode_bytes_per_s;
+        const double chunk = std::min(double(route.chunk_bytes), double(msg.bytes));
+        fill_seconds = chunk / cost.encode_bytes_per_s + chunk / cost.decode_bytes_per_s;
+      }
+      const double wire = sent * ratio;
+      const double wire_seconds = wire * 8 / (link.bits_per_second / share);
+      const double latency =
+          double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
+      const double seconds = latency + std::max(wire_seconds, codec_seconds) +
+                             (route.raw() ? 0 : fill_seconds * msg.calls);
+
+      GroupCost& g = groups[msg.group];
+      g.group = msg.group;
+      g.locality = intra ? "intra" : "inter";
+      g.calls += msg.calls;
+      g.raw_bytes += sent;
+      g.wire_bytes += wire;
+      g.seconds += seconds;
+      const std::string codec = route.raw() ? "raw" : route.codec->to_string();
+      if (g.codecs.find(codec) == std::string::npos)
+        g.codecs += (g.codecs.empty() ? "" : ", ") + codec;
+      if (msg.per_micro_batch) {
+        blocking_per_micro_batch += seconds / m;
+        g.exposed_seconds += seconds;
+      } else if (msg.overlaps_backward) {
+        dp_overlappable += seconds;
+        dp_buckets += msg.calls;
+      } else {
+        per_step += seconds;
+        g.exposed_seconds += seconds;
+      }
+    }
+    // All buckets but the last can hide behind the last micro-batch's backward.
+    double dp_exposed = dp_overlappable;
+    if (dp_buckets > 1) {
+      const double last = dp_overlappable / double(dp_buckets);
+      dp_exposed = last + std::max(0.0, dp_overlappable - last - sp.backward_seconds);
+    }
+    for (auto& [kind, g] : groups)
+      if (kind == GroupKind::kDp || kind == GroupKind::kZero) {
+        // Attribute the exposed bucket time to the group the buckets use.
+        const bool buckets_here =
+            (dims.zero_stage >= 2) == (kind == GroupKind::kZero) && dp_overlappable > 0;
+        if (buckets_here) g.exposed_seconds += dp_exposed;
+      }
+    per_step_seconds[size_t(stage)] = per_step + dp_exposed;
+    slot_seconds =
+        std::max(slot_seconds, sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch);
+    for (auto& [kind, g] : groups) sp.groups.push_back(g);
+    plan.stages.push_back(std::move(sp));
+  }
+  const double slots = m + double(dims.pp - 1);
+  plan.bubble_fraction = double(dims.pp - 1) / slots;
+  double compute_slot = 0;
+  for (const StagePlan& sp : plan.stages)
+    compute_slot = std::max(compute_slot, sp.forward_seconds + sp.backward_seconds);
+  plan.compute_seconds = slots * compute_slot;
+  plan.step_seconds =
+      slots * slot_seconds + *std::max_element(per_step_seconds.begin(), per_step_seconds.end());
+  plan.tokens_per_second = double(c.training.global_batch * c.model.seq_len) / plan.step_seconds;
+
+  // The bound: compute, or the group with the most exposed time on any stage.
+  double worst = 0;
+  plan.bound_by = "compute";
+  std::map<GroupKind, double> exposed;
+  for (const StagePlan& sp : plan.stages)
+    for (const GroupCost& g : sp.groups)
+      exposed[g.group] = std::max(exposed[g.group], g.exposed_seconds);
+  for (const auto& [kind, seconds] : exposed)
+    if (seconds > worst) {
+      worst = seconds;
+      if (seconds > plan.compute_seconds) plan.bound_by = comm::to_string(kind);
+    }
+  return plan;
+}
+
+}  // namespace cmpi::plan

@@ -1,0 +1,72 @@
+// The projected step of a run, per rank, before it runs: memory, what each
+// group moves raw and on the wire under the configured policy, and a step
+// time from a compute model, a link model and measured codecs.
+//
+// Step time (the slowest pipeline stage's view):
+//   compute   forward 2 x FLOP-bearing parameters x tokens (+ attention
+//             4 x seq x hidden / tp per token and layer), backward twice that,
+//             at `flops_per_second` per rank;
+//   tp, pp    blocking: paid per micro-batch on the critical path;
+//   pipeline  1F1B and GPipe both take (m + pp - 1) slots of the slowest
+//             stage's micro-batch time, so the bubble is (pp-1)/(m+pp-1);
+//   dp        gradient buckets run on the comm thread during the last
+//             micro-batch's backward: all but the last bucket can hide behind
+//             it, the last one (or all of them without overlap) is exposed;
+//   step      + per-step collectives (loss, norms, tied embedding, ZeRO's
+//             weight allgather).
+// The group that contributes most after compute is named as the bound.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/memory_estimate.h"
+#include "parallel/parallel_dims.h"
+#include "plan/cost_model.h"
+#include "plan/step_traffic.h"
+#include "trainer/config.h"
+
+namespace cmpi::plan {
+
+struct PlanOptions {
+  int world_size = 0;
+  int ranks_per_node = 8;
+  Link intra{400e9, 2e-6};
+  Link inter{25e9, 5e-6};
+  double flops_per_second = 50e9;  // per rank, achieved on this model's kernels
+  double cpu_share = 1.0;          // of a core per rank, for codec throughput
+};
+
+struct GroupCost {
+  comm::GroupKind group;
+  std::string locality;  // "intra" | "inter"
+  int64_t calls = 0;
+  double raw_bytes = 0, wire_bytes = 0;  // this rank, per step
+  double seconds = 0;                    // all its calls, per step
+  double exposed_seconds = 0;            // of them on the step's critical path
+  std::string codecs;                    // the codecs the policy picks, or "raw"
+};
+
+struct StagePlan {
+  StageShape shape;
+  std::vector<GroupCost> groups;
+  double forward_seconds = 0, backward_seconds = 0;  // per micro-batch
+};
+
+struct StepPlan {
+  std::string preset;
+  parallel::ParallelDims dims;
+  int64_t micro_batches = 1;
+  parallel::MemoryEstimate memory;
+  std::vector<StagePlan> stages;
+  double compute_seconds = 0;  // critical-path compute, bubble included
+  double bubble_fraction = 0;
+  double step_seconds = 0;
+  double tokens_per_second = 0;
+  std::string bound_by;  // "compute" or a group
+};
+
+StepPlan plan_step(const trainer::Config& config, const parallel::ParallelDims& dims,
+                   const PlanOptions& options, CodecCostTable& codecs);
+
+}  // namespace cmpi::plan

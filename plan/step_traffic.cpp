@@ -1,0 +1,164 @@
+#include "plan/step_traffic.h"
+
+#include <algorithm>
+
+#include "parallel/pipeline_stages.h"
+
+namespace cmpi::plan {
+namespace {
+
+using comm::GroupKind;
+using comm::Op;
+using comm::Role;
+
+double ring_share_fraction(int n) {
+  return n > 1 ? double(n - 1) / n : 0.0;
+}
+
+// A chain broadcast from `root`: every rank forwards the buffer except the
+// chain's last.
+double chain_broadcast_fraction(int rank, int root, int n) {
+  return (rank - root + n) % n == n - 1 ? 0.0 : 1.0;
+}
+
+// What CommStats counts for one allreduce on the group's rank `rank`: the
+// bytes that rank sends in the project's ring (2n - its two segments), the
+// same count whichever algorithm runs it (comm/communicator.cpp).
+double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
+  if (n < 2 || bytes <= 0) return 0.0;
+  const int64_t elems = bytes / int64_t(sizeof(float));
+  auto segment = [&](int j) { return elems / n + (j < elems % n ? 1 : 0); };
+  return double(2 * elems - segment(rank) - segment((rank + 1) % n)) * sizeof(float) /
+         double(bytes);
+}
+
+}  // namespace
+
+StageShape stage_shape(const trainer::Config& c, const parallel::ParallelDims& dims, int stage) {
+  const auto s = parallel::stage_of(c.model.layers, dims.pp, stage, c.parallel.stage_layers);
+  const int64_t h = c.model.hidden, r = c.model.mlp_ratio, tp = dims.tp;
+  // Column-parallel weights and biases split over tp; LayerNorms and the
+  // row-parallel layers' biases are replicated (models/transformer_block.cpp).
+  const int64_t per_block = 4 * h + (3 * h * h + 3 * h) / tp + h * h / tp + h +
+                            (r * h * h + r * h) / tp + r * h * h / tp + h;
+  StageShape shape;
+  shape.stage = stage;
+  shape.layers = s.layers();
+  shape.has_embedding = s.has_embedding;
+  shape.has_head = s.has_head;
+  shape.parameters = s.layers() * per_block;
+  if (s.has_embedding) shape.parameters += c.model.vocab_size * h / tp + c.model.seq_len * h;
+  if (s.has_head) shape.parameters += 2 * h + (s.has_embedding ? 0 : c.model.vocab_size * h / tp);
+  return shape;
+}
+
+std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel::ParallelDims& dims,
+                                       int stage) {
+  const StageShape shape = stage_shape(c, dims, stage);
+  const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
+  const int64_t activation_bytes =
+      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  std::vector<MessageClass> out;
+  auto add = [&](MessageClass m) {
+    if (m.calls > 0 && m.group_size > 1) out.push_back(m);
+  };
+
+  // Gradients over dp in buckets of parallel.dp_bucket_bytes.
+  const int64_t gradient_bytes = shape.parameters * int64_t(sizeof(float));
+  const int64_t bucket = std::max<int64_t>(1, c.parallel.dp_bucket_bytes);
+  const int64_t buckets = (gradient_bytes + bucket - 1) / bucket;
+  const int zero = dims.zero_stage;
+  MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
+                     zero >= 2 ? Op::kReduceScatter : Op::kAllreduce, Role::kGradient};
+  grads.calls = buckets;
+  grads.bytes = gradient_bytes / std::max<int64_t>(1, buckets);
+  grads.group_size = dims.dp;
+  grads.sent_fraction =
+      zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+  grads.overlaps_backward = c.training.overlap_grad_reduce;
+  add(grads);
+  if (zero >= 1) {
+    MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
+    weights.calls = buckets;
+    weights.bytes = grads.bytes;
+    weights.group_size = dims.dp;
+    weights.sent_fraction = ring_share_fraction(dims.dp);
+    add(weights);
+  }
+  if (zero >= 2) {
+    // The gradient norm's sum of squares over the shards (a double).
+    MessageClass norm{GroupKind::kZero, Op::kAllreduce,
+                      Role::kOther,     1,
+                      sizeof(double),   allreduce_fraction(sizeof(double), dims.dp),
+                      dims.dp};
+    add(norm);
+  }
+  MessageClass loss{GroupKind::kDp, Op::kAllreduce,
+                    Role::kOther,   1,
+                    sizeof(float),  allreduce_fraction(4, dims.dp),
+                    dims.dp};
+  add(loss);
+
+  // Tensor parallelism, per micro-batch.
+  int64_t tp_activations = 2 * shape.layers + (shape.has_embedding ? 1 : 0);
+  MessageClass tp_forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
+  tp_forward.calls = tp_activations * micro_batches;
+  tp_forward.bytes = activation_bytes;
+  tp_forward.group_size = dims.tp;
+  tp_forward.sent_fraction = allreduce_fraction(activation_bytes, dims.tp);
+  tp_forward.per_micro_batch = true;
+  add(tp_forward);
+  MessageClass tp_backward = tp_forward;
+  tp_backward.role = Role::kActivationGrad;
+  // Two column-parallel inputs per block, and the head's input (the tied
+  // output projection is column-parallel over the vocabulary).
+  tp_backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
+  add(tp_backward);
+  if (shape.has_head) {
+    // Vocab-parallel cross entropy: each rank's per-token (max, sum-exp,
+    // target logit) gathered over tp.
+    MessageClass stats{GroupKind::kTp, Op::kAllgather, Role::kActivation};
+    stats.calls = micro_batches;
+    stats.bytes = c.training.micro_batch * c.model.seq_len * 3 * int64_t(sizeof(float)) * dims.tp;
+    stats.group_size = dims.tp;
+    stats.sent_fraction = ring_share_fraction(dims.tp);
+    stats.per_micro_batch = true;
+    add(stats);
+  }
+  MessageClass tp_norm{GroupKind::kTp, Op::kAllreduce,
+                       Role::kOther,   1,
+                       sizeof(float),  allreduce_fraction(4, dims.tp),
+                       dims.tp};
+  add(tp_norm);
+
+  // Pipeline parallelism.
+  if (dims.pp > 1) {
+    MessageClass sends{GroupKind::kPp, Op::kSendRecv, Role::kActivation};
+    sends.calls = micro_batches * ((stage + 1 < dims.pp ? 1 : 0) + (stage > 0 ? 1 : 0));
+    sends.bytes = activation_bytes;
+    sends.group_size = dims.pp;
+    sends.per_micro_batch = true;
+    add(sends);
+    if (shape.has_embedding || shape.has_head) {
+      MessageClass tied{GroupKind::kPp, Op::kAllreduce, Role::kGradient};
+      tied.calls = 1;
+      tied.bytes = c.model.vocab_size * c.model.hidden / dims.tp * int64_t(sizeof(float));
+      tied.group_size = 2;
+      tied.sent_fraction = allreduce_fraction(tied.bytes, 2);
+      add(tied);
+    }
+    MessageClass loss_bcast{GroupKind::kPp, Op::kBroadcast,
+                            Role::kOther,   1,
+                            sizeof(float),  chain_broadcast_fraction(stage, dims.pp - 1, dims.pp),
+                            dims.pp};
+    add(loss_bcast);
+    MessageClass pp_norm{GroupKind::kPp, Op::kAllreduce,
+                         Role::kOther,   1,
+                         sizeof(float),  allreduce_fraction(4, dims.pp, stage),
+                         dims.pp};
+    add(pp_norm);
+  }
+  return out;
+}
+
+}  // namespace cmpi::plan

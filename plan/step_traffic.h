@@ -1,0 +1,66 @@
+// The messages one rank sends in one training step, derived from the config
+// and the layout alone, in the same terms as the rank's CommStats: per group,
+// operation and role, how many calls of how many bytes each, and the bytes
+// the rank itself puts on the wire for them uncompressed, counted as
+// CommStats counts them (an allreduce as the project's ring: 2(n-1)/n of the
+// buffer, exactly 2n minus the rank's two segments; a reduce-scatter or
+// allgather (n-1)/n; a chain broadcast all of it except on the chain's last
+// rank; a send all of it).
+//
+// What a step sends (mirrors the trainer, parallel/ and models/):
+//   dp    gradient buckets (allreduce; ZeRO 2/3: reduce-scatter over zero),
+//         the loss (one float);
+//   zero  ZeRO 1/2: the updated weights (allgather); ZeRO 3: the weights
+//         gathered before forward;
+//   tp    per micro-batch: the vocab-parallel embedding's output (first
+//         stage), two activations per block forward (row-parallel outputs)
+//         and two activation gradients per block backward (column-parallel
+//         inputs), on the last stage the head's input gradient and the cross
+//         entropy's per-token statistics;
+//         the gradient norm's partial sum;
+//   pp    per micro-batch an activation forward and its gradient backward at
+//         each stage boundary, the tied embedding's gradient between the
+//         end stages, the loss broadcast and the gradient norm.
+// Pipeline stages differ; traffic is computed for one stage at a time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/group_kind.h"
+#include "parallel/parallel_dims.h"
+#include "trainer/config.h"
+
+namespace cmpi::plan {
+
+struct MessageClass {
+  comm::GroupKind group;
+  comm::Op op;
+  comm::Role role;
+  int64_t calls = 0;         // per step
+  int64_t bytes = 0;         // the buffer of one call
+  double sent_fraction = 1;  // of `bytes`, what this rank sends per call
+  int group_size = 1;
+  // Reduced during the last micro-batch's backward (dp/zero gradient buckets
+  // with training.overlap_grad_reduce), so it can hide behind compute.
+  bool overlaps_backward = false;
+  // On the pipeline's critical path once per micro-batch (tp collectives,
+  // pp sends) rather than once per step.
+  bool per_micro_batch = false;
+  double sent_bytes() const { return double(calls) * double(bytes) * sent_fraction; }
+};
+
+struct StageShape {
+  int stage = 0;
+  int64_t layers = 0;
+  bool has_embedding = false, has_head = false;
+  int64_t parameters = 0;  // this rank's (its tp shard of the stage)
+};
+
+StageShape stage_shape(const trainer::Config& config, const parallel::ParallelDims& dims,
+                       int stage);
+
+std::vector<MessageClass> step_traffic(const trainer::Config& config,
+                                       const parallel::ParallelDims& dims, int stage);
+
+}  // namespace cmpi::plan

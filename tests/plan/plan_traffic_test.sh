@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `cmpi-train --plan` projects, per group, the calls and bytes a rank sends in
+# a step; this runs the trainer for each layout and checks the projection
+# against what world rank 0's CommStats counted in one step, exactly
+# (plan_traffic_check.py). Layouts cover dp, tp, pp, ZeRO 1-3 and their mix.
+# Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
+set -uo pipefail
+exe="$1"; config="$2"; work="$3"
+here="$(cd "$(dirname "$0")" && pwd)"
+rm -rf "$work"; mkdir -p "$work"
+status=0
+# data tensor pipeline zero
+for layout in "4 1 1 0" "2 2 1 0" "4 1 1 1" "4 1 1 2" "2 1 2 3" "1 4 1 0" "1 1 4 0" "2 2 2 0"; do
+  set -- $layout
+  ranks=$(( $1 * $2 * $3 ))
+  args=(--set parallel.data="$1" --set parallel.tensor="$2" --set parallel.pipeline="$3"
+        --set parallel.zero_stage="$4" --set model.layers=4 --set training.global_batch=32
+        --set training.micro_batch=4)
+  name="d$1t$2p$3z$4"
+  timeout 120 mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" --config "$config" \
+    "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \
+    --set run.name="$name" --set log.every=100 > "$work/$name.out" 2>&1 ||
+    { echo "FAIL: training $name"; cat "$work/$name.out"; exit 1; }
+  "$exe" --config "$config" "${args[@]}" --plan --plan-flops 1e10 \
+    --plan-json "$work/$name.plan.json" > "$work/$name.plan.txt" 2>&1 ||
+    { echo "FAIL: planning $name"; cat "$work/$name.plan.txt"; exit 1; }
+  python3 "$here/plan_traffic_check.py" "$work/$name/metrics.jsonl" "$work/$name.plan.json" || status=1
+done
+[ "$status" -eq 0 ] && echo PASS || echo "FAIL: projected traffic differs from measured"
+exit "$status"
