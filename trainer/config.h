@@ -58,6 +58,12 @@ struct TrainingConfig {
   // Reduce gradient buckets over dp on a communication thread while the last
   // micro-batch's backward runs (false: all after backward, in the step).
   bool overlap_grad_reduce = true;
+  // A step whose loss or global gradient norm is non-finite (on any rank)
+  // never updates the weights. abort: the job ends there, naming the step,
+  // the rank(s) and what went non-finite. skip_step: training goes on with
+  // the next step, unless max_skipped_steps steps in a row were skipped.
+  std::string on_nonfinite = "abort";  // abort | skip_step
+  int64_t max_skipped_steps = 5;       // >= 1
 };
 
 struct DataConfig {
