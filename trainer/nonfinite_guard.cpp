@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -26,7 +25,7 @@ constexpr size_t kListedRanks = 4;  // per list in the message; the rest are cou
 
 // RankHealth as one fixed-size MPI_BYTE record.
 struct HealthRecord {
-  int32_t world_rank, dp, tp, pp, sp, computed_loss, update_skipped, unused;
+  int32_t world_rank, dp, tp, pp, sp, computed_loss, update_skipped, padding;
   double loss;
   char own_param[kNameBytes];
   char reduced_param[kNameBytes];
@@ -48,11 +47,6 @@ std::string where(const RankHealth& r) {
          ", tp " + std::to_string(r.coord.tp) + ", pp " + std::to_string(r.coord.pp) + ")";
 }
 
-// "<param> <how> <ranks>" per parameter, ranks in order, parameters in the
-// order their first rank came.
-std::string by_parameter(const std::vector<std::pair<std::string, std::string>>& param_and_rank,
-                         const std::string& how);
-
 std::string listed(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size() && i < kListedRanks; ++i)
@@ -62,6 +56,8 @@ std::string listed(const std::vector<std::string>& items) {
   return out;
 }
 
+// "<param> <how> <ranks>" per parameter, ranks in order, parameters in the
+// order their first rank came.
 std::string by_parameter(const std::vector<std::pair<std::string, std::string>>& param_and_rank,
                          const std::string& how) {
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
