@@ -8,9 +8,9 @@
 #   skip      skip_step with max_skipped_steps 2 under ZeRO-2: steps 2 and 3
 #             skipped (metrics say so), step 4 stops the job with that reason;
 #   lossy     skip_step under the zhybrid preset on every link (zfp on dp
-#             gradients): the
-#             run completes, reports its skipped steps, and the dp group's
-#             stats count the zfp chunks sent raw because of the NaNs.
+#             gradients): the run completes, reports its skipped steps, and
+#             the dp group's stats count the zfp chunks sent raw because of
+#             the NaNs.
 # Usage: nonfinite_behaviour_test.sh CMPI_TRAIN CONFIG WORKDIR abort|skip|lossy
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; mode="$4"
