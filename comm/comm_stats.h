@@ -41,6 +41,9 @@ struct OpCounters {
   double wire_seconds = 0;  // waiting on transfers
   double error_sum = 0;     // sum of sampled relative errors
   uint64_t error_samples = 0;
+  // Chunks a lossy codec sent raw because they held NaN or infinity (zfp's
+  // nonfinite: raw): the compression silently stopped working for them.
+  uint64_t nonfinite_raw_chunks = 0;
 
   OpCounters& operator+=(const OpCounters& other);
   double ratio() const { return wire_bytes ? double(raw_bytes) / double(wire_bytes) : 1.0; }

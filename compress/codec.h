@@ -10,9 +10,17 @@
 //
 // encode() may change codec state (random generators of stochastic codecs),
 // decode() may not: one encoder instance per sender, decoders shareable.
+//
+// A lossy codec that cannot code NaN or infinity and sends such input raw
+// instead (zfp with nonfinite: raw) counts the chunks it sent raw for that
+// reason in nonfinite_raw_chunks(), cumulative over the encoder's life: the
+// caller reads it before and after an encode() to charge the difference to
+// its own statistics. Codecs that keep non-finite values (topk, threshold,
+// the casts) or refuse them (randomk, qsgd, sign) never count any.
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -47,7 +55,16 @@ class Codec {
   // the payload is not a valid encoding of n floats by this codec.
   void decode(const uint8_t* in, size_t size, float* out, size_t n) const;
 
+  // Chunks encode() sent raw because they held NaN or infinity, since construction.
+  uint64_t nonfinite_raw_chunks() const {
+    return nonfinite_raw_chunks_.load(std::memory_order_relaxed);
+  }
+
  protected:
+  void count_nonfinite_raw_chunks(uint64_t chunks) {
+    nonfinite_raw_chunks_.fetch_add(chunks, std::memory_order_relaxed);
+  }
+
   virtual size_t max_body_bytes(size_t n) const = 0;
   // Parameters echoed into the header; decode() rejects a payload whose
   // parameters differ (e.g. a zfp rate-8 payload given to a rate-16 decoder).
@@ -62,6 +79,7 @@ class Codec {
 
  private:
   CodecSpec spec_;
+  std::atomic<uint64_t> nonfinite_raw_chunks_{0};
 };
 
 }  // namespace cmpi::compress

@@ -279,6 +279,7 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
   std::vector<uint32_t> entries(count);
   std::vector<ChunkFailure> failures(count, ChunkFailure::kNone);
   std::vector<size_t> bad_index(count, n);
+  std::vector<uint8_t> raw_for_nonfinite(count, 0);
 
 #pragma omp parallel num_threads(team)
   {
@@ -296,6 +297,7 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
           bad_index[k] = start + nonfinite_at;
           continue;
         }
+        raw_for_nonfinite[k] = 1;
       } else if (native_) {
         bytes = zfp_fixed_rate::stream_bytes(length, block_bits_, word_bits);
         if (bytes < raw_bytes) {
@@ -340,6 +342,9 @@ size_t ZfpCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
                                  std::to_string(k));
     }
   }
+
+  count_nonfinite_raw_chunks(
+      uint64_t(std::count(raw_for_nonfinite.begin(), raw_for_nonfinite.end(), uint8_t(1))));
 
   size_t write = table;
   for (size_t k = 0; k < count; ++k) {

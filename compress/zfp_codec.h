@@ -28,8 +28,8 @@
 //              so payloads interchange: impl is a local choice, not a format.
 //              Other modes are libzfp only (impl: native there is an error).
 //   nonfinite  raw (default): a chunk holding NaN or +-Inf is sent as raw
-//              floats (bit-exact); fail: encode throws std::invalid_argument
-//              naming the first non-finite index. (libzfp on non-finite input
+//              floats (bit-exact) and counted in nonfinite_raw_chunks(); fail: encode throws
+//              std::invalid_argument naming the first non-finite index. (libzfp on non-finite input
 //              is undefined behaviour, so such a chunk never reaches it.)
 // A chunk is also sent raw when zfp's output would be no smaller.
 //

@@ -55,6 +55,16 @@
 // the last pipeline stage) left out. Scalar allreduces (role other) over dp,
 // tp and pp as needed.
 //
+// A non-finite global norm (NaN or infinity anywhere in the reduced
+// gradient, or a sum of squares that overflowed) skips the update: weights,
+// AdamW moments and AdamW's step count stay as they were, on every rank,
+// because the norm is global; the buckets are still reduced (the collectives
+// match) and stage 3 still frees its gathered parameters. Applying such an
+// update would turn every weight it touches into NaN, so this holds whatever
+// the trainer then decides. To say where the NaN came from, each gradient
+// bucket is scanned for non-finite values before its reduction over dp (one
+// read pass, on the comm thread with overlap).
+//
 // ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
 // goes through groups.zero(); the stage 0/1 gradient allreduce through
 // groups.dp(). All optimizer state is float32.
@@ -84,6 +94,17 @@ struct MemoryUsage {
   }
 };
 
+// Where this rank saw NaN or infinity in the gradients of a skipped step.
+// Parameters are named by ParamInfo::name, the first in flat order.
+struct NonfiniteGradients {
+  // Non-finite in this rank's own gradient, from its backward (with the
+  // pipeline's tied-embedding sum), before any reduction over dp.
+  std::string own_param;
+  // Non-finite after the reduction over dp, in what this rank holds (all of
+  // it at stages 0/1, its shard at 2/3); empty when dp = 1 (nothing reduced).
+  std::string reduced_param;
+};
+
 // One step's gradient reduction (the bucket collectives over dp / zero).
 struct GradReductionTimes {
   double total_seconds = 0;    // running bucket collectives, on the comm thread or inline
@@ -110,7 +131,14 @@ class DataParallelOptimizer {
   // norm (no clipping when max_grad_norm <= 0), updates the parameters with
   // AdamW at learning rate `lr` and (stages 1/2) allgathers them. Returns the
   // global gradient norm before clipping. Collective over dp/zero, tp and pp.
+  // A non-finite norm skips the update (see above) and is returned as is.
   virtual double step(double lr, double max_grad_norm) = 0;
+  // Whether the last step() skipped its update for a non-finite global norm
+  // (the same on every rank).
+  virtual bool last_step_skipped() const = 0;
+  // Where this rank found the non-finite values of the last, skipped, step()
+  // (both names empty otherwise, or when only other ranks held any).
+  virtual const NonfiniteGradients& last_nonfinite_gradients() const = 0;
   virtual MemoryUsage memory() const = 0;
   // How the last step()'s gradient reduction went.
   virtual GradReductionTimes last_reduction() const = 0;

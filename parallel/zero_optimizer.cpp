@@ -9,7 +9,9 @@
 //      bucket over zero into the gradient shard (stages 2/3) — the buckets
 //      step 0 did not launch (unused or late gradients, overlap off) — and
 //      wait for all of them; stages 2/3 then free the flat gradients;
-//   3. global norm from the reduced gradient this rank owns, clip;
+//   3. global norm from the reduced gradient this rank owns; a non-finite
+//      norm ends the step here (nothing updated: see
+//      data_parallel_optimizer.h), else clip;
 //   4. AdamW on this rank's segments (all of them at stage 0);
 //   5. stages 1/2: allgather each bucket's updated pieces over zero; the own
 //      piece is restored afterwards so a lossy weight rule never perturbs the
@@ -28,6 +30,7 @@
 
 #include <cstdio>
 
+#include "compress/nonfinite.h"
 #include "parallel/process_groups.h"
 
 namespace cmpi::parallel {
@@ -113,6 +116,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   }
   if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
   counts_.assign(size_t(dp()), 0);
+  own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
   set_up_reduction();
   note_memory();
 }
@@ -246,6 +250,13 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   reduce_gradients();
   if (stage_ >= 2) release_gradients();
   const double norm = global_norm();
+  last_step_skipped_ = !std::isfinite(norm);
+  last_nonfinite_ = last_step_skipped_ ? locate_nonfinite_gradients() : NonfiniteGradients{};
+  if (last_step_skipped_) {
+    // Stages 1/2 skip their allgather too: no rank changed its piece.
+    note_memory();
+    return norm;
+  }
   if (max_grad_norm > 0) {
     const double scale = max_grad_norm / (norm + 1e-6);
     if (scale < 1.0) scale_gradients(float(scale));
@@ -335,6 +346,11 @@ void ZeroOptimizer::reduce_gradients() {
 void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
   const auto& bucket = layout_.buckets()[b];
   const size_t span = bucket.piece * size_t(dp());
+  if (dp() > 1) {
+    // The reduction overwrites (or frees) this rank's own values: look now.
+    const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
+    own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
+  }
   if (stage_ < 2) {
     if (dp() > 1) groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
   } else if (dp() == 1) {
@@ -394,6 +410,36 @@ double ZeroOptimizer::global_norm() {
     total = sum;
   }
   return std::sqrt(total);
+}
+
+const std::string& ZeroOptimizer::param_at(size_t at) const {
+  const auto& offsets = layout_.offsets();
+  const size_t i = size_t(std::upper_bound(offsets.begin(), offsets.end(), at) - offsets.begin());
+  return layout_.params()[i == 0 ? 0 : i - 1].name;
+}
+
+NonfiniteGradients ZeroOptimizer::locate_nonfinite_gradients() const {
+  NonfiniteGradients found;
+  std::string reduced;
+  if (stage_ < 2) {
+    const size_t bad = compress::first_nonfinite(flat_grads_.data_ptr<float>(), layout_.padded());
+    if (bad < layout_.padded()) reduced = param_at(bad);
+  } else {
+    size_t first = kAllFinite;
+    for (const auto& s : layout_.owned_segments()) {
+      const size_t bad = compress::first_nonfinite(grad_shard_.data() + s.shard_offset, s.length);
+      if (bad < s.length) first = std::min(first, s.flat_offset + bad);
+    }
+    if (first != kAllFinite) reduced = param_at(first);
+  }
+  if (dp() == 1) {
+    found.own_param = reduced;  // nothing was reduced: the own gradient is what is held
+    return found;
+  }
+  found.reduced_param = reduced;
+  const size_t own = *std::min_element(own_nonfinite_at_.begin(), own_nonfinite_at_.end());
+  if (own != kAllFinite) found.own_param = param_at(own);
+  return found;
 }
 
 // ------------------------------------------------------------ update

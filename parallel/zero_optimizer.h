@@ -47,6 +47,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void before_forward() override;
   void begin_last_micro_batch() override;
   double step(double lr, double max_grad_norm) override;
+  bool last_step_skipped() const override { return last_step_skipped_; }
+  const NonfiniteGradients& last_nonfinite_gradients() const override { return last_nonfinite_; }
   MemoryUsage memory() const override;
   GradReductionTimes last_reduction() const override { return last_reduction_; }
   int64_t peak_bytes() const override { return peak_bytes_; }
@@ -78,6 +80,10 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void reduce_gradients();
   bool overlapping() const { return reducer_ && overlap_; }
   double global_norm();
+  // The parameter holding flat index `at`.
+  const std::string& param_at(size_t at) const;
+  // After a non-finite norm: names what this rank saw, before and after the reduction.
+  NonfiniteGradients locate_nonfinite_gradients() const;
   void scale_gradients(float factor);
   void update(double lr);
   void allgather_parameters();  // stages 1/2
@@ -99,6 +105,12 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::vector<float> staging_;  // stages 1/2: this rank's piece during an allgather
   std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
+  bool last_step_skipped_ = false;
+  NonfiniteGradients last_nonfinite_;
+  // Per bucket, from its last reduction over dp: the flat index of the first
+  // non-finite value of this rank's own gradient before it, or kAllFinite.
+  static constexpr size_t kAllFinite = ~size_t(0);
+  std::vector<size_t> own_nonfinite_at_;
   int64_t peak_bytes_ = 0;
 
   struct GradientReadyHook;

@@ -61,6 +61,14 @@ struct TrainingConfig {
   // Reduce gradient buckets over dp on a communication thread while the last
   // micro-batch's backward runs (false: all after backward, in the step).
   bool overlap_grad_reduce = true;
+  // A step whose global gradient norm is non-finite never updates the
+  // weights. When that or a non-finite loss happens (on any rank) abort ends
+  // the job there, naming the step, the rank(s) and what went non-finite;
+  // skip_step goes on with the next step, unless more than
+  // max_skipped_steps steps in a row were skipped (or the loss alone was
+  // non-finite, whose update could not be held back).
+  std::string on_nonfinite = "abort";  // abort | skip_step
+  int64_t max_skipped_steps = 5;       // >= 1
 };
 
 struct DataConfig {

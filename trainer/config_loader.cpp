@@ -109,6 +109,8 @@ void read_training(MapReader r, TrainingConfig& training) {
   r.read("grad_clip", training.grad_clip, at_least(0.0));
   r.read("threads", training.threads, IntRange{1, 1024});
   r.read("overlap_grad_reduce", training.overlap_grad_reduce);
+  r.read("on_nonfinite", training.on_nonfinite, {"abort", "skip_step"});
+  r.read("max_skipped_steps", training.max_skipped_steps, positive());
   r.finish();
 }
 
@@ -388,6 +390,8 @@ std::string to_yaml(const Config& c) {
   put(out, "grad_clip", c.training.grad_clip);
   put(out, "threads", int64_t(c.training.threads));
   put(out, "overlap_grad_reduce", c.training.overlap_grad_reduce);
+  put(out, "on_nonfinite", c.training.on_nonfinite);
+  put(out, "max_skipped_steps", int64_t(c.training.max_skipped_steps));
   out << YAML::EndMap;
 
   begin_section(out, "data");

@@ -1,7 +1,9 @@
 // cmpi-train: rank 0 reads the config and every rank resolves the same text
-// (job_config.h); the ranks agree that it is valid (so a bad config ends the job once, cleanly,
-// with exit code 2), then trains. Any error after that aborts every rank with the message (exit 1),
-// so no rank is left waiting inside MPI.
+// (job_config.h); the ranks agree that it is valid (so a bad config ends the
+// job once, cleanly, with exit code 2), then trains. Any error after that
+// aborts every rank with the message (exit 1), so no rank is left waiting
+// inside MPI; a stop all ranks agreed on (TrainingStopped: non-finite values)
+// ends them all with exit 1 and one message, without MPI_Abort.
 #include <mpi.h>
 
 #include <climits>
@@ -114,6 +116,15 @@ int main(int argc, char** argv) {
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);
+  } catch (const trainer::TrainingStopped& e) {
+    // Every rank stopped at the same step, outside any collective: one
+    // message, and every rank exits 1 through a normal MPI_Finalize.
+    if (e.reporter()) {
+      std::fprintf(stderr, "%s: rank %d/%d: error: %s\n", kProgram, rank, mpi.world_size(),
+                   e.what());
+      std::fflush(stderr);
+    }
+    return 1;
   } catch (const std::exception& e) {
     comm::abort_job(kProgram, e.what());
   }

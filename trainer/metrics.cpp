@@ -1,6 +1,7 @@
 #include "trainer/metrics.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -29,19 +30,43 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
+std::string json_number(const char* format, double value, const char* name,
+                        std::vector<std::string>& nonfinite) {
+  if (!std::isfinite(value)) {
+    nonfinite.push_back(name);
+    return "null";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+std::string nonfinite_json(const std::vector<std::string>& nonfinite) {
+  if (nonfinite.empty()) return "";
+  std::string out = ",\"nonfinite\":[";
+  for (size_t i = 0; i < nonfinite.size(); ++i) out += (i ? ",\"" : "\"") + nonfinite[i] + "\"";
+  return out + "]";
+}
+
 std::string MetricsLog::to_json(const StepRecord& r) {
+  std::vector<std::string> nonfinite;
+  const std::string loss = json_number("%.9g", r.loss, "loss", nonfinite);
+  const std::string grad_norm = json_number("%.9g", r.grad_norm, "grad_norm", nonfinite);
   char buf[768];
   std::snprintf(buf, sizeof buf,
-                "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%.9g,\"loss_floor\":%.6f,"
-                "\"lr\":%.6e,\"grad_norm\":%.9g,\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
+                "{\"step\":%lld,\"total_steps\":%lld,\"loss\":%s,\"loss_floor\":%.6f,"
+                "\"lr\":%.6e,\"grad_norm\":%s,\"skipped\":%s,\"skipped_steps\":%lld,"
+                "\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
                 "\"comm_ms\":%.3f,\"raw_bytes\":%llu,\"wire_bytes\":%llu,"
                 "\"grad_reduce_ms\":%.3f,\"grad_reduce_exposed_ms\":%.3f,"
                 "\"grad_buckets_overlapped\":%lld",
-                (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
-                r.grad_norm, r.tokens_per_second, r.step_ms, r.comm_ms,
-                (unsigned long long)r.raw_bytes, (unsigned long long)r.wire_bytes, r.grad_reduce_ms,
-                r.grad_reduce_exposed_ms, (long long)r.grad_buckets_overlapped);
+                (long long)r.step, (long long)r.total_steps, loss.c_str(), r.loss_floor, r.lr,
+                grad_norm.c_str(), r.skipped ? "true" : "false", (long long)r.skipped_steps,
+                r.tokens_per_second, r.step_ms, r.comm_ms, (unsigned long long)r.raw_bytes,
+                (unsigned long long)r.wire_bytes, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
+                (long long)r.grad_buckets_overlapped);
   std::string out = buf;
+  out += nonfinite_json(nonfinite);
   if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
   if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
   return out + "}";
@@ -55,7 +80,9 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
                 (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
                 r.tokens_per_second, r.step_ms, r.comm_ms, r.grad_reduce_ms,
                 r.grad_reduce_exposed_ms, human_bytes(double(r.wire_bytes)).c_str());
-  return buf;
+  if (!r.skipped) return buf;
+  return std::string(buf) + " | SKIPPED: non-finite values, update not applied (" +
+         std::to_string(r.skipped_steps) + " skipped so far)";
 }
 
 void MetricsLog::record(const StepRecord& r) {
@@ -63,7 +90,8 @@ void MetricsLog::record(const StepRecord& r) {
     std::fputs((to_json(r) + "\n").c_str(), file_);
     std::fflush(file_);
   }
-  if (print_every_ > 0 && (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1)) {
+  if (print_every_ > 0 &&
+      (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 || r.skipped)) {
     std::printf("%s\n", progress_line(r).c_str());
     std::fflush(stdout);
   }

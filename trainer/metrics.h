@@ -1,13 +1,21 @@
 // Metrics: what a run reports. Every step becomes one JSON object appended to
-// <run dir>/metrics.jsonl; every `every` steps (and the last) a one-line
-// progress report goes to stdout. Written by rank 0 only. Loss and gradient
-// norm are written with 9 significant digits, enough to tell any two float
-// values apart (runs can be compared bit for bit).
+// <run dir>/metrics.jsonl; every `every` steps (and the last, and every
+// skipped one) a one-line progress report goes to stdout. Written by rank 0
+// only. Loss and gradient norm are written with 9 significant digits, enough
+// to tell any two float values apart (runs can be compared bit for bit).
+//
+// Every line is valid JSON: a non-finite loss or grad_norm (NaN, +-Inf) is
+// written as null, and the line then names those fields in
+// "nonfinite":["loss","grad_norm"] (the key is absent when all are finite).
+// "skipped" says whether the step's update was not applied (non-finite loss
+// or gradients, see training.on_nonfinite), "skipped_steps" how many steps
+// so far were.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace cmpi::trainer {
 
@@ -27,6 +35,8 @@ struct StepRecord {
   double grad_reduce_ms = 0;
   double grad_reduce_exposed_ms = 0;
   int64_t grad_buckets_overlapped = 0;  // buckets launched during backward
+  bool skipped = false;                 // the update was not applied (non-finite values)
+  int64_t skipped_steps = 0;            // so far, this step included
   uint64_t raw_bytes = 0;               // what the step asked to send, all groups
   uint64_t wire_bytes = 0;              // what actually went on the wire, all groups
   std::string groups_json;              // {"dp":{...},...} cumulative per-group stats
@@ -53,5 +63,13 @@ class MetricsLog {
 
 // "1.23 MB", "456 B"
 std::string human_bytes(double bytes);
+
+// `value` printed with the printf `format` for one number, or null when it is
+// NaN or infinite (JSON has no such numbers); then `name` is appended to
+// `nonfinite`.
+std::string json_number(const char* format, double value, const char* name,
+                        std::vector<std::string>& nonfinite);
+// ,"nonfinite":["a","b"] or "" when the list is empty.
+std::string nonfinite_json(const std::vector<std::string>& nonfinite);
 
 }  // namespace cmpi::trainer

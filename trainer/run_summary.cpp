@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "parallel/process_groups.h"
 #include "trainer/metrics.h"
@@ -12,24 +14,30 @@ namespace cmpi::trainer {
 namespace {
 
 struct GroupTotals {
-  unsigned long long calls = 0, raw_bytes = 0, wire_bytes = 0, intra_wire = 0, inter_wire = 0;
+  unsigned long long calls = 0, raw_bytes = 0, wire_bytes = 0, intra_wire = 0, inter_wire = 0,
+                     nonfinite_raw_chunks = 0;
   double max_seconds = 0, max_encode = 0, max_decode = 0;
 };
 
 GroupTotals reduce_over_world(const comm::OpCounters& mine) {
-  unsigned long long counts[5] = {mine.calls, mine.raw_bytes, mine.wire_bytes,
-                                  mine.intra_wire_bytes, mine.inter_wire_bytes};
+  unsigned long long counts[6] = {mine.calls,
+                                  mine.raw_bytes,
+                                  mine.wire_bytes,
+                                  mine.intra_wire_bytes,
+                                  mine.inter_wire_bytes,
+                                  mine.nonfinite_raw_chunks};
   double times[3] = {mine.seconds, mine.encode_seconds, mine.decode_seconds};
   GroupTotals t;
-  unsigned long long count_sums[5];
+  unsigned long long count_sums[6];
   double time_max[3];
-  MPI_Allreduce(counts, count_sums, 5, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(counts, count_sums, 6, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   MPI_Allreduce(times, time_max, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   t.calls = count_sums[0];
   t.raw_bytes = count_sums[1];
   t.wire_bytes = count_sums[2];
   t.intra_wire = count_sums[3];
   t.inter_wire = count_sums[4];
+  t.nonfinite_raw_chunks = count_sums[5];
   t.max_seconds = time_max[0];
   t.max_encode = time_max[1];
   t.max_decode = time_max[2];
@@ -43,16 +51,20 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
   const bool is_root = groups.world_rank() == 0;
   const double final_loss = result.losses.empty() ? 0.0 : result.losses.back();
   const double first_loss = result.losses.empty() ? 0.0 : result.losses.front();
+  // A NaN loss is written as null and named in "nonfinite" (metrics.h).
+  std::vector<std::string> nonfinite;
+  const std::string first_json = json_number("%.6f", first_loss, "first_loss", nonfinite);
+  const std::string final_json = json_number("%.6f", final_loss, "final_loss", nonfinite);
   std::string json;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "{\"steps\":%zu,\"first_loss\":%.6f,\"final_loss\":%.6f,\"loss_floor\":%.6f,"
-                "\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"parameters\":%lld,\"layout\":\"%s\","
-                "\"groups\":{",
-                result.losses.size(), first_loss, final_loss, result.loss_floor, result.seconds,
-                result.tokens_per_second, (long long)result.parameters,
-                groups.dims().to_string().c_str());
-  json = buf;
+                "{\"steps\":%zu,\"first_loss\":%s,\"final_loss\":%s,\"loss_floor\":%.6f,"
+                "\"skipped_steps\":%lld,\"seconds\":%.3f,\"tokens_per_s\":%.1f,"
+                "\"parameters\":%lld,\"layout\":\"%s\"",
+                result.losses.size(), first_json.c_str(), final_json.c_str(), result.loss_floor,
+                (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
+                (long long)result.parameters, groups.dims().to_string().c_str());
+  json = buf + nonfinite_json(nonfinite) + ",\"groups\":{";
   std::string lines;
   bool first = true;
   for (auto kind : {comm::GroupKind::kDp, comm::GroupKind::kTp, comm::GroupKind::kPp,
@@ -64,9 +76,10 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
                   "%s\"%s\":{\"calls\":%llu,\"raw_bytes\":%llu,\"wire_bytes\":%llu,"
                   "\"intra_wire_bytes\":%llu,\"inter_wire_bytes\":%llu,"
                   "\"ratio\":%.4f,\"max_seconds\":%.4f,\"max_encode_s\":%.4f,"
-                  "\"max_decode_s\":%.4f}",
+                  "\"max_decode_s\":%.4f,\"nonfinite_raw_chunks\":%llu}",
                   first ? "" : ",", comm::to_string(kind), t.calls, t.raw_bytes, t.wire_bytes,
-                  t.intra_wire, t.inter_wire, ratio, t.max_seconds, t.max_encode, t.max_decode);
+                  t.intra_wire, t.inter_wire, ratio, t.max_seconds, t.max_encode, t.max_decode,
+                  t.nonfinite_raw_chunks);
     json += buf;
     first = false;
     std::snprintf(buf, sizeof buf,
@@ -77,12 +90,20 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
                   human_bytes(double(t.intra_wire)).c_str(),
                   human_bytes(double(t.inter_wire)).c_str(), ratio, t.max_seconds);
     lines += buf;
+    if (t.nonfinite_raw_chunks > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "        %llu codec chunks sent raw because they held NaN or infinity\n",
+                    t.nonfinite_raw_chunks);
+      lines += buf;
+    }
   }
   json += "}}";
   if (!is_root) return;
-  std::printf("done: %zu steps in %.1f s | loss %.4f -> %.4f (floor %.4f, gap %.4f) | %.0f tok/s\n",
-              result.losses.size(), result.seconds, first_loss, final_loss, result.loss_floor,
-              final_loss - result.loss_floor, result.tokens_per_second);
+  std::printf(
+      "done: %zu steps in %.1f s | loss %.4f -> %.4f (floor %.4f, gap %.4f) | %.0f tok/s | %lld "
+      "skipped steps\n",
+      result.losses.size(), result.seconds, first_loss, final_loss, result.loss_floor,
+      final_loss - result.loss_floor, result.tokens_per_second, (long long)result.skipped_steps);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
     std::ofstream(run_dir + "/summary.json") << json << "\n";

@@ -19,6 +19,7 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/markov_source.h"
 #include "trainer/metrics.h"
+#include "trainer/nonfinite_guard.h"
 #include "trainer/tensor_dump.h"
 
 namespace cmpi::trainer {
@@ -82,6 +83,10 @@ struct Trainer::Impl {
   LrSchedule schedule;
   int64_t micro_batches = 1;  // per rank per step
   double last_grad_norm = 0;
+  double last_local_loss = 0;  // this rank's own micro-batches, before the dp average
+  // What the guard needs of the last step on this rank.
+  RankHealth health() const;
+  std::unique_ptr<NonfiniteGuard> guard;
 };
 
 Trainer::Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options)
@@ -143,6 +148,20 @@ void Trainer::Impl::setup() {
   schedule.min_lr = t.min_lr;
   schedule.warmup_steps = t.warmup_steps;
   schedule.total_steps = t.steps;
+  guard = std::make_unique<NonfiniteGuard>(t, groups);
+}
+
+RankHealth Trainer::Impl::health() const {
+  RankHealth h;
+  h.world_rank = groups.world_rank();
+  h.coord = groups.coord();
+  // Only the last pipeline stage computes the loss; the others received it.
+  h.computed_loss = !pipeline || pipeline->is_last();
+  h.loss = last_local_loss;
+  h.update_skipped = optimizer->last_step_skipped();
+  h.own_param = optimizer->last_nonfinite_gradients().own_param;
+  h.reduced_param = optimizer->last_nonfinite_gradients().reduced_param;
+  return h;
 }
 
 // Every DP replica starts from DP rank 0's weights, whatever each rank's RNG did.
@@ -212,7 +231,9 @@ double Trainer::Impl::train_step(int64_t step) {
   }
 
   if (dump) dump_tensors(step);
-  // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO stage).
+  last_local_loss = local_loss;
+  // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO
+  // stage); a non-finite norm leaves everything as it was.
   last_grad_norm = optimizer->step(schedule.at(step), t.grad_clip);
 
   // After step(): until then the optimizer's comm thread may be using dp.
@@ -315,6 +336,8 @@ TrainResult Trainer::run() {
     const double step_seconds = seconds_since(step_start);
     const auto after = s.comm_totals();
     result.losses.push_back(loss);
+    const StepVerdict verdict = s.guard->check(step + 1, s.last_grad_norm, s.health());
+    result.skipped_steps = s.guard->skipped_steps();
 
     StepRecord r;
     r.step = step + 1;
@@ -323,6 +346,8 @@ TrainResult Trainer::run() {
     r.loss_floor = result.loss_floor;
     r.lr = s.schedule.at(step);
     r.grad_norm = s.last_grad_norm;
+    r.skipped = verdict.skipped;
+    r.skipped_steps = result.skipped_steps;
     r.step_ms = step_seconds * 1e3;
     r.tokens_per_second = double(t.global_batch * s.config.model.seq_len) / step_seconds;
     r.comm_ms = (after.seconds - before.seconds) * 1e3;
@@ -336,6 +361,11 @@ TrainResult Trainer::run() {
       r.groups_json = s.groups_json();
       r.memory_json = s.memory_json();
       log.record(r);
+    }
+    if (verdict.stop) throw TrainingStopped(verdict.message, is_root);
+    if (verdict.nonfinite && is_root) {
+      std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());
+      std::fflush(stderr);
     }
   }
   result.seconds = seconds_since(run_start);

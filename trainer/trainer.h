@@ -2,7 +2,10 @@
 // micro-batches: forward, loss scaled by 1/(micro-batches x dp), backward
 // (gradients accumulate); then gradients are averaged over the DP group in
 // buckets, clipped by global norm, and AdamW steps with the scheduled
-// learning rate. Rank 0 reports progress and appends metrics.jsonl.
+// learning rate. Rank 0 reports progress and appends metrics.jsonl. A step
+// whose loss or gradients went non-finite is never applied; all ranks agree
+// on it after the step and then skip it or stop together (NonfiniteGuard,
+// training.on_nonfinite).
 //
 // The header is torch-free (the model and optimizer live behind Impl), so
 // the CLI and tests that only drive a run compile without LibTorch.
@@ -10,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,7 +40,23 @@ struct TrainResult {
   double tokens_per_second = 0;
   uint64_t wire_bytes = 0;
   uint64_t raw_bytes = 0;
-  int64_t parameters = 0;  // of the whole model (all shards and stages)
+  int64_t parameters = 0;     // of the whole model (all shards and stages)
+  int64_t skipped_steps = 0;  // updates not applied for non-finite values
+};
+
+// Thrown by Trainer::run() on every rank at the same step when the ranks
+// agreed to stop training (non-finite values, training.on_nonfinite). Exactly
+// one rank, world rank 0, is the reporter: its what() says what went wrong
+// where; the others' only point to it. No rank is left inside a collective,
+// so the job can end with every rank exiting normally.
+class TrainingStopped : public std::runtime_error {
+ public:
+  TrainingStopped(const std::string& message, bool reporter)
+      : std::runtime_error(message), reporter_(reporter) {}
+  bool reporter() const { return reporter_; }
+
+ private:
+  bool reporter_;
 };
 
 class Trainer {

@@ -47,10 +47,14 @@ size_t encode_chunk_payload(CompressedContext& ctx, Progress& progress, const fl
     uint8_t* step_out = out + offset;
     const size_t room = capacity - offset;
     double start = MPI_Wtime();
+    const uint64_t raw_before = ctx.codec->nonfinite_raw_chunks();
     const size_t bytes = feedback ? ctx.feedback->encode(step_feedback_key(*feedback_key, steps, j),
                                                          step_in, length, step_out, room)
                                   : ctx.codec->encode(step_in, length, step_out, room);
     add_encode_seconds(ctx, MPI_Wtime() - start);
+    // The feedback encoder codes through ctx.codec, so one counter covers both.
+    if (ctx.counters)
+      ctx.counters->nonfinite_raw_chunks += ctx.codec->nonfinite_raw_chunks() - raw_before;
     if (steps > 1) compress::store_le32(out + j * kStepSizeBytes, uint32_t(bytes));
     offset += bytes;
     progress.poll_if_due();

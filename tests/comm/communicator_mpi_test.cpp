@@ -379,6 +379,33 @@ TEST(CommunicatorStats, ErrorIsSampledOnEveryKthLossyCall) {
   EXPECT_NE(comm->stats().to_json().find("\"rel_error\""), std::string::npos);
 }
 
+// One rank's NaN makes zfp (nonfinite: raw) send every ring chunk that
+// carries it raw; the group's stats count those chunks, and the NaN arrives.
+TEST(CommunicatorStats, ChunksSentRawBecauseOfNaNAreCounted) {
+  if (!have_codec("zfp")) GTEST_SKIP() << "zfp is not registered in the codec registry yet";
+  Policy zfp(
+      everything_through(compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", "12"}}), 1 << 20));
+  auto comm = make_comm(&zfp);
+  const int rank = comm->rank();
+  const size_t n = 4096;
+  std::vector<float> finite = smooth_of(rank, n);
+  comm->allreduce(finite.data(), n, Role::kGradient);
+  EXPECT_EQ(comm->stats().total().nonfinite_raw_chunks, 0u);
+
+  std::vector<float> data = smooth_of(rank, n);
+  if (rank == 0) data[5] = std::nanf("");
+  comm->allreduce(data.data(), n, Role::kGradient);
+  EXPECT_TRUE(std::isnan(data[5])) << "the NaN must arrive, not be compressed away";
+  EXPECT_TRUE(std::isfinite(data[n - 1]));
+  const uint64_t mine = comm->stats().at(Op::kAllreduce).nonfinite_raw_chunks;
+  unsigned long long everyone = 0, local = mine;
+  MPI_Allreduce(&local, &everyone, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  if (comm->size() > 1) EXPECT_GT(everyone, 0u);
+  EXPECT_NE(comm->stats().to_json().find("\"nonfinite_raw_chunks\":" + std::to_string(mine)),
+            std::string::npos)
+      << comm->stats().to_json();
+}
+
 TEST(Communicator, ErrorFeedbackKeepsResidualsPerBufferKey) {
   if (!have_codec("zfp")) GTEST_SKIP() << "zfp is not registered in the codec registry yet";
   PolicyConfig config =

@@ -221,6 +221,27 @@ TEST(ZfpCodec, NonFiniteChunkIsSentRawAndTheRestCompressed) {
   EXPECT_LT(bytes.size(), 4 * in.size() * 3 / 4);
 }
 
+// Only chunks sent raw because of NaN/Inf count, cumulatively over encodes;
+// a chunk raw because zfp would not shrink it (rate 32) does not.
+TEST(ZfpCodec, CountsTheChunksSentRawBecauseOfNonFiniteValues) {
+  auto in = gaussian(4096 * 4, cmpi::testing::test_seed());
+  auto codec = zfp("mode=rate,rate=8,chunk=4096,threads=2");
+  codec->encode(in.data(), in.size());
+  EXPECT_EQ(codec->nonfinite_raw_chunks(), 0u);
+  in[4096 + 17] = std::numeric_limits<float>::quiet_NaN();
+  codec->encode(in.data(), in.size());
+  EXPECT_EQ(codec->nonfinite_raw_chunks(), 1u);
+  in[3 * 4096] = std::numeric_limits<float>::infinity();
+  in[3 * 4096 + 1] = std::numeric_limits<float>::quiet_NaN();
+  codec->encode(in.data(), in.size());
+  EXPECT_EQ(codec->nonfinite_raw_chunks(), 3u) << "1 before + chunks 1 and 3";
+
+  auto incompressible = zfp("mode=rate,rate=32,chunk=4096");
+  std::vector<uint8_t> bytes = incompressible->encode(in.data(), 4096);
+  EXPECT_NE(chunk_entry(bytes, 0) & 0x80000000u, 0u) << "rate 32 is sent raw";
+  EXPECT_EQ(incompressible->nonfinite_raw_chunks(), 0u);
+}
+
 TEST(ZfpCodec, NonFiniteFailNamesTheFirstBadIndex) {
   auto in = gaussian(10000, cmpi::testing::test_seed());
   in[7777] = std::numeric_limits<float>::infinity();

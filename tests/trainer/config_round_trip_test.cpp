@@ -49,6 +49,8 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.training.grad_clip, b.training.grad_clip);
   EXPECT_EQ(a.training.threads, b.training.threads);
   EXPECT_EQ(a.training.overlap_grad_reduce, b.training.overlap_grad_reduce);
+  EXPECT_EQ(a.training.on_nonfinite, b.training.on_nonfinite);
+  EXPECT_EQ(a.training.max_skipped_steps, b.training.max_skipped_steps);
   EXPECT_EQ(a.data.kind, b.data.kind);
   EXPECT_EQ(a.data.seed, b.data.seed);
   EXPECT_EQ(a.data.branching, b.data.branching);

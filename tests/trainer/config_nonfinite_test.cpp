@@ -1,0 +1,104 @@
+// training.on_nonfinite and training.max_skipped_steps: defaults, accepted
+// values, the errors for bad ones (naming key, file and line) and the
+// to_yaml round trip. Files go to a per-test temporary directory.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "trainer/config_loader.h"
+
+namespace cmpi::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+class NonfiniteConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("cmpi_nonfinite_config_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& text, const std::string& name = "run.yaml") {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // The ConfigError message loading `text` gives ("" and a failure if none).
+  std::string load_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    const std::string path = write(text);
+    try {
+      load_config(path, overrides);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "expected a ConfigError for:\n" << text;
+    return "";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(NonfiniteConfigTest, DefaultsAbortAfterNoSkippedStepAndAllowFiveInARowWhenSkipping) {
+  const Config c = load_config(write("{}"));
+  EXPECT_EQ(c.training.on_nonfinite, "abort");
+  EXPECT_EQ(c.training.max_skipped_steps, 5);
+}
+
+TEST_F(NonfiniteConfigTest, ReadsBothKeysFromTheFileAndFromSet) {
+  const Config c =
+      load_config(write("training:\n  on_nonfinite: skip_step\n  max_skipped_steps: 2\n"));
+  EXPECT_EQ(c.training.on_nonfinite, "skip_step");
+  EXPECT_EQ(c.training.max_skipped_steps, 2);
+
+  const Config overridden =
+      load_config(write("{}"), {"training.on_nonfinite=skip_step", "training.max_skipped_steps=9"});
+  EXPECT_EQ(overridden.training.on_nonfinite, "skip_step");
+  EXPECT_EQ(overridden.training.max_skipped_steps, 9);
+}
+
+TEST_F(NonfiniteConfigTest, UnknownPolicyNamesTheKeyTheLineAndTheChoices) {
+  const std::string message = load_error("training:\n  steps: 3\n  on_nonfinite: skip\n");
+  const std::string path = (dir_ / "run.yaml").string();
+  EXPECT_EQ(message.rfind(path + ":3: training.on_nonfinite: ", 0), 0u) << message;
+  EXPECT_NE(message.find("expected one of abort, skip_step, got \"skip\""), std::string::npos)
+      << message;
+}
+
+TEST_F(NonfiniteConfigTest, MaxSkippedStepsMustBePositive) {
+  for (const char* bad : {"0", "-1"}) {
+    SCOPED_TRACE(bad);
+    const std::string message =
+        load_error(std::string("training:\n  max_skipped_steps: ") + bad + "\n");
+    const std::string path = (dir_ / "run.yaml").string();
+    EXPECT_EQ(message.rfind(path + ":2: training.max_skipped_steps: ", 0), 0u) << message;
+    EXPECT_NE(message.find("expected a positive integer"), std::string::npos) << message;
+  }
+  const std::string from_set = load_error("", {"training.max_skipped_steps=0"});
+  EXPECT_NE(from_set.find("training.max_skipped_steps"), std::string::npos) << from_set;
+}
+
+TEST_F(NonfiniteConfigTest, ToYamlWritesBothKeysAndReadsThemBack) {
+  Config original = load_config(write("{}"));
+  original.training.on_nonfinite = "skip_step";
+  original.training.max_skipped_steps = 7;
+  const std::string written = to_yaml(original);
+  EXPECT_NE(written.find("on_nonfinite: skip_step"), std::string::npos) << written;
+  EXPECT_NE(written.find("max_skipped_steps: 7"), std::string::npos) << written;
+  const Config reloaded = load_config(write(written, "resolved.yaml"));
+  EXPECT_EQ(reloaded.training.on_nonfinite, "skip_step");
+  EXPECT_EQ(reloaded.training.max_skipped_steps, 7);
+}
+
+}  // namespace
+}  // namespace cmpi::trainer
