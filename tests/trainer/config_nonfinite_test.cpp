@@ -84,7 +84,7 @@ TEST_F(NonfiniteConfigTest, MaxSkippedStepsMustBePositive) {
     EXPECT_EQ(message.rfind(path + ":2: training.max_skipped_steps: ", 0), 0u) << message;
     EXPECT_NE(message.find("expected a positive integer"), std::string::npos) << message;
   }
-  const std::string from_set = load_error("", {"training.max_skipped_steps=0"});
+  const std::string from_set = load_error("{}", {"training.max_skipped_steps=0"});
   EXPECT_NE(from_set.find("training.max_skipped_steps"), std::string::npos) << from_set;
 }
 
