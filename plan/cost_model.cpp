@@ -93,8 +93,8 @@ const CodecCost& CodecCostTable::cost(const compress::CodecSpec& spec) {
   const double raw = double(kFloats * sizeof(float));
   CodecCost c;
   c.ratio = double(size) / raw;
-  c.encode_bytes_per_s = raw / std::max(encode_s, 1e-9) * cpu_share_;
-  c.decode_bytes_per_s = raw / std::max(decode_s, 1e-9) * cpu_share_;
+  c.encode_bytes_per_s = raw / std::max(encode_s, 1e-9) * codec_scale_;
+  c.decode_bytes_per_s = raw / std::max(decode_s, 1e-9) * codec_scale_;
   return measured_.emplace(key, c).first->second;
 }
 

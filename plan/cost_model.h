@@ -11,8 +11,8 @@
 // so it takes max(wire time of the compressed bytes, codec time) plus one
 // chunk's codec time to fill the pipeline. Codec ratio and throughput are
 // measured here, once per codec spec, on gradient-like data (Laplace
-// distributed, scale 1e-3, 4 MiB, fixed seed), scaled by the CPU share a
-// rank gets.
+// distributed, scale 1e-3, 4 MiB, fixed seed) on one core, times the
+// codec_scale the user gives (cores per rank, or a GPU codec's speed-up).
 #pragma once
 
 #include <cstdint>
@@ -42,12 +42,12 @@ struct CodecCost {
 
 class CodecCostTable {
  public:
-  explicit CodecCostTable(double cpu_share = 1.0) : cpu_share_(cpu_share) {}
+  explicit CodecCostTable(double codec_scale = 1.0) : codec_scale_(codec_scale) {}
   // Measured on first use, then cached by the spec's text.
   const CodecCost& cost(const compress::CodecSpec& spec);
 
  private:
-  double cpu_share_;
+  double codec_scale_;
   std::map<std::string, CodecCost> measured_;
 };
 

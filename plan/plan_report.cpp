@@ -48,11 +48,12 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
                 source.c_str(), o.world_size, o.ranks_per_node, p.dims.to_string().c_str(),
                 (long long)p.micro_batches, p.preset.c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf,
-                "model: links intra %s, inter %s | compute %.3g GFLOP/s per rank | codecs at %.2f "
-                "of a core\n",
-                o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
-                o.cpu_share);
+  std::snprintf(
+      buf, sizeof buf,
+      "model: links intra %s, inter %s | compute %.3g GFLOP/s per rank | codecs at %.3g x "
+      "one core here\n",
+      o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
+      o.codec_scale);
   out += buf;
   const auto& m = p.memory;
   out += "memory per rank (pipeline stage " + std::to_string(m.stage) + "): parameters " +

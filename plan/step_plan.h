@@ -34,7 +34,7 @@ struct PlanOptions {
   Link intra{400e9, 2e-6};
   Link inter{25e9, 5e-6};
   double flops_per_second = 50e9;  // per rank, achieved on this model's kernels
-  double cpu_share = 1.0;          // of a core per rank, for codec throughput
+  double codec_scale = 1.0;        // codec throughput per rank, in cores of this machine
 };
 
 struct GroupCost {

@@ -65,7 +65,8 @@ const char* CliArgs::usage() {
          "    --plan-link inter=RATE/LAT,intra=RATE/LAT  links (default inter=25gbit/5us,\n"
          "                           intra=400gbit/2us)\n"
          "    --plan-flops F         achieved FLOP/s per rank (default: measured GEMM x 0.5)\n"
-         "    --plan-cpu-share X     share of a core per rank for codecs (default 1)\n"
+         "    --plan-codec-scale X   codec throughput per rank in cores of this machine\n"
+         "                           (default 1; 0.25 for 4 ranks per core)\n"
          "    --compare-presets      plan every compression preset and name the fastest\n"
          "    --plan-json FILE       also write the plan as JSON\n"
          "Run under MPI: mpirun -np 4 cmpi-train --config configs/tiny.yaml\n";
@@ -102,8 +103,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       parse_links(value_of(i, arg), args.plan);
     } else if (arg == "--plan-flops") {
       args.plan.flops = parse_positive_real(value_of(i, arg), arg);
-    } else if (arg == "--plan-cpu-share") {
-      args.plan.cpu_share = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--plan-codec-scale") {
+      args.plan.codec_scale = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--compare-presets") {
       args.plan.compare_presets = true;
     } else if (arg == "--plan-json") {

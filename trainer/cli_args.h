@@ -3,7 +3,7 @@
 //              [--print-config]
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
-//              [--plan-cpu-share X] [--compare-presets] [--plan-json FILE]
+//              [--plan-codec-scale X] [--compare-presets] [--plan-json FILE]
 #pragma once
 
 #include <stdexcept>
@@ -23,8 +23,10 @@ struct PlanArgs {
   int64_t ranks = 0;           // 0: the config's layout product, or the MPI world
   int64_t ranks_per_node = 0;  // 0: compression.ranks_per_node, else 8
   std::string inter_link = "25gbit/5us", intra_link = "400gbit/2us";
-  double flops = 0;      // per rank; 0: measured GEMM rate x kComputeEfficiency
-  double cpu_share = 1;  // of a core per rank, for codec throughput
+  double flops = 0;  // per rank; 0: measured GEMM rate x kComputeEfficiency
+  // Codec throughput per rank as a multiple of one core of this machine
+  // (below 1 for ranks that share a core, far above for GPU codecs).
+  double codec_scale = 1;
   bool compare_presets = false;
   std::string json_path;
 };

@@ -47,14 +47,14 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
                                                   : 8);
   options.inter = plan::Link::parse(args.inter_link, "--plan-link inter");
   options.intra = plan::Link::parse(args.intra_link, "--plan-link intra");
-  options.cpu_share = args.cpu_share;
+  options.codec_scale = args.codec_scale;
   if (args.flops > 0) {
     options.flops_per_second = args.flops;
   } else {
     const BlasReport blas = probe_blas(int(config.training.threads));
     options.flops_per_second = blas.gemm_gflops * 1e9 * kComputeEfficiency;
   }
-  plan::CodecCostTable codecs(options.cpu_share);
+  plan::CodecCostTable codecs(options.codec_scale);
   const plan::StepPlan mine = plan::plan_step(config, dims, options, codecs);
   std::fputs(plan::plan_table(mine, options, config.source).c_str(), stdout);
   std::string json = plan::plan_json(mine, options);
