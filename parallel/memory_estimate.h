@@ -45,9 +45,13 @@ struct MemoryEstimateInput {
   int64_t bucket_bytes = 0;
 };
 
+// What a rank holds before the model exists (see the top comment).
+constexpr long double kRuntimeBytes = 190.0L * 1024 * 1024;
+
 struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
               buffer_bytes = 0;
+  long double runtime_bytes = kRuntimeBytes;
   int stage = 0;  // the pipeline stage these are for
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
