@@ -33,6 +33,8 @@ const char* codec_id_name(CodecId id) {
       return "natural";
     case CodecId::kSign:
       return "sign";
+    case CodecId::kSidco:
+      return "sidco";
   }
   return "unknown";
 }

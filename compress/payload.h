@@ -37,6 +37,7 @@ enum class CodecId : uint8_t {
   kQsgd = 9,
   kNatural = 10,
   kSign = 11,
+  kSidco = 12,
 };
 
 const char* codec_id_name(CodecId id);

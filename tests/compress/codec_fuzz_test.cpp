@@ -37,6 +37,8 @@ std::map<std::string, std::vector<std::string>> representative_specs() {
       {"topk", {"topk:ratio=0.1", "topk:ratio=0.6"}},
       {"randomk", {"randomk:ratio=0.1,seed=7"}},
       {"threshold", {"threshold:threshold=0.5"}},
+      {"sidco",
+       {"sidco:density=0.1,stages=2,fit=gpareto", "sidco:density=0.5,stages=3,fit=gamma,sample=0"}},
       {"qsgd", {"qsgd:levels=4,bucket=128", "qsgd"}},
       {"natural", {"natural:seed=3"}},
       {"sign", {"sign:bucket=128", "sign"}},
