@@ -110,6 +110,12 @@ float SidcoCodec::estimate_threshold(const float* in, size_t n) {
   return float(threshold);
 }
 
+void SidcoCodec::keep_if_at_least(const float* in, size_t i, uint32_t limit) {
+  if (magnitude_key(in[i]) < limit) return;
+  kept_index_.push_back(i);
+  kept_value_.push_back(in[i]);
+}
+
 size_t SidcoCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, uint16_t&) {
   kept_index_.clear();
   kept_value_.clear();
@@ -120,12 +126,17 @@ size_t SidcoCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t, 
   const size_t expected = size_t(1.5 * density_ * double(n)) + 16;
   kept_index_.reserve(std::min(n, expected));
   kept_value_.reserve(std::min(n, expected));
-  for (size_t i = 0; i < n; ++i) {
-    if (magnitude_key(in[i]) >= limit) {
-      kept_index_.push_back(i);
-      kept_value_.push_back(in[i]);
-    }
+  // Most groups of kGroup entries hold nothing to keep at the densities
+  // sidco is for: a branch-free (vectorizable) test per group skips them.
+  constexpr size_t kGroup = 16;
+  size_t i = 0;
+  for (; i + kGroup <= n; i += kGroup) {
+    uint32_t any = 0;
+    for (size_t j = 0; j < kGroup; ++j) any |= uint32_t(magnitude_key(in[i + j]) >= limit);
+    if (!any) continue;
+    for (size_t j = i; j < i + kGroup; ++j) keep_if_at_least(in, j, limit);
   }
+  for (; i < n; ++i) keep_if_at_least(in, i, limit);
   last_density_ = n ? double(kept_index_.size()) / double(n) : 0.0;
   return write_kept(n, out);
 }

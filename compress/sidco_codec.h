@@ -63,6 +63,7 @@ class SidcoCodec final : public SparseCodec {
 
  private:
   void gather_sample(const float* in, size_t n);
+  void keep_if_at_least(const float* in, size_t i, uint32_t limit);
 
   double density_;
   int stages_;
