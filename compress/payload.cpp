@@ -35,6 +35,8 @@ const char* codec_id_name(CodecId id) {
       return "sign";
     case CodecId::kSidco:
       return "sidco";
+    case CodecId::kBlockSparse:
+      return "block_sparse";
   }
   return "unknown";
 }

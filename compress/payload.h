@@ -38,6 +38,7 @@ enum class CodecId : uint8_t {
   kNatural = 10,
   kSign = 11,
   kSidco = 12,
+  kBlockSparse = 13,
 };
 
 const char* codec_id_name(CodecId id);

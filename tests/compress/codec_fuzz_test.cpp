@@ -39,6 +39,7 @@ std::map<std::string, std::vector<std::string>> representative_specs() {
       {"threshold", {"threshold:threshold=0.5"}},
       {"sidco",
        {"sidco:density=0.1,stages=2,fit=gpareto", "sidco:density=0.5,stages=3,fit=gamma,sample=0"}},
+      {"block_sparse", {"block_sparse:block=4", "block_sparse:block=256"}},
       {"qsgd", {"qsgd:levels=4,bucket=128", "qsgd"}},
       {"natural", {"natural:seed=3"}},
       {"sign", {"sign:bucket=128", "sign"}},
