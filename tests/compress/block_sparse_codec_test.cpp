@@ -25,7 +25,8 @@ TEST(BlockSparse, RoundTripsBitExactAndSendsOnlyNonZeroBlocks) {
     for (size_t b = 0; b * 16 < n; ++b) {
       if (rng() % 4 != 0) continue;
       const size_t start = b * 16, len = std::min<size_t>(16, n - start);
-      x[start + rng() % len] = rng() % 3 == 0 ? -0.f : float(int(rng() % 100) - 50) * 0.37f;
+      x[start + rng() % len] =
+          rng() % 3 == 0 ? -0.f : float(int(rng() % 100) + 1) * (rng() % 2 ? 0.37f : -0.37f);
       if (rng() % 7 == 0) x[start] = std::numeric_limits<float>::quiet_NaN();
       ++nonzero_blocks;
       value_floats += len;
