@@ -36,6 +36,10 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
   table["bf16"] = {plain("bf16", true)};
   table["topk"] = {plain("topk:ratio=0.001"), plain("topk:ratio=0.01", true),
                    plain("topk:ratio=0.1")};
+  table["sidco"] = {plain("sidco:density=0.001"), plain("sidco:density=0.01", true),
+                    plain("sidco:density=0.01,fit=exponential,stages=1"),
+                    plain("sidco:density=0.1")};
+  table["block_sparse"] = {plain("block_sparse", true)};
   table["randomk"] = {plain("randomk:ratio=0.01", true), plain("randomk:ratio=0.1")};
   table["threshold"] = {relative("threshold", "threshold", 2.0, true),
                         relative("threshold", "threshold", 3.0)};

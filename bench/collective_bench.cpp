@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,8 +120,8 @@ std::vector<compress::CodecSpec> usable_codecs(const CollectiveBenchOptions& opt
 // --data file tiled from an offset that differs per rank, so ranks hold
 // different values with the same statistics, as gradients of data-parallel
 // replicas do.
-std::vector<float> make_rank_data(const CollectiveBenchOptions& options, size_t max_bytes, int rank,
-                                  int size, std::string& label) {
+std::vector<float> make_dense_rank_data(const CollectiveBenchOptions& options, size_t max_bytes,
+                                        int rank, int size, std::string& label) {
   const size_t n = max_bytes / sizeof(float);
   if (options.data_path.empty()) {
     label = "gaussian";
@@ -132,6 +133,29 @@ std::vector<float> make_rank_data(const CollectiveBenchOptions& options, size_t 
   const size_t offset = size_t(rank) * (length / size_t(size));
   std::vector<float> data(n);
   for (size_t i = 0; i < n; ++i) data[i] = file.values[(offset + i) % length];
+  return data;
+}
+
+// With --block-density D: each block of the dense data kept with
+// probability D (a generator seeded by seed and rank), the others zeroed.
+std::vector<float> make_rank_data(const CollectiveBenchOptions& options, size_t max_bytes, int rank,
+                                  int size, std::string& label) {
+  std::vector<float> data = make_dense_rank_data(options, max_bytes, rank, size, label);
+  if (options.block_density < 0) return data;
+  std::mt19937_64 rng(options.seed * 7919 + uint64_t(rank) + 1);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  size_t kept = 0, blocks = 0;
+  for (size_t start = 0; start < data.size(); start += options.block_floats, ++blocks) {
+    const size_t end = std::min(data.size(), start + options.block_floats);
+    if (unit(rng) < options.block_density)
+      ++kept;
+    else
+      std::fill(data.begin() + std::ptrdiff_t(start), data.begin() + std::ptrdiff_t(end), 0.f);
+  }
+  char text[96];
+  std::snprintf(text, sizeof text, ", %zu of %zu blocks of %zu kept", kept, blocks,
+                options.block_floats);
+  label += text;
   return data;
 }
 

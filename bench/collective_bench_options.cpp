@@ -188,6 +188,16 @@ CollectiveBenchOptions parse_collective_bench_options(int argc, char** argv) {
       options.seed = uint64_t(parse_int(value(), arg, 0, 2147483647));
     } else if (arg == "--csv") {
       options.csv_path = value();
+    } else if (arg == "--block-density") {
+      const std::string text = value();
+      char* end = nullptr;
+      options.block_density = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' ||
+          !(options.block_density >= 0 && options.block_density <= 1))
+        throw std::invalid_argument("--block-density: expected a fraction in [0, 1], got '" + text +
+                                    "'");
+    } else if (arg == "--block") {
+      options.block_floats = size_t(parse_int(value(), arg, 1, 1 << 20));
     } else {
       throw std::invalid_argument("unknown option '" + arg + "' (see --help)");
     }
@@ -240,6 +250,9 @@ barrier-synchronized, a round's time is the slowest rank's, the figure is the me
   --data FILE         float32 file (e.g. bench/data/gradients.f32), tiled to each size;
                       default: Gaussian N(0,1) data, seed --seed + rank
   --seed N            seed of the synthetic data (default 42)
+  --block-density D   zero all but a fraction D of each rank's blocks (rank-seeded, so
+                      ranks differ): the data of block_sparse:select=always|auto
+  --block N           floats per block for --block-density (default 256)
   --csv FILE          write every row to FILE (rank 0)
   --quick             sizes 4KiB,64KiB,1MiB, 3 rounds, 1 warm-up (smoke test)
 Message size = the whole buffer one rank holds: allreduce/broadcast/p2p the buffer,

@@ -28,7 +28,12 @@ struct CollectiveBenchOptions {
   int64_t codec_min_bytes = 0;              // codec rule min_bytes; -1 = the policy default
   std::string data_path;                    // empty = Gaussian synthetic data
   uint64_t seed = 42;                       // of the synthetic data (rank r uses seed + r)
-  std::string csv_path;                     // empty = no CSV
+  // --block-density: keep each block of block_floats with this probability
+  // per rank (rank-seeded, so ranks keep different blocks), zero the rest;
+  // negative = dense data.
+  double block_density = -1;
+  size_t block_floats = 256;
+  std::string csv_path;  // empty = no CSV
   bool quick = false;
   bool help = false;
 };

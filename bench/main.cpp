@@ -7,6 +7,7 @@
 
 #include "bench/codec_bench.h"
 #include "bench/collective_bench.h"
+#include "bench/sparsify_bench.h"
 
 namespace {
 
@@ -21,6 +22,8 @@ constexpr Subcommand kSubcommands[] = {
      cmpi::bench::run_codec_bench},
     {"collective", "collective latency: plain MPI vs raw and compressed Communicator",
      cmpi::bench::run_collective_bench},
+    {"sparsify", "sidco vs exact top-k at a target density: time and achieved density",
+     cmpi::bench::run_sparsify_bench},
 };
 
 void print_usage(std::FILE* to) {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "comm/algorithms/compressed_collectives.h"
+#include "comm/block_sparse_calibration.h"
 #include "comm/comm_stats.h"
 #include "comm/group_kind.h"
 #include "comm/policy.h"
@@ -131,6 +132,12 @@ class Communicator {
   void halo_exchange(const HaloBuffers& buffers, Role role = Role::kHalo, uint64_t buffer_key = 0);
   void barrier();
 
+  // Crossover densities calibrated so far for `select: auto` block-sparse
+  // allreduces (comm/block_sparse_calibration.h).
+  const BlockSparseCalibration& block_sparse_calibration() const {
+    return block_sparse_calibration_;
+  }
+
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
 
@@ -154,6 +161,17 @@ class Communicator {
                         size_t own_n);
   void sample_error(compress::Codec& codec, OpCounters& counters, const float* own, size_t n);
   int next_tag();
+  // Whether a raw allreduce of n floats takes the plain ring.
+  bool takes_plain_ring(size_t n) const;
+  // The raw allreduce (plain ring or MPI_Allreduce); the ring charges
+  // `counters`, the caller does the rest of the accounting.
+  void raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpCounters& counters);
+  // A block_sparse route: runs the block-sparse allreduce and returns true,
+  // or returns false (nothing done) when `select: auto` finds the group's
+  // density at or above the calibrated crossover.
+  bool block_sparse_allreduce_if_cheaper(const Route& route, float* data, size_t n,
+                                         uint64_t raw_bytes, uint64_t buffer_key);
+  BlockSparseCosts measure_block_sparse_costs(const Route& route, size_t n);
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 
@@ -174,6 +192,8 @@ class Communicator {
   // Reused by the plain path so that it does not allocate per call.
   std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;
   std::vector<uint8_t> sample_payload_;
+  std::vector<uint8_t> block_marks_;  // non-zero blocks of a block-sparse allreduce
+  BlockSparseCalibration block_sparse_calibration_;
   std::vector<float> sample_decoded_;
 };
 

@@ -1,10 +1,12 @@
 #include "compress/codec_registry.h"
 
+#include "compress/block_sparse_codec.h"
 #include "compress/cast_codecs.h"
 #include "compress/identity_codec.h"
 #include "compress/mpc_codec.h"
 #include "compress/natural_codec.h"
 #include "compress/qsgd_codec.h"
+#include "compress/sidco_codec.h"
 #include "compress/randomk_codec.h"
 #include "compress/sign_codec.h"
 #include "compress/threshold_codec.h"
@@ -32,6 +34,8 @@ CodecRegistry CodecRegistry::with_builtin_codecs() {
   registry.add("topk", factory_of<TopKCodec>());
   registry.add("randomk", factory_of<RandomKCodec>());
   registry.add("threshold", factory_of<ThresholdCodec>());
+  registry.add("sidco", factory_of<SidcoCodec>());
+  registry.add("block_sparse", factory_of<BlockSparseCodec>());
   registry.add("qsgd", factory_of<QsgdCodec>());
   registry.add("natural", factory_of<NaturalCodec>());
   registry.add("sign", factory_of<SignCodec>());

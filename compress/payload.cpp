@@ -33,6 +33,10 @@ const char* codec_id_name(CodecId id) {
       return "natural";
     case CodecId::kSign:
       return "sign";
+    case CodecId::kSidco:
+      return "sidco";
+    case CodecId::kBlockSparse:
+      return "block_sparse";
   }
   return "unknown";
 }

@@ -37,6 +37,8 @@ enum class CodecId : uint8_t {
   kQsgd = 9,
   kNatural = 10,
   kSign = 11,
+  kSidco = 12,
+  kBlockSparse = 13,
 };
 
 const char* codec_id_name(CodecId id);
