@@ -126,8 +126,7 @@ void IndexedDataset::validate_sizes_and_pointers() {
   if (total > bin_.size() / token_bytes || total * token_bytes != bin_.size()) {
     throw DatasetError(bin_.path(), "size",
                        "file is " + std::to_string(bin_.size()) + " bytes but " + path +
-                           " describes " +
-                           (total > bin_.size() / token_bytes ? "more" : "exactly") + " " +
+                           " describes " + (total > bin_.size() / token_bytes ? "at least " : "") +
                            std::to_string(total) + " " + dtype_name(dtype_) +
                            " tokens (the sum of sizes; the pointers lay them out back to back)");
   }
