@@ -73,7 +73,13 @@ TEST(Gpt2PreTokenizer, SplitsLikeGpt2Pattern) {
   EXPECT_EQ(split("Ⅻ½"), (V{"Ⅻ½"}));                // Nl and No are \p{N}
   EXPECT_EQ(split("a\xC2\x85"
                   "b"),
-            (V{"a", "\xC2\x85", "b"}));                         // U+0085 is White_Space
+            (V{"a", "\xC2\x85", "b"}));  // U+0085 is White_Space
+  // GPT-2 (Python) splits "x \u0085y" as x | ' ' | U+0085 | y; JavaScript's \s would not.
+  EXPECT_EQ(split("x \xC2\x85"
+                  "y"),
+            (V{"x", " ", "\xC2\x85", "y"}));
+  // U+FEFF is not White_Space: it joins the leading space as punctuation.
+  EXPECT_EQ(split("x \xEF\xBB\xBFy"), (V{"x", " \xEF\xBB\xBF", "y"}));
   EXPECT_EQ(split("a\xff\xfe b"), (V{"a", "\xff\xfe", " b"}));  // invalid UTF-8 is "other"
   EXPECT_EQ(split(""), V{});
 }
