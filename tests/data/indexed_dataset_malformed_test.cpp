@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 
 #include "data/indexed_dataset.h"
 #include "data/indexed_dataset_builder.h"
 #include "tests/data/data_test_util.h"
+#include "tests/support/test_seed.h"
 
 namespace cmpi::data {
 namespace {
@@ -209,6 +211,35 @@ TEST_F(MalformedDataset, TokenOutsideVocabularyNamesSequenceAndPosition) {
     EXPECT_NE(std::string(e.what()).find(bin_path()), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("sequence 2 position 2: token 8"), std::string::npos)
         << e.what();
+  }
+}
+
+// Random byte corruptions anywhere in the .idx: opening either fails with a
+// DatasetError or yields a dataset whose every sequence can be read (an
+// AddressSanitizer build turns any out-of-bounds read into a failure).
+TEST_F(MalformedDataset, RandomCorruptionsAreRejectedOrHarmless) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  SCOPED_TRACE("CMPI_TEST_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::string valid = idx_;
+  for (int round = 0; round < 300; ++round) {
+    idx_ = valid;
+    for (int flips = 1 + int(rng() % 3); flips > 0; --flips) {
+      idx_[rng() % idx_.size()] = char(rng());
+    }
+    write_bytes(idx_path(), idx_);
+    try {
+      const IndexedDataset dataset(prefix_);
+      std::vector<int32_t> tokens;
+      for (size_t s = 0; s < dataset.sequences(); ++s) dataset.copy_sequence(s, tokens);
+      for (size_t d = 0; d < dataset.documents(); ++d) {
+        ASSERT_LE(dataset.document_begin(d), dataset.document_end(d));
+        ASSERT_LE(dataset.document_end(d), dataset.sequences());
+      }
+    } catch (const DatasetError& e) {
+      ASSERT_EQ(e.path().empty(), false);
+      ASSERT_NE(std::string(e.what()).find(e.field()), std::string::npos);
+    }
   }
 }
 
