@@ -9,6 +9,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libzfp-dev libyaml-cpp-dev libgtest-dev
   libzstd-dev liblz4-dev libblosc-dev
+  libicu-dev nodejs npm
   iproute2
   python3-torch python3-matplotlib
   slurm-wlm slurm-wlm-basic-plugins munge bc

@@ -1,0 +1,35 @@
+// What cmpi-data needs from a tokenizer: text to token ids, the
+// end-of-document id appended after each document, and the vocabulary size
+// that bounds the ids. Instances own their tables and caches and are not
+// thread-safe; clone() gives each worker thread its own (tables are shared
+// read-only, caches are not).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cmpi::data {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // Appends the ids of `text` to `out`. Never emits end_of_document(): the
+  // text "<|endoftext|>" is encoded as ordinary text, as GPT-2's encoder does.
+  virtual void encode(std::string_view text, std::vector<int32_t>& out) = 0;
+  // The bytes the ids stand for (end-of-document ids decode to nothing).
+  virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  virtual uint64_t vocab_size() const = 0;
+  virtual int32_t end_of_document() const = 0;
+  virtual std::unique_ptr<Tokenizer> clone() const = 0;
+  virtual std::string name() const = 0;
+};
+
+// "bytes", or "gpt2" with its encoder.json/vocab.json and vocab.bpe/merges.txt.
+// Throws std::invalid_argument for an unknown name or missing files.
+std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name, const std::string& vocab_file,
+                                          const std::string& merge_file);
+
+}  // namespace cmpi::data
