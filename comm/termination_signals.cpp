@@ -31,7 +31,7 @@ const char* signal_name(int signal_number) {
   }
 }
 
-void write_stop_line_and_exit(int signal_number) {
+void write_stop_line_and_die(int signal_number) {
   char line[sizeof stop_message.prefix + 16];
   size_t length = stop_message.prefix_length;
   std::memcpy(line, stop_message.prefix, length);
@@ -43,7 +43,16 @@ void write_stop_line_and_exit(int signal_number) {
   // One write(2) so that the lines of ranks sharing a terminal do not mix;
   // its result is ignored because nothing else can be done from here.
   [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, line, length);
-  ::_exit(128 + signal_number);
+  // Die of the signal itself, as without this handler: mpirun treats a rank
+  // that it killed but that exited with a status as a second, separate
+  // failure, and garbles the report of the first (OpenMPI 4.1). The signal
+  // is blocked while its handler runs, so raise() takes effect on return.
+  struct sigaction default_action;
+  std::memset(&default_action, 0, sizeof default_action);
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(signal_number, &default_action, nullptr);
+  ::raise(signal_number);
 }
 
 }  // namespace
@@ -56,7 +65,7 @@ void report_termination_signals(const std::string& program, int rank, int size) 
 
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
-  action.sa_handler = write_stop_line_and_exit;
+  action.sa_handler = write_stop_line_and_die;
   sigemptyset(&action.sa_mask);
   // Block the other termination signal while one is being reported, so that
   // a SIGINT arriving just after a SIGTERM does not print a second line.

@@ -1,11 +1,13 @@
 // Termination signals (SIGTERM, SIGINT) end a rank with one line on stderr,
-// "cmpi-train: rank 2/4: stopped by SIGTERM", and exit code 128 + signal.
+// "cmpi-train: rank 2/4: stopped by SIGTERM"; the rank then dies of the
+// signal as it would have without the handler (status: killed by SIGTERM).
 // Without it a rank stopped by a signal vanishes silently: OpenMPI's mpirun,
 // on SIGTERM or SIGINT (Ctrl-C), terminates every rank and exits 1 without
 // a word, so the user cannot tell a stopped job from a crashed one.
 //
-// The handler only calls write(2) and _exit(2), both async-signal-safe, so it
-// is correct whatever the rank was doing (inside MPI, LibTorch or malloc).
+// The handler only calls write(2), sigaction(2) and raise(3), all
+// async-signal-safe, so it is correct whatever the rank was doing (inside
+// MPI, LibTorch or malloc).
 #pragma once
 
 #include <string>
