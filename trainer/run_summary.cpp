@@ -3,8 +3,8 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <fstream>
 
+#include "io/atomic_file.h"
 #include "parallel/process_groups.h"
 #include "trainer/metrics.h"
 
@@ -85,8 +85,12 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
               final_loss - result.loss_floor, result.tokens_per_second);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
-    std::ofstream(run_dir + "/summary.json") << json << "\n";
-    std::printf("run directory: %s (config.yaml, metrics.jsonl, summary.json)\n", run_dir.c_str());
+    // Throws (and main aborts the job) if the summary cannot be written, so
+    // the line below lists only files that are complete on storage.
+    io::write_file_atomically(run_dir + "/summary.json", json + "\n");
+    std::string files;
+    for (const auto& name : result.run_files) files += name + ", ";
+    std::printf("run directory: %s (%ssummary.json)\n", run_dir.c_str(), files.c_str());
   }
   std::fflush(stdout);
 }

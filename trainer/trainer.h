@@ -37,6 +37,8 @@ struct TrainResult {
   uint64_t wire_bytes = 0;
   uint64_t raw_bytes = 0;
   int64_t parameters = 0;  // of the whole model (all shards and stages)
+  // The files rank 0 wrote in the run directory ("config.yaml", ...).
+  std::vector<std::string> run_files;
 };
 
 class Trainer {
