@@ -15,6 +15,10 @@ fail() {
   exit 1
 }
 
+# A test stopped from outside (CTest's timeout, Ctrl-C) still kills its job
+# and runs its EXIT trap.
+trap 'fail "test interrupted"' TERM INT HUP
+
 # start_job OUT MARKER_RUN_DIR ARGS...: mpirun -np 4 EXE --config CONFIG
 # --set run.dir=MARKER_RUN_DIR ARGS... in the background; sets job_pid.
 start_job() {

@@ -29,8 +29,9 @@ assert_failed_with() {
 
 case "$case_name" in
 full-disk)
-  rm -rf "$work"; mkdir -p "$work/fs"
   fs="$work/fs"
+  mountpoint -q "$fs" 2>/dev/null && umount "$fs"  # left by a test killed outright
+  rm -rf "$work"; mkdir -p "$fs"
   if ! mount_error=$(mount -t tmpfs -o size=256k tmpfs "$fs" 2>&1); then
     echo "SKIP: cannot mount a tmpfs to fill (needs root or CAP_SYS_ADMIN): $mount_error"
     exit 77
