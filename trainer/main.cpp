@@ -11,6 +11,7 @@
 #include <string>
 
 #include "comm/mpi_session.h"
+#include "comm/termination_signals.h"
 #include "parallel/process_groups.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   using namespace cmpi;
   comm::MpiSession mpi(&argc, &argv);
   const int rank = mpi.world_rank();
+  comm::report_termination_signals(kProgram, rank, mpi.world_size());
 
   trainer::CliArgs args;
   trainer::Config config;

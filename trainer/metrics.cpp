@@ -1,21 +1,17 @@
 #include "trainer/metrics.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <stdexcept>
+#include <cstdio>
 
 namespace cmpi::trainer {
 
 MetricsLog::MetricsLog(const std::string& jsonl_path, int64_t print_every)
     : print_every_(print_every) {
-  if (jsonl_path.empty()) return;
-  file_ = std::fopen(jsonl_path.c_str(), "w");
-  if (!file_) throw std::runtime_error("cannot write " + jsonl_path + ": " + std::strerror(errno));
+  if (!jsonl_path.empty()) file_.emplace(jsonl_path, io::CheckedFile::Mode::kTruncate);
 }
 
-MetricsLog::~MetricsLog() {
-  if (file_) std::fclose(file_);
+void MetricsLog::close() {
+  if (file_) file_->close();
 }
 
 std::string human_bytes(double bytes) {
@@ -86,10 +82,7 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
 }
 
 void MetricsLog::record(const StepRecord& r) {
-  if (file_) {
-    std::fputs((to_json(r) + "\n").c_str(), file_);
-    std::fflush(file_);
-  }
+  if (file_) file_->append(to_json(r) + "\n");
   if (print_every_ > 0 &&
       (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 || r.skipped)) {
     std::printf("%s\n", progress_line(r).c_str());

@@ -1,8 +1,10 @@
 // Metrics: what a run reports. Every step becomes one JSON object appended to
-// <run dir>/metrics.jsonl; every `every` steps (and the last, and every
-// skipped one) a one-line progress report goes to stdout. Written by rank 0
-// only. Loss and gradient norm are written with 9 significant digits, enough
-// to tell any two float values apart (runs can be compared bit for bit).
+// <run dir>/metrics.jsonl, one checked write(2) per record (a full disk or any
+// other write error throws io::FileError naming the file); every `every` steps
+// (and the last, and every skipped one) a one-line progress report goes to
+// stdout. Written by rank 0 only. Loss and gradient norm are written with 9
+// significant digits, enough to tell any two float values apart (runs can be
+// compared bit for bit).
 //
 // Every line is valid JSON: a non-finite loss or grad_norm (NaN, +-Inf) is
 // written as null, and the line then names those fields in
@@ -13,9 +15,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "io/checked_file.h"
 
 namespace cmpi::trainer {
 
@@ -47,17 +51,22 @@ class MetricsLog {
  public:
   // jsonl_path empty: no file. print_every 0: no progress lines.
   MetricsLog(const std::string& jsonl_path, int64_t print_every);
-  ~MetricsLog();
+  // Closes the file without reporting errors (an exception is unwinding):
+  // a run that ends normally calls close().
+  ~MetricsLog() = default;
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void record(const StepRecord& r);
+  // Forces metrics.jsonl to storage and closes it; throws io::FileError if
+  // that fails (a full disk may be reported only here).
+  void close();
 
   static std::string to_json(const StepRecord& r);
   static std::string progress_line(const StepRecord& r);
 
  private:
-  std::FILE* file_ = nullptr;
+  std::optional<io::CheckedFile> file_;
   int64_t print_every_;
 };
 

@@ -3,10 +3,10 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "parallel/process_groups.h"
 #include "trainer/metrics.h"
 
@@ -106,8 +106,12 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
       final_loss - result.loss_floor, result.tokens_per_second, (long long)result.skipped_steps);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
-    std::ofstream(run_dir + "/summary.json") << json << "\n";
-    std::printf("run directory: %s (config.yaml, metrics.jsonl, summary.json)\n", run_dir.c_str());
+    // Throws (and main aborts the job) if the summary cannot be written, so
+    // the line below lists only files that are complete on storage.
+    io::write_file_atomically(run_dir + "/summary.json", json + "\n");
+    std::string files;
+    for (const auto& name : result.run_files) files += name + ", ";
+    std::printf("run directory: %s (%ssummary.json)\n", run_dir.c_str(), files.c_str());
   }
   std::fflush(stdout);
 }

@@ -1,4 +1,5 @@
-// Writes a float tensor as raw little-endian float32 (the benchmark's data format).
+// Writes a float tensor as raw little-endian float32 (the benchmark's data format),
+// atomically: the file is complete or absent; errors throw io::FileError.
 #pragma once
 
 #include <torch/torch.h>

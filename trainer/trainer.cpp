@@ -4,10 +4,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
+#include "io/atomic_file.h"
+#include "io/directories.h"
 #include "models/gpt.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/param_info.h"
@@ -303,14 +303,13 @@ TrainResult Trainer::run() {
 
   std::string metrics_path;
   if (is_root && !s.options.run_dir.empty()) {
-    std::filesystem::create_directories(s.options.run_dir);
-    if (!s.options.resolved_config.empty()) {
-      std::ofstream(s.options.run_dir + "/config.yaml") << s.options.resolved_config;
-    }
+    io::create_directories(s.options.run_dir);
+    if (!s.options.resolved_config.empty())
+      io::write_file_atomically(s.options.run_dir + "/config.yaml", s.options.resolved_config);
     if (s.config.log.metrics_jsonl) metrics_path = s.options.run_dir + "/metrics.jsonl";
   }
   if (!s.options.dump_tensors_dir.empty() && is_root)
-    std::filesystem::create_directories(s.options.dump_tensors_dir);
+    io::create_directories(s.options.dump_tensors_dir);
   MetricsLog log(metrics_path, is_root ? print_every : 0);
 
   TrainResult result;
@@ -369,6 +368,11 @@ TrainResult Trainer::run() {
     }
   }
   result.seconds = seconds_since(run_start);
+  log.close();
+  if (is_root && !s.options.run_dir.empty()) {
+    if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");
+    if (!metrics_path.empty()) result.run_files.push_back("metrics.jsonl");
+  }
   const auto totals = s.comm_totals();
   result.wire_bytes = totals.wire_bytes;
   result.raw_bytes = totals.raw_bytes;

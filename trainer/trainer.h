@@ -42,6 +42,8 @@ struct TrainResult {
   uint64_t raw_bytes = 0;
   int64_t parameters = 0;     // of the whole model (all shards and stages)
   int64_t skipped_steps = 0;  // updates not applied for non-finite values
+  // The files rank 0 wrote in the run directory ("config.yaml", ...).
+  std::vector<std::string> run_files;
 };
 
 // Thrown by Trainer::run() on every rank at the same step when the ranks
