@@ -1,11 +1,9 @@
 #include "trainer/plan_command.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <stdexcept>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "plan/plan_report.h"
 #include "plan/step_plan.h"
 #include "trainer/blas_probe.h"
@@ -18,15 +16,6 @@ namespace {
 // about half the probe's large-GEMM rate: gpt-3m on one rank measured 52 %
 // (76 of 146 GFLOP/s on this machine's AVX-512 core).
 constexpr double kComputeEfficiency = 0.5;
-
-void write_text(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int saved = errno;
-  if (std::fclose(f) != 0 || !ok)
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(ok ? errno : saved));
-}
 
 }  // namespace
 
@@ -70,7 +59,7 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
     json = "{\"plan\":" + json + ",\"compare\":" + plan::presets_json(plans) + "}";
   }
   std::fflush(stdout);
-  if (!args.json_path.empty()) write_text(args.json_path, json + "\n");
+  if (!args.json_path.empty()) io::write_file_atomically(args.json_path, json + "\n");
   return 0;
 }
 
