@@ -106,7 +106,7 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
         fill_seconds = chunk / cost.encode_bytes_per_s + chunk / cost.decode_bytes_per_s;
       }
       const double wire = sent * ratio;
-      const double wire_seconds = wire * 8 / (link.bits_per_second / share);
+      const double wire_seconds = wire * 8 / (link.bits_per_second * o.link_efficiency / share);
       const double latency =
           double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
       const double seconds = latency + std::max(wire_seconds, codec_seconds) +

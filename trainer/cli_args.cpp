@@ -67,6 +67,7 @@ const char* CliArgs::usage() {
          "    --plan-flops F         achieved FLOP/s per rank (default: measured GEMM x 0.5)\n"
          "    --plan-codec-scale X   codec throughput per rank in cores of this machine\n"
          "                           (default 1; 0.25 for 4 ranks per core)\n"
+         "    --plan-link-efficiency E  goodput / link rate (default 0.85)\n"
          "    --compare-presets      plan every compression preset and name the fastest\n"
          "    --plan-json FILE       also write the plan as JSON\n"
          "Run under MPI: mpirun -np 4 cmpi-train --config configs/tiny.yaml\n";
@@ -105,6 +106,11 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.flops = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-codec-scale") {
       args.plan.codec_scale = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--plan-link-efficiency") {
+      args.plan.link_efficiency = parse_positive_real(value_of(i, arg), arg);
+      if (args.plan.link_efficiency > 1)
+        throw UsageError("--plan-link-efficiency is goodput / link rate, at most 1, got " +
+                         std::to_string(args.plan.link_efficiency));
     } else if (arg == "--compare-presets") {
       args.plan.compare_presets = true;
     } else if (arg == "--plan-json") {

@@ -3,7 +3,8 @@
 //              [--print-config]
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
-//              [--plan-codec-scale X] [--compare-presets] [--plan-json FILE]
+//              [--plan-codec-scale X] [--plan-link-efficiency E] [--compare-presets]
+//              [--plan-json FILE]
 #pragma once
 
 #include <stdexcept>
@@ -27,6 +28,7 @@ struct PlanArgs {
   // Codec throughput per rank as a multiple of one core of this machine
   // (below 1 for ranks that share a core, far above for GPU codecs).
   double codec_scale = 1;
+  double link_efficiency = 0.85;  // goodput / link rate
   bool compare_presets = false;
   std::string json_path;
 };

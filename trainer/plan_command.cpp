@@ -37,6 +37,7 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
   options.inter = plan::Link::parse(args.inter_link, "--plan-link inter");
   options.intra = plan::Link::parse(args.intra_link, "--plan-link intra");
   options.codec_scale = args.codec_scale;
+  options.link_efficiency = args.link_efficiency;
   if (args.flops > 0) {
     options.flops_per_second = args.flops;
   } else {
