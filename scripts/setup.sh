@@ -9,11 +9,17 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libzfp-dev libyaml-cpp-dev libgtest-dev
   libzstd-dev liblz4-dev libblosc-dev
-  libicu-dev nodejs npm
+  libicu-dev
   iproute2
   python3-torch python3-matplotlib
   slurm-wlm slurm-wlm-basic-plugins munge bc
 )
+
+# node and npm run the GPT-2 reference encoder in a test. A machine may have
+# them from elsewhere (NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package): install Debian's only where the commands are absent.
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
