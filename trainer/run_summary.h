@@ -1,7 +1,8 @@
 // The end-of-run summary: loss against the data's floor, throughput, and per
 // communicator group what was moved (bytes summed over all ranks, time as the
 // slowest rank's). Collective over the world: every rank must call it.
-// Rank 0 prints it and writes <run dir>/summary.json.
+// Rank 0 prints it and writes <run dir>/summary.json (atomically; a failure
+// throws io::FileError naming the file).
 #pragma once
 
 #include <string>
