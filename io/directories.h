@@ -1,6 +1,6 @@
 // create_directories: mkdir -p with the io/ error convention. Throws
-// io::FileError naming the directory that could not be created (the first
-// missing one, or a file standing in its way) and the OS error.
+// io::FileError naming the requested directory and the OS error (e.g. "Not a
+// directory" when a file stands somewhere on the path).
 #pragma once
 
 #include <string>

@@ -1,10 +1,11 @@
 // The end-of-run summary: loss against the data's floor, throughput, and per
 // communicator group what was moved (bytes summed over all ranks, time as the
 // slowest rank's). Collective over the world: every rank must call it.
-// Rank 0 prints it and writes <run dir>/summary.json (valid JSON: a
-// non-finite loss is null and named in "nonfinite", as in metrics.jsonl),
-// with the steps skipped for non-finite values and, per group, the codec
-// chunks sent raw because they held NaN or infinity.
+// Rank 0 prints it and writes <run dir>/summary.json atomically (a failure
+// throws io::FileError naming the file). It is valid JSON: a non-finite loss
+// is null and named in "nonfinite", as in metrics.jsonl; it holds the steps
+// skipped for non-finite values and, per group, the codec chunks sent raw
+// because they held NaN or infinity.
 #pragma once
 
 #include <string>
