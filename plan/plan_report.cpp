@@ -2,31 +2,10 @@
 
 #include <cstdio>
 
+#include "trainer/human_units.h"
+
 namespace cmpi::plan {
 namespace {
-
-std::string bytes_text(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 4) {
-    bytes /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", bytes, units[u]);
-  return buf;
-}
-
-std::string seconds_text(double s) {
-  char buf[32];
-  if (s < 1e-3)
-    std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
-  else if (s < 1)
-    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
@@ -57,36 +36,39 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
   out += buf;
   const auto& m = p.memory;
   out += "memory per rank (pipeline stage " + std::to_string(m.stage) + "): parameters " +
-         bytes_text(double(m.parameter_bytes)) + ", gradients " +
-         bytes_text(double(m.gradient_bytes)) + ", optimizer " +
-         bytes_text(double(m.optimizer_bytes)) + ", activations " +
-         bytes_text(double(m.activation_bytes)) + ", buffers " +
-         bytes_text(double(m.buffer_bytes)) + ", runtime " + bytes_text(double(m.runtime_bytes)) +
-         " = " + bytes_text(double(m.total())) + "\n";
+         trainer::human_bytes(double(m.parameter_bytes)) + ", gradients " +
+         trainer::human_bytes(double(m.gradient_bytes)) + ", optimizer " +
+         trainer::human_bytes(double(m.optimizer_bytes)) + ", activations " +
+         trainer::human_bytes(double(m.activation_bytes)) + ", buffers " +
+         trainer::human_bytes(double(m.buffer_bytes)) + ", runtime " +
+         trainer::human_bytes(double(m.runtime_bytes)) + " = " +
+         trainer::human_bytes(double(m.total())) + "\n";
   for (const StagePlan& sp : p.stages) {
     std::snprintf(buf, sizeof buf,
                   "stage %d: %lld layers, %s of parameters per rank | forward %s, backward %s per "
                   "micro-batch\n",
                   sp.shape.stage, (long long)sp.shape.layers,
-                  bytes_text(double(sp.shape.parameters) * 4).c_str(),
-                  seconds_text(sp.forward_seconds).c_str(),
-                  seconds_text(sp.backward_seconds).c_str());
+                  trainer::human_bytes(double(sp.shape.parameters) * 4).c_str(),
+                  trainer::human_seconds(sp.forward_seconds).c_str(),
+                  trainer::human_seconds(sp.backward_seconds).c_str());
     out += buf;
     out += "  group where  calls  raw/rank    wire/rank   ratio  time       exposed    codecs\n";
     for (const GroupCost& g : sp.groups) {
       std::snprintf(buf, sizeof buf, "  %-5s %-5s %6lld  %-10s  %-10s  %5.2f  %-9s  %-9s  %s\n",
                     comm::to_string(g.group), g.locality.c_str(), (long long)g.calls,
-                    bytes_text(g.raw_bytes).c_str(), bytes_text(g.wire_bytes).c_str(),
+                    trainer::human_bytes(g.raw_bytes).c_str(),
+                    trainer::human_bytes(g.wire_bytes).c_str(),
                     g.wire_bytes > 0 ? g.raw_bytes / g.wire_bytes : 1.0,
-                    seconds_text(g.seconds).c_str(), seconds_text(g.exposed_seconds).c_str(),
-                    g.codecs.c_str());
+                    trainer::human_seconds(g.seconds).c_str(),
+                    trainer::human_seconds(g.exposed_seconds).c_str(), g.codecs.c_str());
       out += buf;
     }
   }
   std::snprintf(buf, sizeof buf,
                 "step: %s (compute %s, pipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
-                seconds_text(p.step_seconds).c_str(), seconds_text(p.compute_seconds).c_str(),
-                100 * p.bubble_fraction, p.tokens_per_second, p.bound_by.c_str());
+                trainer::human_seconds(p.step_seconds).c_str(),
+                trainer::human_seconds(p.compute_seconds).c_str(), 100 * p.bubble_fraction,
+                p.tokens_per_second, p.bound_by.c_str());
   return out + buf;
 }
 
@@ -145,8 +127,8 @@ std::string presets_table(const std::vector<StepPlan>& plans) {
       for (const GroupCost& g : sp.groups) wire += g.wire_bytes;
     wire /= double(p.stages.size());
     std::snprintf(buf, sizeof buf, "%-10s %-10s  %10.0f  %-14s  %s\n", p.preset.c_str(),
-                  seconds_text(p.step_seconds).c_str(), p.tokens_per_second,
-                  bytes_text(wire).c_str(), p.bound_by.c_str());
+                  trainer::human_seconds(p.step_seconds).c_str(), p.tokens_per_second,
+                  trainer::human_bytes(wire).c_str(), p.bound_by.c_str());
     out += buf;
   }
   const StepPlan& best = fastest(plans);

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "models/gpt_options.h"
 #include "trainer/config_loader.h"
+#include "trainer/model_shape.h"
 #include "trainer/yaml_reader.h"
 
 namespace cmpi::trainer {
@@ -15,14 +15,7 @@ constexpr int64_t kSmallChunkBytes = 4 << 10;
 constexpr int64_t kSmallBucketBytes = 64 << 10;
 
 double gradient_bytes(const ModelConfig& m) {
-  models::GptOptions shape;
-  shape.vocab_size = m.vocab_size;
-  shape.seq_len = m.seq_len;
-  shape.layers = m.layers;
-  shape.hidden = m.hidden;
-  shape.heads = m.heads;
-  shape.mlp_ratio = m.mlp_ratio;
-  return double(shape.parameter_count()) * sizeof(float);
+  return double(gpt_options(m).parameter_count()) * sizeof(float);
 }
 
 std::string count_text(double n) {

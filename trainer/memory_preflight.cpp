@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainer/config_loader.h"
+#include "trainer/human_units.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -39,19 +40,6 @@ std::string keys_text(const Config& c, const std::vector<std::pair<std::string, 
     out += (out.empty() ? "" : ", ") + key + " = " + std::to_string(value) + " (" +
            origin_of(c, key) + ")";
   return out;
-}
-
-// "1.65 TB", "24.2 GB": decimal units, three significant digits.
-std::string bytes_text(long double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 5) {
-    bytes /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0Lf %s" : "%.3Lg %s", bytes, units[u]);
-  return buf;
 }
 
 }  // namespace
@@ -119,7 +107,7 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
                             {"model.vocab_size", c.model.vocab_size}}) +
               "; raise parallel.tensor / parallel.pipeline / parallel.zero_stage or shrink "
               "the model";
-  auto bytes = [](long double b) { return bytes_text(b); };
+  auto bytes = [](long double b) { return human_bytes(double(b)); };
   return "memory: each rank needs about " + bytes(e.total()) + " (parameters " +
          bytes(e.parameter_bytes) + ", gradients " + bytes(e.gradient_bytes) + ", optimizer " +
          bytes(e.optimizer_bytes) + ", activations " + bytes(e.activation_bytes) + ", buffers " +

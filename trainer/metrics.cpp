@@ -14,18 +14,6 @@ void MetricsLog::close() {
   if (file_) file_->close();
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000.0 && u < 4) {
-    bytes /= 1000.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
-
 std::string json_number(const char* format, double value, const char* name,
                         std::vector<std::string>& nonfinite) {
   if (!std::isfinite(value)) {

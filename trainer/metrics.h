@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+
 #include <vector>
+#include "trainer/human_units.h"
 
 #include "io/checked_file.h"
 
@@ -69,9 +71,6 @@ class MetricsLog {
   std::optional<io::CheckedFile> file_;
   int64_t print_every_;
 };
-
-// "1.23 MB", "456 B"
-std::string human_bytes(double bytes);
 
 // `value` printed with the printf `format` for one number, or null when it is
 // NaN or infinite (JSON has no such numbers); then `name` is appended to

@@ -19,6 +19,7 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/markov_source.h"
 #include "trainer/metrics.h"
+#include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
 #include "trainer/tensor_dump.h"
 
@@ -29,19 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-models::GptOptions gpt_options(const ModelConfig& m) {
-  models::GptOptions o;
-  o.vocab_size = m.vocab_size;
-  o.seq_len = m.seq_len;
-  o.layers = m.layers;
-  o.hidden = m.hidden;
-  o.heads = m.heads;
-  o.mlp_ratio = m.mlp_ratio;
-  o.dropout = m.dropout;
-  o.init_std = m.init_std;
-  return o;
 }
 
 constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,

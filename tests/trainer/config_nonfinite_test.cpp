@@ -10,44 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/trainer/config_test_support.h"
 #include "trainer/config_loader.h"
 
 namespace cmpi::trainer {
 namespace {
 
-namespace fs = std::filesystem;
-
-class NonfiniteConfigTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("cmpi_nonfinite_config_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& text, const std::string& name = "run.yaml") {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  // The ConfigError message loading `text` gives ("" and a failure if none).
-  std::string load_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
-    const std::string path = write(text);
-    try {
-      load_config(path, overrides);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected a ConfigError for:\n" << text;
-    return "";
-  }
-
-  fs::path dir_;
-};
+using namespace config_testing;
+using NonfiniteConfigTest = ConfigTest;
 
 TEST_F(NonfiniteConfigTest, DefaultsAbortAfterNoSkippedStepAndAllowFiveInARowWhenSkipping) {
   const Config c = load_config(write("{}"));
