@@ -273,6 +273,12 @@ void check_consistency(const Config& c) {
     fail_at(c, "eval.every",
             "validation loss is not implemented for pipeline parallelism (parallel.pipeline = " +
                 std::to_string(c.parallel.pipeline) + "); set 0 or use data/tensor parallelism");
+  // Under ZeRO-3 the parameters exist in full only between before_forward()
+  // and the optimizer step; evaluating after the step would need its own gather.
+  if (c.eval.every > 0 && c.parallel.zero_stage == 3)
+    fail_at(c, "eval.every",
+            "validation loss is not implemented with parallel.zero_stage 3 (parameters are "
+            "sharded between steps); set 0 or use zero_stage <= 2");
   if (c.eval.every > 0 && c.data.kind == "indexed" && c.data.split[1] == 0)
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +

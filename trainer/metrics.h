@@ -23,7 +23,9 @@ struct StepRecord {
   int64_t step = 0;  // 1-based
   int64_t total_steps = 0;
   double loss = 0;
-  double loss_floor = 0;  // the data's entropy rate (nats/token)
+  double loss_floor = 0;      // the data's entropy rate (nats/token); 0: unknown (real text)
+  bool has_val_loss = false;  // evaluated after this step (eval.every)
+  double val_loss = 0;
   double lr = 0;
   double grad_norm = 0;
   double tokens_per_second = 0;
