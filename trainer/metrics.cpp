@@ -95,8 +95,8 @@ void MetricsLog::record(const StepRecord& r) {
     std::fputs((to_json(r) + "\n").c_str(), file_);
     std::fflush(file_);
   }
-  if (print_every_ > 0 &&
-      (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 || r.skipped)) {
+  if (print_every_ > 0 && (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 ||
+                           r.skipped || r.has_val_loss)) {
     std::printf("%s\n", progress_line(r).c_str());
     std::fflush(stdout);
   }

@@ -1,6 +1,7 @@
 // Metrics: what a run reports. Every step becomes one JSON object appended to
-// <run dir>/metrics.jsonl; every `every` steps (and the last, and every
-// skipped one) a one-line progress report goes to stdout. Written by rank 0
+// <run dir>/metrics.jsonl; every `every` steps (and the last, every skipped
+// one and every one with a validation loss, "val_loss") a one-line progress
+// report goes to stdout. Written by rank 0
 // only. Loss and gradient norm are written with 9 significant digits, enough
 // to tell any two float values apart (runs can be compared bit for bit).
 //
