@@ -12,6 +12,7 @@ PACKAGES=(
   libicu-dev
   iproute2
   python3-torch python3-matplotlib
+  bible-kjv bible-kjv-text
   slurm-wlm slurm-wlm-basic-plugins munge bc
 )
 

@@ -72,10 +72,24 @@ struct TrainingConfig {
 };
 
 struct DataConfig {
-  std::string kind = "markov";  // markov: tokens from a fixed random Markov chain
-  uint64_t seed = 42;
+  // markov: tokens from a fixed random Markov chain; indexed: Megatron/GPT-NeoX
+  // .bin/.idx datasets sampled as GPTDataset does (data/gpt_sample_index.h).
+  std::string kind = "markov";
+  uint64_t seed = 42;          // the chain (markov); the shuffles (indexed)
   int64_t branching = 4;       // successors per token in the chain (entropy <= log branching)
   double concentration = 1.0;  // Dirichlet-like spread of successor probabilities
+  // indexed: dataset prefixes (PREFIX.bin + PREFIX.idx) and their blend
+  // weights (empty: equal), the train/valid ratios of each dataset's
+  // documents, and where the sample index caches go (empty: beside the data).
+  std::vector<std::string> paths;
+  std::vector<double> weights;
+  std::vector<double> split = {0.98, 0.02};
+  std::string cache_dir = "";
+};
+
+struct EvalConfig {
+  int64_t every = 0;    // validation loss every N steps and at the last; 0 = never
+  int64_t batches = 4;  // global batches of the held-out split per evaluation
 };
 
 struct CheckpointConfig {
@@ -99,6 +113,7 @@ struct Config {
   ParallelConfig parallel;
   TrainingConfig training;
   DataConfig data;
+  EvalConfig eval;
   comm::PolicyConfig compression;
   CheckpointConfig checkpoint;
   LogConfig log;

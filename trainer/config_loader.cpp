@@ -6,6 +6,7 @@
 #include "trainer/config_loader.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -114,11 +115,69 @@ void read_training(MapReader r, TrainingConfig& training) {
   r.finish();
 }
 
+// A string or a list of strings (paths), else an error naming the key.
+std::vector<std::string> read_string_list(MapReader& r, const std::string& key) {
+  const YAML::Node node = r.take(key);
+  if (!node.IsDefined() || node.IsNull()) return {};
+  if (node.IsScalar()) return {node.Scalar()};
+  if (!node.IsSequence()) r.fail(key, "expected a path or a list of paths");
+  std::vector<std::string> out;
+  for (const YAML::Node& item : node) {
+    if (!item.IsScalar() || item.Scalar().empty())
+      r.context().fail(r.key_path(key), item, "every item must be a non-empty path");
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+// A list of finite numbers >= 0, else an error naming the key.
+std::vector<double> read_ratio_list(MapReader& r, const std::string& key,
+                                    std::vector<double> fallback) {
+  const YAML::Node node = r.take(key);
+  if (!node.IsDefined() || node.IsNull()) return fallback;
+  if (!node.IsSequence()) r.fail(key, "expected a list of numbers, e.g. [0.98, 0.02]");
+  std::vector<double> out;
+  for (const YAML::Node& item : node) {
+    const auto value = item.IsScalar() ? parse_real(item.Scalar()) : std::nullopt;
+    if (!value || !(*value >= 0) || !std::isfinite(*value))
+      r.context().fail(r.key_path(key), item,
+                       "every item must be a number >= 0, got " +
+                           (item.IsScalar() ? "'" + item.Scalar() + "'" : std::string("a list")));
+    out.push_back(*value);
+  }
+  return out;
+}
+
 void read_data(MapReader r, DataConfig& data) {
-  r.read("kind", data.kind, {"markov"});
+  r.read("kind", data.kind, {"markov", "indexed"});
   r.read("seed", data.seed);
   r.read("branching", data.branching, positive());
   r.read("concentration", data.concentration, above(0.0));
+  data.paths = read_string_list(r, "paths");
+  data.weights = read_ratio_list(r, "weights", {});
+  data.split = read_ratio_list(r, "split", data.split);
+  r.read("cache_dir", data.cache_dir, {}, /*allow_empty=*/true);
+  if (data.kind == "indexed" && data.paths.empty())
+    r.fail("paths",
+           "data.kind indexed needs a dataset prefix (PREFIX.bin + PREFIX.idx) or a list of them");
+  if (data.kind != "indexed" && !data.paths.empty())
+    r.fail("paths", "is read only with data.kind: indexed (data.kind is " + data.kind + ")");
+  if (!data.weights.empty() && data.weights.size() != data.paths.size())
+    r.fail("weights", "needs one weight per entry of data.paths (" +
+                          std::to_string(data.paths.size()) + "), got " +
+                          std::to_string(data.weights.size()));
+  double weight_sum = 0;
+  for (double w : data.weights) weight_sum += w;
+  if (!data.weights.empty() && !(weight_sum > 0)) r.fail("weights", "must not all be 0");
+  if (data.split.size() != 2)
+    r.fail("split", "expected the train and valid shares of the documents, e.g. [0.98, 0.02]");
+  if (!(data.split[0] > 0)) r.fail("split", "the train share (first item) must be > 0");
+  r.finish();
+}
+
+void read_eval(MapReader r, EvalConfig& eval) {
+  r.read("every", eval.every, non_negative());
+  r.read("batches", eval.batches, positive());
   r.finish();
 }
 
@@ -208,6 +267,22 @@ void check_consistency(const Config& c) {
     fail_at(c, "checkpoint.every",
             "checkpointing is not implemented in this version; set 0 (got " +
                 std::to_string(c.checkpoint.every) + ")");
+  // The pipeline runs only training steps (forward and backward interleaved
+  // per schedule); an evaluation pass through its stages is not implemented.
+  if (c.eval.every > 0 && c.parallel.pipeline > 1)
+    fail_at(c, "eval.every",
+            "validation loss is not implemented for pipeline parallelism (parallel.pipeline = " +
+                std::to_string(c.parallel.pipeline) + "); set 0 or use data/tensor parallelism");
+  // Under ZeRO-3 the parameters exist in full only between before_forward()
+  // and the optimizer step; evaluating after the step would need its own gather.
+  if (c.eval.every > 0 && c.parallel.zero_stage == 3)
+    fail_at(c, "eval.every",
+            "validation loss is not implemented with parallel.zero_stage 3 (parameters are "
+            "sharded between steps); set 0 or use zero_stage <= 2");
+  if (c.eval.every > 0 && c.data.kind == "indexed" && c.data.split[1] == 0)
+    fail_at(c, "data.split",
+            "eval.every is " + std::to_string(c.eval.every) +
+                " but the valid share (second item) is 0: no documents are held out");
   if (c.data.branching > c.model.vocab_size)
     fail_at(c, "data.branching",
             "a token cannot have more successors than model.vocab_size (" +
@@ -243,6 +318,7 @@ Config parse_tree(YAML::Node root, const std::string& source,
     read_parallel(top.section("parallel"), config.parallel);
     read_training(top.section("training"), config.training);
     read_data(top.section("data"), config.data);
+    read_eval(top.section("eval"), config.eval);
     config.compression = read_compression_config(top.section("compression"),
                                                  compress::CodecRegistry::with_builtin_codecs());
     read_checkpoint(top.section("checkpoint"), config.checkpoint);
@@ -399,6 +475,22 @@ std::string to_yaml(const Config& c) {
   put(out, "seed", uint64_t(c.data.seed));
   put(out, "branching", int64_t(c.data.branching));
   put(out, "concentration", c.data.concentration);
+  out << YAML::Key << "paths" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& path : c.data.paths) out << YAML::DoubleQuoted << path;
+  out << YAML::EndSeq;
+  for (const auto& [key, list] :
+       {std::pair<const char*, const std::vector<double>*>{"weights", &c.data.weights},
+        {"split", &c.data.split}}) {
+    out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (double value : *list) out << format_real(value);
+    out << YAML::EndSeq;
+  }
+  put(out, "cache_dir", c.data.cache_dir);
+  out << YAML::EndMap;
+
+  begin_section(out, "eval");
+  put(out, "every", int64_t(c.eval.every));
+  put(out, "batches", int64_t(c.eval.batches));
   out << YAML::EndMap;
 
   begin_section(out, "compression");

@@ -21,6 +21,7 @@
 #include "trainer/memory_preflight.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
+#include "trainer/token_source.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -97,6 +98,16 @@ int main(int argc, char** argv) {
     error = e.what();
   }
   if (!all_ranks_ok(error, rank)) return 2;
+  // The data is part of the config: a missing file, tokens outside the
+  // vocabulary or a split too small ends the job here, before training.
+  std::shared_ptr<const trainer::TokenSource> data;
+  try {
+    data =
+        trainer::open_token_source(config, MPI_COMM_WORLD, config.log.every > 0 ? stdout : nullptr);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!all_ranks_ok(error, rank)) return 2;
   if (rank == 0)
     for (const std::string& warning : trainer::config_warnings(config))
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, warning.c_str());
@@ -115,6 +126,7 @@ int main(int argc, char** argv) {
     options.run_dir = config.run.dir + "/" + config.run.name;
     options.resolved_config = trainer::to_yaml(config);
     options.dump_tensors_dir = args.dump_tensors_dir;
+    options.source = data;
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);

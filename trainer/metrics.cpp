@@ -50,6 +50,8 @@ std::string MetricsLog::to_json(const StepRecord& r) {
                 (unsigned long long)r.wire_bytes, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
                 (long long)r.grad_buckets_overlapped);
   std::string out = buf;
+  if (r.has_val_loss)
+    out += ",\"val_loss\":" + json_number("%.9g", r.val_loss, "val_loss", nonfinite);
   out += nonfinite_json(nonfinite);
   if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
   if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
@@ -57,11 +59,14 @@ std::string MetricsLog::to_json(const StepRecord& r) {
 }
 
 std::string MetricsLog::progress_line(const StepRecord& r) {
-  char buf[512];
+  char floor[48] = "", val_loss[48] = "";
+  if (r.loss_floor > 0) std::snprintf(floor, sizeof floor, " (floor %.4f)", r.loss_floor);
+  if (r.has_val_loss) std::snprintf(val_loss, sizeof val_loss, " | val_loss %.4f", r.val_loss);
+  char buf[640];
   std::snprintf(buf, sizeof buf,
-                "step %lld/%lld | loss %.4f (floor %.4f) | lr %.2e | %.0f tok/s | step %.1f ms | "
+                "step %lld/%lld | loss %.4f%s%s | lr %.2e | %.0f tok/s | step %.1f ms | "
                 "comm %.1f ms (grad sync %.1f, exposed %.1f) | sent %s",
-                (long long)r.step, (long long)r.total_steps, r.loss, r.loss_floor, r.lr,
+                (long long)r.step, (long long)r.total_steps, r.loss, floor, val_loss, r.lr,
                 r.tokens_per_second, r.step_ms, r.comm_ms, r.grad_reduce_ms,
                 r.grad_reduce_exposed_ms, human_bytes(double(r.wire_bytes)).c_str());
   if (!r.skipped) return buf;
@@ -71,8 +76,8 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
 
 void MetricsLog::record(const StepRecord& r) {
   if (file_) file_->append(to_json(r) + "\n");
-  if (print_every_ > 0 &&
-      (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 || r.skipped)) {
+  if (print_every_ > 0 && (r.step % print_every_ == 0 || r.step == r.total_steps || r.step == 1 ||
+                           r.skipped || r.has_val_loss)) {
     std::printf("%s\n", progress_line(r).c_str());
     std::fflush(stdout);
   }

@@ -1,10 +1,10 @@
 // Metrics: what a run reports. Every step becomes one JSON object appended to
 // <run dir>/metrics.jsonl, one checked write(2) per record (a full disk or any
 // other write error throws io::FileError naming the file); every `every` steps
-// (and the last, and every skipped one) a one-line progress report goes to
-// stdout. Written by rank 0 only. Loss and gradient norm are written with 9
-// significant digits, enough to tell any two float values apart (runs can be
-// compared bit for bit).
+// (and the last, every skipped one and every one with a validation loss,
+// "val_loss") a one-line progress report goes to stdout. Written by rank 0
+// only. Loss and gradient norm are written with 9 significant digits, enough
+// to tell any two float values apart (runs can be compared bit for bit).
 //
 // Every line is valid JSON: a non-finite loss or grad_norm (NaN, +-Inf) is
 // written as null, and the line then names those fields in
@@ -17,11 +17,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-
 #include <vector>
-#include "trainer/human_units.h"
 
 #include "io/checked_file.h"
+#include "trainer/human_units.h"
 
 namespace cmpi::trainer {
 
@@ -29,7 +28,9 @@ struct StepRecord {
   int64_t step = 0;  // 1-based
   int64_t total_steps = 0;
   double loss = 0;
-  double loss_floor = 0;  // the data's entropy rate (nats/token)
+  double loss_floor = 0;      // the data's entropy rate (nats/token); 0: unknown (real text)
+  bool has_val_loss = false;  // evaluated after this step (eval.every)
+  double val_loss = 0;
   double lr = 0;
   double grad_norm = 0;
   double tokens_per_second = 0;

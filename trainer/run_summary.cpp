@@ -64,7 +64,20 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
                 result.losses.size(), first_json.c_str(), final_json.c_str(), result.loss_floor,
                 (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
                 (long long)result.parameters, groups.dims().to_string().c_str());
-  json = buf + nonfinite_json(nonfinite) + ",\"groups\":{";
+  json = buf;
+  std::string val_text;
+  if (!result.val_losses.empty()) {
+    const auto& [first_step, first_val] = result.val_losses.front();
+    const auto& [last_step, last_val] = result.val_losses.back();
+    json += ",\"first_val_loss\":" + json_number("%.6f", first_val, "first_val_loss", nonfinite) +
+            ",\"first_val_step\":" + std::to_string(first_step) +
+            ",\"val_loss\":" + json_number("%.6f", last_val, "val_loss", nonfinite) +
+            ",\"val_step\":" + std::to_string(last_step);
+    std::snprintf(buf, sizeof buf, " | val_loss %.4f (step %lld) -> %.4f (step %lld)", first_val,
+                  (long long)first_step, last_val, (long long)last_step);
+    val_text = buf;
+  }
+  json += nonfinite_json(nonfinite) + ",\"groups\":{";
   std::string lines;
   bool first = true;
   for (auto kind : {comm::GroupKind::kDp, comm::GroupKind::kTp, comm::GroupKind::kPp,
@@ -99,11 +112,14 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
   }
   json += "}}";
   if (!is_root) return;
+  char floor[64] = "";
+  if (result.loss_floor > 0)
+    std::snprintf(floor, sizeof floor, " (floor %.4f, gap %.4f)", result.loss_floor,
+                  final_loss - result.loss_floor);
   std::printf(
-      "done: %zu steps in %.1f s | loss %.4f -> %.4f (floor %.4f, gap %.4f) | %.0f tok/s | %lld "
-      "skipped steps\n",
-      result.losses.size(), result.seconds, first_loss, final_loss, result.loss_floor,
-      final_loss - result.loss_floor, result.tokens_per_second, (long long)result.skipped_steps);
+      "done: %zu steps in %.1f s | loss %.4f -> %.4f%s%s | %.0f tok/s | %lld skipped steps\n",
+      result.losses.size(), result.seconds, first_loss, final_loss, floor, val_text.c_str(),
+      result.tokens_per_second, (long long)result.skipped_steps);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
     // Throws (and main aborts the job) if the summary cannot be written, so

@@ -17,11 +17,11 @@
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
 #include "trainer/lr_schedule.h"
-#include "trainer/markov_source.h"
 #include "trainer/metrics.h"
 #include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
 #include "trainer/tensor_dump.h"
+#include "trainer/token_source.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -44,13 +44,18 @@ struct Trainer::Impl {
         groups(g),
         options(std::move(o)),
         model(nullptr),
-        source(c.model.vocab_size, c.data.branching, c.data.concentration, c.data.seed) {}
+        source(options.source ? options.source
+                              : open_token_source(c, g.world().mpi(), /*log=*/nullptr)) {}
 
   void setup();
   double train_step(int64_t step);
-  // Tokens [micro_batch, seq + 1] of this rank's micro-batch m (a fresh tensor:
-  // the pipeline's backward reads them after later micro-batches are drawn).
-  torch::Tensor sample_micro_batch(int64_t step, int64_t m);
+  // Tokens [micro_batch, seq + 1] of this rank's micro-batch m of global
+  // batch `batch` (a fresh tensor: the pipeline's backward reads them after
+  // later micro-batches are drawn).
+  torch::Tensor sample_micro_batch(Split split, int64_t batch, int64_t m);
+  // Mean loss over eval.batches global batches of the valid split, without
+  // gradients or dropout; the same on every rank.
+  double evaluate();
   double pipeline_step(int64_t step, double scale, bool overlap);
   void sync_parameters();
   comm::OpCounters comm_totals() const;
@@ -62,7 +67,7 @@ struct Trainer::Impl {
   parallel::ProcessGroups& groups;
   TrainerOptions options;
   models::Gpt model;
-  MarkovSource source;
+  std::shared_ptr<const TokenSource> source;
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;  // dp sync, clipping, AdamW, ZeRO
   std::vector<torch::Tensor> parameters;
   std::vector<parallel::ParamInfo> param_infos;
@@ -209,7 +214,7 @@ double Trainer::Impl::train_step(int64_t step) {
     local_loss = pipeline_step(step, scale, /*overlap=*/!dump);
   } else {
     for (int64_t m = 0; m < micro_batches; ++m) {
-      auto batch = sample_micro_batch(step, m);
+      auto batch = sample_micro_batch(Split::kTrain, step, m);
       auto loss = model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq));
       // Buckets start reducing as this backward finishes their gradients.
       if (m + 1 == micro_batches && !dump) optimizer->begin_last_micro_batch();
@@ -230,15 +235,32 @@ double Trainer::Impl::train_step(int64_t step) {
   return double(loss_value);
 }
 
-torch::Tensor Trainer::Impl::sample_micro_batch(int64_t step, int64_t m) {
+torch::Tensor Trainer::Impl::sample_micro_batch(Split split, int64_t step, int64_t m) {
   const int64_t seq = config.model.seq_len, micro_batch = config.training.micro_batch;
   auto batch = torch::empty({micro_batch, seq + 1}, torch::kLong);
   int64_t* tokens = batch.data_ptr<int64_t>();
   // This rank's sequences are a contiguous slice of the step's global batch.
   const int64_t first = (int64_t(groups.coord().dp) * micro_batches + m) * micro_batch;
   for (int64_t b = 0; b < micro_batch; ++b)
-    source.sample(uint64_t(step), uint64_t(first + b), tokens + b * (seq + 1), seq + 1);
+    source->sample(split, step, first + b, tokens + b * (seq + 1), seq + 1);
   return batch;
+}
+
+double Trainer::Impl::evaluate() {
+  const int64_t seq = config.model.seq_len, batches = config.eval.batches;
+  const int dp = groups.dims().dp;
+  torch::NoGradGuard no_grad;
+  model->eval();
+  double local_loss = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t m = 0; m < micro_batches; ++m) {
+      auto batch = sample_micro_batch(Split::kValid, b, m);
+      local_loss += model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq)).item<double>();
+    }
+  model->train();
+  float loss = float(local_loss / double(batches * micro_batches * dp));
+  if (dp > 1) groups.dp().allreduce(&loss, 1, comm::Role::kOther);
+  return double(loss);
 }
 
 // The pipeline runs this stage's share of every micro-batch; the first and
@@ -248,11 +270,11 @@ double Trainer::Impl::pipeline_step(int64_t step, double scale, bool overlap) {
   parallel::PipelineStageWork work;
   if (overlap) work.before_last_backward = [&] { optimizer->begin_last_micro_batch(); };
   work.embed = [&](int64_t m) {
-    return model->embed(sample_micro_batch(step, m).narrow(1, 0, seq));
+    return model->embed(sample_micro_batch(Split::kTrain, step, m).narrow(1, 0, seq));
   };
   work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
   work.loss = [&](const torch::Tensor& hidden, int64_t m) {
-    return model->head_loss(hidden, sample_micro_batch(step, m).narrow(1, 1, seq));
+    return model->head_loss(hidden, sample_micro_batch(Split::kTrain, step, m).narrow(1, 1, seq));
   };
   const double loss = pipeline->run_step(work, micro_batches, scale);
   tied_embedding->sync_gradients(model->tied_embedding_weight());
@@ -272,7 +294,7 @@ void Trainer::Impl::dump_tensors(int64_t step) {
     const int64_t seq = config.model.seq_len;
     std::vector<int64_t> tokens(size_t(config.training.micro_batch * seq));
     for (int64_t b = 0; b < config.training.micro_batch; ++b)
-      source.sample(uint64_t(step), uint64_t(b), &tokens[size_t(b * seq)], seq);
+      source->sample(Split::kTrain, step, b, &tokens[size_t(b * seq)], seq);
     auto batch = torch::from_blob(tokens.data(), {config.training.micro_batch, seq}, torch::kLong);
     model->forward(batch, &activations);
   }
@@ -301,17 +323,19 @@ TrainResult Trainer::run() {
   MetricsLog log(metrics_path, is_root ? print_every : 0);
 
   TrainResult result;
-  result.loss_floor = s.source.entropy_rate();
+  result.loss_floor = s.source->loss_floor();
   result.parameters = gpt_options(s.config.model).parameter_count();
   int64_t local_parameters = 0;
   for (const auto& p : s.parameters) local_parameters += p.numel();
   if (is_root && print_every > 0) {
     std::printf(
         "model: %lld parameters (%lld on rank 0) | layout %s | %lld micro-batches of %lld per "
-        "rank | data entropy floor %.4f nats/token\n",
+        "rank | data: %s\n",
         (long long)result.parameters, (long long)local_parameters,
         s.groups.dims().to_string().c_str(), (long long)s.micro_batches, (long long)t.micro_batch,
-        result.loss_floor);
+        result.loss_floor > 0
+            ? ("entropy floor " + std::to_string(result.loss_floor) + " nats/token").c_str()
+            : s.config.data.kind.c_str());
     std::fflush(stdout);
   }
 
@@ -343,6 +367,12 @@ TrainResult Trainer::run() {
     r.grad_reduce_exposed_ms = reduction.exposed_seconds * 1e3;
     r.grad_buckets_overlapped = reduction.launched_during_backward;
     r.raw_bytes = after.raw_bytes - before.raw_bytes;
+    const int64_t every = s.config.eval.every;
+    if (every > 0 && ((step + 1) % every == 0 || step + 1 == t.steps) && !verdict.stop) {
+      r.has_val_loss = true;
+      r.val_loss = s.evaluate();
+      result.val_losses.emplace_back(step + 1, r.val_loss);
+    }
     r.wire_bytes = after.wire_bytes - before.wire_bytes;
     if (is_root && (!metrics_path.empty() || print_every > 0)) {
       r.groups_json = s.groups_json();

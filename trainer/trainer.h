@@ -15,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainer/config.h"
@@ -25,17 +26,24 @@ class ProcessGroups;
 
 namespace cmpi::trainer {
 
+class TokenSource;
+
 struct TrainerOptions {
   std::string run_dir;           // empty: write no files
   std::string resolved_config;   // written to <run_dir>/config.yaml
   int64_t print_every = -1;      // -1: log.every from the config; 0: silent
   std::string dump_tensors_dir;  // non-empty: after the last step, write
                                  // gradients.f32 and activations.f32 there
+  // The sequences to train and evaluate on; null: the trainer opens the
+  // config's data itself (open_token_source, collective over the world).
+  std::shared_ptr<const TokenSource> source;
 };
 
 struct TrainResult {
   std::vector<double> losses;  // per step: mean loss over the global batch
-  double loss_floor = 0;       // entropy rate of the synthetic data
+  double loss_floor = 0;       // entropy rate of the synthetic data (0: unknown)
+  // (step, validation loss) of every evaluation (eval.every).
+  std::vector<std::pair<int64_t, double>> val_losses;
   double seconds = 0;
   double tokens_per_second = 0;
   uint64_t wire_bytes = 0;

@@ -35,7 +35,9 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
   options.print_every = 0;
   trainer::Trainer trainer(config, groups, options);
   TinyGptRun run;
-  run.losses = trainer.run().losses;
+  const trainer::TrainResult result = trainer.run();
+  run.losses = result.losses;
+  run.val_losses = result.val_losses;
   run.zero_traffic = groups.zero().stats().total();
   return run;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/comm_stats.h"
@@ -24,8 +25,9 @@ namespace cmpi::testing {
 trainer::Config tiny_gpt_config(uint64_t seed);
 
 struct TinyGptRun {
-  std::vector<double> losses;     // per step
-  comm::OpCounters zero_traffic;  // what went through the zero group
+  std::vector<double> losses;                          // per step
+  std::vector<std::pair<int64_t, double>> val_losses;  // (step, loss) per evaluation
+  comm::OpCounters zero_traffic;                       // what went through the zero group
 };
 
 // Trains on `comm` (every rank of it calls this); `dims` must cover its size.

@@ -55,6 +55,12 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.data.seed, b.data.seed);
   EXPECT_EQ(a.data.branching, b.data.branching);
   EXPECT_EQ(a.data.concentration, b.data.concentration);
+  EXPECT_EQ(a.data.paths, b.data.paths);
+  EXPECT_EQ(a.data.weights, b.data.weights);
+  EXPECT_EQ(a.data.split, b.data.split);
+  EXPECT_EQ(a.data.cache_dir, b.data.cache_dir);
+  EXPECT_EQ(a.eval.every, b.eval.every);
+  EXPECT_EQ(a.eval.batches, b.eval.batches);
   EXPECT_EQ(a.compression.preset, b.compression.preset);
   EXPECT_EQ(a.compression.min_bytes, b.compression.min_bytes);
   EXPECT_EQ(a.compression.chunk_bytes, b.compression.chunk_bytes);
