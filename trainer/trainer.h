@@ -31,6 +31,9 @@ struct TrainerOptions {
   int64_t print_every = -1;      // -1: log.every from the config; 0: silent
   std::string dump_tensors_dir;  // non-empty: after the last step, write
                                  // gradients.f32 and activations.f32 there
+  // A complete checkpoint directory to continue from (resolved: see
+  // resolve_resume_path); empty: start at step 0.
+  std::string resume_path;
 };
 
 struct TrainResult {
@@ -68,7 +71,12 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // Trains from the current position (0, or the resumed checkpoint's step)
+  // to training.steps, saving a checkpoint every checkpoint.every steps.
   TrainResult run();
+  // Saves the current position as a checkpoint under checkpoint_root().
+  // Collective over the world group. Returns the checkpoint directory.
+  std::string save_checkpoint();
 
  private:
   struct Impl;
