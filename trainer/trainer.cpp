@@ -74,6 +74,7 @@ struct Trainer::Impl {
   std::string groups_json() const;
   std::string memory_json() const;
   void dump_tensors(int64_t step);
+  void dump_parameters();
   void restore_checkpoint();
   std::string save_checkpoint();
   // metrics.jsonl of the steps before a resumed checkpoint's, to keep.
@@ -222,6 +223,22 @@ std::string Trainer::Impl::save_checkpoint() {
     std::fflush(stdout);
   }
   return saved.path;
+}
+
+// The final weights, for checking exports: only where world rank 0 holds the
+// whole model materialised (tp = 1, pp = 1, ZeRO stage below 3).
+void Trainer::Impl::dump_parameters() {
+  if (groups.world_rank() != 0 || groups.dims().tp > 1 || config.parallel.zero_stage == 3) return;
+  std::string index;
+  std::vector<torch::Tensor> flat;
+  for (const auto& info : param_infos) {
+    index += info.name;
+    for (int64_t d : info.tensor.sizes()) index += " " + std::to_string(d);
+    index += "\n";
+    flat.push_back(info.tensor.detach().reshape({-1}));
+  }
+  write_f32(options.dump_tensors_dir + "/parameters.f32", torch::cat(flat));
+  io::write_file_atomically(options.dump_tensors_dir + "/parameters.txt", index);
 }
 
 std::string Trainer::Impl::earlier_metrics(const std::string& path) const {
@@ -460,6 +477,7 @@ TrainResult Trainer::run() {
   }
   result.seconds = seconds_since(run_start);
   log.close();
+  if (!s.options.dump_tensors_dir.empty()) s.dump_parameters();
   if (is_root && !s.options.run_dir.empty()) {
     if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");
     if (!metrics_path.empty()) result.run_files.push_back("metrics.jsonl");
