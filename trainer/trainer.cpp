@@ -176,6 +176,8 @@ void Trainer::Impl::setup() {
 
 // Every rank reads what its parameters need; all agree before any step runs.
 void Trainer::Impl::restore_checkpoint() {
+  const auto start = Clock::now();
+  uint64_t shard_bytes = 0;
   checkpoint::agree_or_throw(groups.world().mpi(), [&] {
     const std::string& path = options.resume_path;
     if (config.model.dropout > 0)
@@ -194,7 +196,15 @@ void Trainer::Impl::restore_checkpoint() {
     restore_optimizer(loaded, config.model, checkpointed, *optimizer);
     steps_done = loaded.metadata().step;
     skipped_before = loaded.metadata().skipped_steps;
+    for (const auto& shard : loaded.metadata().shards) shard_bytes += shard.bytes;
   });
+  const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
+  if (groups.world_rank() == 0 && print_every > 0) {
+    std::printf("checkpoint: resumed at step %lld from %s (%.2f MB of shards, loaded in %.3f s)\n",
+                (long long)steps_done, options.resume_path.c_str(), double(shard_bytes) / 1e6,
+                seconds_since(start));
+    std::fflush(stdout);
+  }
 }
 
 std::string Trainer::Impl::save_checkpoint() {
