@@ -35,6 +35,43 @@ std::map<int64_t, fs::path> step_directories(const std::string& root) {
   return found;
 }
 
+// On rank 0: per rank, the distinct parameter names of its entries.
+std::vector<std::vector<std::string>> gather_names(const std::vector<ShardEntry>& entries,
+                                                   MPI_Comm world) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  std::string own;                    // names, each followed by '\n'
+  const std::string* last = nullptr;  // a parameter's runs are consecutive
+  for (const auto& e : entries) {
+    if (!last || *last != e.name) own += e.name + "\n";
+    last = &e.name;
+  }
+  int length = int(own.size());
+  std::vector<int> lengths(static_cast<size_t>(size)), displacements(lengths.size());
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, world);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displacements[size_t(r)] = total;
+    total += lengths[size_t(r)];
+  }
+  std::string all(size_t(rank == 0 ? total : 0), '\0');
+  MPI_Gatherv(own.data(), length, MPI_CHAR, all.data(), lengths.data(), displacements.data(),
+              MPI_CHAR, 0, world);
+  std::vector<std::vector<std::string>> names(lengths.size());
+  if (rank != 0) return names;
+  for (int r = 0; r < size; ++r) {
+    size_t at = size_t(displacements[size_t(r)]);
+    const size_t end = at + size_t(lengths[size_t(r)]);
+    while (at < end) {
+      const size_t newline = all.find('\n', at);
+      names[size_t(r)].push_back(all.substr(at, newline - at));
+      at = newline + 1;
+    }
+  }
+  return names;
+}
+
 bool is_complete(const fs::path& dir) {
   std::error_code ec;
   return fs::exists(dir / kMetadataFile, ec);
@@ -76,17 +113,21 @@ SaveResult save_checkpoint(const std::string& root, CheckpointMetadata metadata,
   });
   std::vector<uint64_t> digests(size_t(rank == 0 ? 2 * size : 0));
   MPI_Gather(digest, 2, MPI_UINT64_T, digests.data(), 2, MPI_UINT64_T, 0, world);
+  const auto params_of_shard = gather_names(own_entries, world);
 
   SaveResult result;
   result.path = dir;
   agree_or_throw(world, [&] {
     if (rank != 0) return;
-    metadata.config = {"config.yaml", resolved_config.size(),
-                       fnv1a64(resolved_config.data(), resolved_config.size())};
+    metadata.config = {"config.yaml",
+                       resolved_config.size(),
+                       fnv1a64(resolved_config.data(), resolved_config.size()),
+                       {}};
     io::write_file_atomically(dir + "/config.yaml", resolved_config);
     metadata.shards.clear();
     for (int r = 0; r < size; ++r) {
-      metadata.shards.push_back({shard_name(r), digests[2 * r], digests[2 * r + 1]});
+      metadata.shards.push_back(
+          {shard_name(r), digests[2 * r], digests[2 * r + 1], params_of_shard[size_t(r)]});
       result.bytes += digests[2 * r];
     }
     const std::string text = to_yaml(metadata);

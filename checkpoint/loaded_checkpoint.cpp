@@ -1,5 +1,6 @@
 #include "checkpoint/loaded_checkpoint.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -35,6 +36,19 @@ LoadedCheckpoint LoadedCheckpoint::read(const std::string& dir,
   c.metadata_ = read_metadata(dir + "/" + kMetadataFile);
   c.config_text_ = read_verified(dir, c.metadata_.config);
   for (const auto& shard : c.metadata_.shards) {
+    // Every shard must be there whole; only those holding wanted parameters
+    // are read (and checksummed).
+    const std::string path = dir + "/" + shard.file;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) throw std::runtime_error(path + ": missing (listed in " + kMetadataFile + ")");
+    if (size != shard.bytes)
+      throw std::runtime_error(path + ": " + std::to_string(size) + " bytes, " + kMetadataFile +
+                               " records " + std::to_string(shard.bytes) +
+                               " (truncated or replaced)");
+    bool needed = wanted == nullptr;
+    for (const auto& name : shard.params) needed = needed || wanted->count(name) > 0;
+    if (!needed) continue;
     const std::string bytes = read_verified(dir, shard);
     for (auto& entry : decode_shard(bytes, dir + "/" + shard.file)) {
       if (wanted && wanted->count(entry.name) == 0) continue;

@@ -24,9 +24,13 @@ std::string flow_map(const std::map<std::string, int64_t>& values) {
   return out + "}";
 }
 
-std::string digest_yaml(const FileDigest& d) {
-  return "{file: " + d.file + ", bytes: " + std::to_string(d.bytes) + ", fnv1a64: \"" +
-         checksum_hex(d.fnv1a64) + "\"}";
+std::string digest_yaml(const FileDigest& d, bool with_params) {
+  std::string out = "{file: " + d.file + ", bytes: " + std::to_string(d.bytes) + ", fnv1a64: \"" +
+                    checksum_hex(d.fnv1a64) + "\"";
+  if (!with_params) return out + "}";
+  out += ", params: [";
+  for (size_t i = 0; i < d.params.size(); ++i) out += (i ? ", " : "") + d.params[i];
+  return out + "]}";
 }
 
 FileDigest read_digest(const YAML::Node& node) {
@@ -34,6 +38,8 @@ FileDigest read_digest(const YAML::Node& node) {
   d.file = node["file"].as<std::string>();
   d.bytes = node["bytes"].as<uint64_t>();
   d.fnv1a64 = std::stoull(node["fnv1a64"].as<std::string>(), nullptr, 16);
+  if (node["params"])
+    for (const auto& name : node["params"]) d.params.push_back(name.as<std::string>());
   if (d.file.empty() || d.file.find('/') != std::string::npos)
     throw std::runtime_error("file name '" + d.file + "' is not a plain name");
   return d;
@@ -53,8 +59,8 @@ std::string to_yaml(const CheckpointMetadata& m) {
       << "format: " << kFormat << "\nversion: " << kVersion << "\nstep: " << m.step
       << "\noptimizer_steps: " << m.optimizer_steps << "\nskipped_steps: " << m.skipped_steps
       << "\nlayout: " << flow_map(m.layout) << "\nmodel: " << flow_map(m.model)
-      << "\nconfig: " << digest_yaml(m.config) << "\nshards:\n";
-  for (const auto& shard : m.shards) out << "  - " << digest_yaml(shard) << "\n";
+      << "\nconfig: " << digest_yaml(m.config, false) << "\nshards:\n";
+  for (const auto& shard : m.shards) out << "  - " << digest_yaml(shard, true) << "\n";
   return out.str();
 }
 

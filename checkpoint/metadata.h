@@ -17,6 +17,9 @@ struct FileDigest {
   std::string file;  // relative to the checkpoint directory
   uint64_t bytes = 0;
   uint64_t fnv1a64 = 0;
+  // Shards: the parameters it holds entries of, so a loading rank reads only
+  // the shards its parameters are in.
+  std::vector<std::string> params;
 };
 
 struct CheckpointMetadata {
