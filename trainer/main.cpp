@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
       config = trainer::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
-      dims = trainer::validate_layout(config, world);
+      // Exporting reads files only: the job's layout does not matter.
+      if (args.export_path.empty()) dims = trainer::validate_layout(config, world);
     } catch (const std::exception& e) {
       error = e.what();
     }
