@@ -5,6 +5,7 @@
 #    digits, to an uninterrupted run's; for dp+ZeRO-2, tp+ZeRO-1 and pp+ZeRO-3;
 #  * keep_last prunes; a checkpoint without metadata.yaml (a save that never
 #    finished) is skipped for the previous one, and refused when named;
+#  * a save that cannot be written stops every rank with one message;
 #  * validation before any step: another model shape, a truncated shard, a
 #    corrupted shard, a missing shard -> one error naming the file, exit 2 on
 #    every rank, no hang; error feedback with --resume is refused;
@@ -75,6 +76,15 @@ expect_refused "missing shard" "shard_00003.bin: missing" --resume "$bad"
 expect_refused "error feedback" "error_feedback" --resume "$good" \
   --set 'compression.rules=[{match: {groups: [dp]}, codec: {name: topk, ratio: 0.1}, error_feedback: true}]'
 echo "validation ok"
+
+# --- a save that cannot be written ends every rank with one message, no hang
+: > "$work/not-a-dir"
+train --set run.name=nosave --set training.steps=2 --set checkpoint.every=1 \
+  --set checkpoint.dir="$work/not-a-dir/ckpt"
+code=$?
+[ "$code" -ne 0 ] && [ "$code" -ne 124 ] || fail "unwritable checkpoint.dir: exit $code (124 = hung)"
+[ "$(grep -c "checkpoint: .*not-a-dir" "$work/out.txt")" -eq 1 ] || fail "save failure not reported once"
+echo "save failure ok"
 
 # --- export: safetensors read back by numpy against the trainer's dump (1 rank)
 timeout 120 mpirun -np 1 "$exe" --config "$config" "${small[@]}" --set run.name=one \
