@@ -71,6 +71,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -104,6 +105,32 @@ struct NonfiniteGradients {
   // it at stages 0/1, its shard at 2/3); empty when dp = 1 (nothing reduced).
   std::string reduced_param;
 };
+
+// A run of this rank's optimizer state: `length` elements of parameter
+// `param` (index into the parameters given at construction, flattened
+// row-major) from element `offset`: the master weights and both AdamW moments.
+struct OptimizerStateRun {
+  size_t param = 0;
+  size_t offset = 0;
+  size_t length = 0;
+  const float* values = nullptr;
+  const float* exp_avg = nullptr;
+  const float* exp_avg_sq = nullptr;
+};
+
+// What a checkpoint needs of the optimizer between steps. Stage 0 holds the
+// whole state on every dp rank (replicated_over_dp); stages 1-3 a 1/dp shard.
+struct OptimizerStateView {
+  int64_t steps = 0;  // AdamW updates applied so far (skipped steps do not count)
+  bool replicated_over_dp = false;
+  std::vector<OptimizerStateRun> runs;
+};
+
+enum class StateKind { kValues, kExpAvg, kExpAvgSq };
+// Fills out[0, length) with elements [offset, offset + length) of parameter
+// `param`'s state of the given kind (this rank's tensor-parallel slice).
+using StateSource =
+    std::function<void(size_t param, StateKind kind, size_t offset, size_t length, float* out)>;
 
 // One step's gradient reduction (the bucket collectives over dp / zero).
 struct GradReductionTimes {
@@ -145,6 +172,12 @@ class DataParallelOptimizer {
   // The largest memory().total() since construction.
   virtual int64_t peak_bytes() const = 0;
   virtual int zero_stage() const = 0;
+  // This rank's state, valid until the next call that changes it. Call
+  // between steps.
+  virtual OptimizerStateView state() const = 0;
+  // Replaces the weights (all of this rank's parameters), the moments this
+  // rank holds and the step count. Call between steps; collective-free.
+  virtual void load_state(int64_t steps, const StateSource& source) = 0;
 };
 
 struct DataParallelOptimizerOptions {

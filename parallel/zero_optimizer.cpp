@@ -109,10 +109,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   if (stage_ == 3) {
     // The model stays materialised until the first step; the shard is the master copy.
     param_shard_.assign(layout_.shard_size(), 0.0f);
-    const float* flat = flat_params_.data_ptr<float>();
-    for (const auto& b : layout_.buckets())
-      std::memcpy(param_shard_.data() + b.shard_offset,
-                  flat + b.start + size_t(layout_.dp_rank()) * b.piece, b.piece * sizeof(float));
+    copy_flat_to_param_shard();
   }
   if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
   counts_.assign(size_t(dp()), 0);
@@ -266,6 +263,51 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   if (stage_ == 1 || stage_ == 2) allgather_parameters();
   note_memory();
   return norm;
+}
+
+// ------------------------------------------------------------ checkpoints
+
+OptimizerStateView ZeroOptimizer::state() const {
+  OptimizerStateView view;
+  view.steps = steps_;
+  view.replicated_over_dp = stage_ == 0;
+  const float* flat = flat_params_.defined() ? flat_params_.data_ptr<float>() : nullptr;
+  for (const auto& s : segments_) {
+    OptimizerStateRun run;
+    run.param = s.param;
+    run.offset = s.flat_offset - layout_.offsets()[s.param];
+    run.length = s.length;
+    run.values = stage_ == 3 ? param_shard_.data() + s.shard_offset : flat + s.flat_offset;
+    run.exp_avg = exp_avg_.data() + s.shard_offset;
+    run.exp_avg_sq = exp_avg_sq_.data() + s.shard_offset;
+    view.runs.push_back(run);
+  }
+  return view;
+}
+
+void ZeroOptimizer::load_state(int64_t steps, const StateSource& source) {
+  reducer_->wait();
+  steps_ = steps;
+  if (flat_params_.defined()) {
+    float* flat = flat_params_.data_ptr<float>();
+    for (size_t i = 0; i < params_.size(); ++i)
+      source(i, StateKind::kValues, 0, layout_.params()[i].numel, flat + layout_.offsets()[i]);
+    if (stage_ == 3) copy_flat_to_param_shard();
+  }
+  for (const auto& s : segments_) {
+    const size_t offset = s.flat_offset - layout_.offsets()[s.param];
+    if (stage_ == 3 && !flat_params_.defined())
+      source(s.param, StateKind::kValues, offset, s.length, param_shard_.data() + s.shard_offset);
+    source(s.param, StateKind::kExpAvg, offset, s.length, exp_avg_.data() + s.shard_offset);
+    source(s.param, StateKind::kExpAvgSq, offset, s.length, exp_avg_sq_.data() + s.shard_offset);
+  }
+}
+
+void ZeroOptimizer::copy_flat_to_param_shard() {
+  const float* flat = flat_params_.data_ptr<float>();
+  for (const auto& b : layout_.buckets())
+    std::memcpy(param_shard_.data() + b.shard_offset,
+                flat + b.start + size_t(layout_.dp_rank()) * b.piece, b.piece * sizeof(float));
 }
 
 // ------------------------------------------------------------ buffers

@@ -53,6 +53,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   GradReductionTimes last_reduction() const override { return last_reduction_; }
   int64_t peak_bytes() const override { return peak_bytes_; }
   int zero_stage() const override { return stage_; }
+  OptimizerStateView state() const override;
+  void load_state(int64_t steps, const StateSource& source) override;
 
   const ZeroLayout& layout() const { return layout_; }
 
@@ -86,7 +88,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   NonfiniteGradients locate_nonfinite_gradients() const;
   void scale_gradients(float factor);
   void update(double lr);
-  void allgather_parameters();  // stages 1/2
+  void allgather_parameters();      // stages 1/2
+  void copy_flat_to_param_shard();  // stage 3: the own pieces of flat_params_
   void note_memory();
 
   std::vector<ParamInfo> params_;

@@ -56,8 +56,15 @@ const char* CliArgs::usage() {
          "  --config FILE        run configuration (see configs/ and README.md)\n"
          "  --set key.path=val   override one config value, e.g. --set training.steps=50\n"
          "  --dump-tensors DIR   after the last step, write the gradients and block activations\n"
-         "                       as raw float32 (DIR/gradients.f32, DIR/activations.f32)\n"
+         "                       as raw float32 (DIR/gradients.f32, DIR/activations.f32) and,\n"
+         "                       with tp = 1 and ZeRO < 3, the final weights\n"
+         "                       (DIR/parameters.f32, names and shapes in DIR/parameters.txt)\n"
          "  --print-config       print the fully resolved config (defaults included) and exit\n"
+         "  --resume [PATH]      continue from a checkpoint: PATH (a checkpoint directory, or\n"
+         "                       a checkpoint root: its latest), default the latest complete\n"
+         "                       one under checkpoint.dir (<run dir>/checkpoints); any layout\n"
+         "  --export OUT         with --resume: write that checkpoint's consolidated weights\n"
+         "                       to OUT in the safetensors format and exit (no training)\n"
          "  --plan               do not train: project memory, traffic per group and step time\n"
          "                       (one process, any world size; see docs/planner.md)\n"
          "    --plan-ranks N         world size to plan for (default: the config's layout)\n"
@@ -115,6 +122,12 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.compare_presets = true;
     } else if (arg == "--plan-json") {
       args.plan.json_path = value_of(i, arg);
+    } else if (arg == "--resume") {
+      args.resume = true;
+      if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+        args.resume_path = argv[++i];
+    } else if (arg == "--export") {
+      args.export_path = value_of(i, arg);
     } else if (arg == "--dump-tensors") {
       args.dump_tensors_dir = value_of(i, arg);
     } else {
@@ -124,6 +137,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
   if (!args.help && args.config_path.empty()) throw UsageError("--config FILE is required");
   const bool plan_options = args.plan.ranks || args.plan.ranks_per_node || args.plan.flops ||
                             args.plan.compare_presets || !args.plan.json_path.empty();
+  if (!args.export_path.empty() && !args.resume)
+    throw UsageError("--export needs --resume [PATH] (the checkpoint to export)");
   if (plan_options && !args.plan.enabled)
     throw UsageError("--plan-* options and --compare-presets need --plan");
   return args;

@@ -1,6 +1,7 @@
 // Command line of cmpi-train:
 //   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
-//              [--print-config]
+//              [--print-config] [--resume [PATH]]
+//   cmpi-train --config FILE.yaml --resume [PATH] --export OUT.safetensors
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
 //              [--plan-codec-scale X] [--plan-link-efficiency E] [--compare-presets]
@@ -39,6 +40,9 @@ struct CliArgs {
   std::string dump_tensors_dir;
   bool help = false;
   bool print_config = false;  // print the resolved config and exit
+  bool resume = false;        // --resume given
+  std::string resume_path;    // its PATH; empty: the latest checkpoint of the run
+  std::string export_path;    // --export: write the checkpoint as safetensors and exit
   PlanArgs plan;
 
   static CliArgs parse(int argc, char** argv);  // throws UsageError

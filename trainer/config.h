@@ -93,8 +93,9 @@ struct EvalConfig {
 };
 
 struct CheckpointConfig {
-  std::string dir = "";  // default <run dir>/checkpoints
-  int64_t every = 0;     // 0 = never
+  std::string dir = "";   // default <run dir>/checkpoints
+  int64_t every = 0;      // 0 = never
+  int64_t keep_last = 3;  // complete checkpoints kept; 0 = all
 };
 
 struct LogConfig {

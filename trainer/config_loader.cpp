@@ -184,6 +184,7 @@ void read_eval(MapReader r, EvalConfig& eval) {
 void read_checkpoint(MapReader r, CheckpointConfig& checkpoint) {
   r.read("dir", checkpoint.dir, {}, /*allow_empty=*/true);
   r.read("every", checkpoint.every, non_negative());
+  r.read("keep_last", checkpoint.keep_last, non_negative());
   r.finish();
 }
 
@@ -262,11 +263,12 @@ void check_consistency(const Config& c) {
     fail_at(c, "training.warmup_steps",
             "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
                 std::to_string(c.training.warmup_steps));
-  // Refuse rather than silently train without the checkpoints the user asked for.
-  if (c.checkpoint.every > 0)
+  // Dropout draws from generators whose states checkpoints do not save.
+  if (c.checkpoint.every > 0 && c.model.dropout > 0)
     fail_at(c, "checkpoint.every",
-            "checkpointing is not implemented in this version; set 0 (got " +
-                std::to_string(c.checkpoint.every) + ")");
+            "checkpoints need model.dropout = 0 (dropout generator states are not saved, so a "
+            "resumed run could not continue the same run); got dropout " +
+                std::to_string(c.model.dropout));
   // The pipeline runs only training steps (forward and backward interleaved
   // per schedule); an evaluation pass through its stages is not implemented.
   if (c.eval.every > 0 && c.parallel.pipeline > 1)
@@ -500,6 +502,7 @@ std::string to_yaml(const Config& c) {
   begin_section(out, "checkpoint");
   put(out, "dir", c.checkpoint.dir);
   put(out, "every", int64_t(c.checkpoint.every));
+  put(out, "keep_last", int64_t(c.checkpoint.keep_last));
   out << YAML::EndMap;
 
   begin_section(out, "log");

@@ -10,10 +10,15 @@
 #include <cstdio>
 #include <string>
 
+#include "checkpoint/checkpoint_error.h"
+#include "checkpoint/loaded_checkpoint.h"
+#include "checkpoint/rank_agreement.h"
+#include "checkpoint/safetensors_writer.h"
 #include "comm/mpi_session.h"
 #include "comm/termination_signals.h"
 #include "parallel/process_groups.h"
 #include "trainer/blas_probe.h"
+#include "trainer/checkpoint_hooks.h"
 #include "trainer/cli_args.h"
 #include "trainer/config_loader.h"
 #include "trainer/config_warnings.h"
@@ -69,7 +74,8 @@ int main(int argc, char** argv) {
       config = trainer::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
-      dims = trainer::validate_layout(config, world);
+      // Exporting reads files only: the job's layout does not matter.
+      if (args.export_path.empty()) dims = trainer::validate_layout(config, world);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -81,6 +87,34 @@ int main(int argc, char** argv) {
   }
   if (args.print_config) {
     if (rank == 0) std::fputs(trainer::to_yaml(config).c_str(), stdout);
+    return 0;
+  }
+  // Which checkpoint --resume means, agreed before anything is allocated.
+  std::string resume_path;
+  if (args.resume) {
+    try {
+      checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
+        resume_path = trainer::resolve_resume_path(config, args.resume_path);
+      });
+    } catch (const checkpoint::CheckpointError& e) {
+      if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+      return 2;
+    }
+  }
+  if (!args.export_path.empty()) {
+    try {
+      checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
+        if (rank != 0) return;
+        const auto loaded = checkpoint::LoadedCheckpoint::read(resume_path, nullptr);
+        const size_t bytes = checkpoint::write_safetensors(loaded, args.export_path);
+        std::printf("exported %s (step %lld, %zu tensors) to %s (%zu bytes)\n", resume_path.c_str(),
+                    (long long)loaded.metadata().step, loaded.names().size(),
+                    args.export_path.c_str(), bytes);
+      });
+    } catch (const checkpoint::CheckpointError& e) {
+      if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+      return 2;
+    }
     return 0;
   }
   if (args.plan.enabled) {
@@ -127,9 +161,17 @@ int main(int argc, char** argv) {
     options.resolved_config = trainer::to_yaml(config);
     options.dump_tensors_dir = args.dump_tensors_dir;
     options.source = data;
+    options.resume_path = resume_path;
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);
+  } catch (const checkpoint::CheckpointError& e) {
+    // Thrown on every rank alike (rank_agreement.h): one message, exit 2.
+    if (rank == 0) {
+      std::fprintf(stderr, "%s: checkpoint: %s\n", kProgram, e.what());
+      std::fflush(stderr);
+    }
+    return 2;
   } catch (const trainer::TrainingStopped& e) {
     // Every rank stopped at the same step, outside any collective: one
     // message, and every rank exits 1 through a normal MPI_Finalize.

@@ -5,9 +5,12 @@
 
 namespace cmpi::trainer {
 
-MetricsLog::MetricsLog(const std::string& jsonl_path, int64_t print_every)
+MetricsLog::MetricsLog(const std::string& jsonl_path, int64_t print_every,
+                       const std::string& earlier)
     : print_every_(print_every) {
-  if (!jsonl_path.empty()) file_.emplace(jsonl_path, io::CheckedFile::Mode::kTruncate);
+  if (jsonl_path.empty()) return;
+  file_.emplace(jsonl_path, io::CheckedFile::Mode::kTruncate);
+  if (!earlier.empty()) file_->append(earlier);
 }
 
 void MetricsLog::close() {

@@ -52,8 +52,9 @@ struct StepRecord {
 
 class MetricsLog {
  public:
-  // jsonl_path empty: no file. print_every 0: no progress lines.
-  MetricsLog(const std::string& jsonl_path, int64_t print_every);
+  // jsonl_path empty: no file. print_every 0: no progress lines. `earlier`:
+  // records of earlier steps to start the file with (a resumed run's).
+  MetricsLog(const std::string& jsonl_path, int64_t print_every, const std::string& earlier = "");
   // Closes the file without reporting errors (an exception is unwinding):
   // a run that ends normally calls close().
   ~MetricsLog() = default;

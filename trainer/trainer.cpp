@@ -4,8 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <set>
 #include <stdexcept>
 
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/rank_agreement.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "models/gpt.h"
@@ -16,6 +20,7 @@
 #include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
+#include "trainer/checkpoint_hooks.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/model_shape.h"
@@ -62,6 +67,11 @@ struct Trainer::Impl {
   std::string groups_json() const;
   std::string memory_json() const;
   void dump_tensors(int64_t step);
+  void dump_parameters();
+  void restore_checkpoint();
+  std::string save_checkpoint();
+  // metrics.jsonl of the steps before a resumed checkpoint's, to keep.
+  std::string earlier_metrics(const std::string& path) const;
 
   const Config& config;
   parallel::ProcessGroups& groups;
@@ -80,6 +90,9 @@ struct Trainer::Impl {
   // What the guard needs of the last step on this rank.
   RankHealth health() const;
   std::unique_ptr<NonfiniteGuard> guard;
+  std::vector<CheckpointedParam> checkpointed;  // this rank's parameters, global layout
+  int64_t steps_done = 0;                       // where run() starts, then how far it got
+  int64_t skipped_before = 0;                   // skipped steps before a resumed checkpoint
 };
 
 Trainer::Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options)
@@ -118,6 +131,15 @@ void Trainer::Impl::setup() {
         std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
   }
   param_infos = model->param_infos();
+  for (const auto& layout : model->layouts()) {
+    checkpoint::SliceSpec slice{layout.tensor.sizes().vec(), int32_t(layout.split_dim), 0, 1};
+    if (layout.split_dim >= 0) {
+      slice.global_shape[size_t(layout.split_dim)] *= groups.tp().size();
+      slice.index = groups.tp().rank();
+      slice.count = groups.tp().size();
+    }
+    checkpointed.push_back({layout.name, slice});
+  }
   for (const auto& info : param_infos) parameters.push_back(info.tensor);
   sync_parameters();
 
@@ -142,6 +164,95 @@ void Trainer::Impl::setup() {
   schedule.warmup_steps = t.warmup_steps;
   schedule.total_steps = t.steps;
   guard = std::make_unique<NonfiniteGuard>(t, groups);
+  if (!options.resume_path.empty()) restore_checkpoint();
+}
+
+// Every rank reads what its parameters need; all agree before any step runs.
+void Trainer::Impl::restore_checkpoint() {
+  const auto start = Clock::now();
+  uint64_t shard_bytes = 0;
+  checkpoint::agree_or_throw(groups.world().mpi(), [&] {
+    const std::string& path = options.resume_path;
+    if (config.model.dropout > 0)
+      throw std::invalid_argument("--resume " + path +
+                                  ": model.dropout > 0 is not resumable (dropout generator "
+                                  "states are not saved)");
+    for (const auto& rule : groups.policy().rules())
+      if (rule.error_feedback)
+        throw std::invalid_argument(
+            "--resume " + path + ": compression rule '" + rule.origin +
+            "' uses error_feedback, whose residuals checkpoints do not save; resuming would "
+            "not continue the same run");
+    std::set<std::string> wanted;
+    for (const auto& p : checkpointed) wanted.insert(p.name);
+    const auto loaded = checkpoint::LoadedCheckpoint::read(path, &wanted);
+    restore_optimizer(loaded, config.model, checkpointed, *optimizer);
+    steps_done = loaded.metadata().step;
+    skipped_before = loaded.metadata().skipped_steps;
+    for (const auto& shard : loaded.metadata().shards) shard_bytes += shard.bytes;
+  });
+  const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
+  if (groups.world_rank() == 0 && print_every > 0) {
+    std::printf("checkpoint: resumed at step %lld from %s (%.2f MB of shards, loaded in %.3f s)\n",
+                (long long)steps_done, options.resume_path.c_str(), double(shard_bytes) / 1e6,
+                seconds_since(start));
+    std::fflush(stdout);
+  }
+}
+
+std::string Trainer::Impl::save_checkpoint() {
+  checkpoint::CheckpointMetadata metadata;
+  const auto state = optimizer->state();
+  metadata.step = steps_done;
+  metadata.optimizer_steps = state.steps;
+  metadata.skipped_steps = skipped_before + guard->skipped_steps();
+  const auto& dims = groups.dims();
+  metadata.layout = {{"dp", dims.dp},
+                     {"tp", dims.tp},
+                     {"pp", dims.pp},
+                     {"zero_stage", config.parallel.zero_stage},
+                     {"world", groups.world().size()}};
+  metadata.model = model_shape(config.model);
+  std::set<std::string> held_elsewhere;
+  if (!model->stage().has_embedding) held_elsewhere.insert("token_embedding.weight");
+  const auto entries = shard_entries(checkpointed, state, groups.coord().dp == 0, held_elsewhere);
+  const auto saved = checkpoint::save_checkpoint(checkpoint_root(config), metadata, entries,
+                                                 options.resolved_config,
+                                                 config.checkpoint.keep_last, groups.world().mpi());
+  const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
+  if (groups.world_rank() == 0 && print_every > 0) {
+    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)steps_done,
+                saved.path.c_str(), double(saved.bytes) / 1e6, saved.seconds);
+    std::fflush(stdout);
+  }
+  return saved.path;
+}
+
+// The final weights, for checking exports: only where world rank 0 holds the
+// whole model materialised (tp = 1, pp = 1, ZeRO stage below 3).
+void Trainer::Impl::dump_parameters() {
+  if (groups.world_rank() != 0 || groups.dims().tp > 1 || config.parallel.zero_stage == 3) return;
+  std::string index;
+  std::vector<torch::Tensor> flat;
+  for (const auto& info : param_infos) {
+    index += info.name;
+    for (int64_t d : info.tensor.sizes()) index += " " + std::to_string(d);
+    index += "\n";
+    flat.push_back(info.tensor.detach().reshape({-1}));
+  }
+  write_f32(options.dump_tensors_dir + "/parameters.f32", torch::cat(flat));
+  io::write_file_atomically(options.dump_tensors_dir + "/parameters.txt", index);
+}
+
+std::string Trainer::Impl::earlier_metrics(const std::string& path) const {
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("{\"step\":");
+    if (at != 0 || std::stoll(line.substr(8)) > steps_done) break;
+    kept += line + "\n";
+  }
+  return kept;
 }
 
 RankHealth Trainer::Impl::health() const {
@@ -318,9 +429,12 @@ TrainResult Trainer::run() {
       io::write_file_atomically(s.options.run_dir + "/config.yaml", s.options.resolved_config);
     if (s.config.log.metrics_jsonl) metrics_path = s.options.run_dir + "/metrics.jsonl";
   }
+  // A resumed run continues the metrics of the steps before its checkpoint.
+  const std::string earlier =
+      metrics_path.empty() || s.steps_done == 0 ? "" : s.earlier_metrics(metrics_path);
   if (!s.options.dump_tensors_dir.empty() && is_root)
     io::create_directories(s.options.dump_tensors_dir);
-  MetricsLog log(metrics_path, is_root ? print_every : 0);
+  MetricsLog log(metrics_path, is_root ? print_every : 0, earlier);
 
   TrainResult result;
   result.loss_floor = s.source->loss_floor();
@@ -340,7 +454,8 @@ TrainResult Trainer::run() {
   }
 
   const auto run_start = Clock::now();
-  for (int64_t step = 0; step < t.steps; ++step) {
+  const int64_t first_step = s.steps_done;
+  for (int64_t step = first_step; step < t.steps; ++step) {
     const auto before = s.comm_totals();
     const auto step_start = Clock::now();
     const double loss = s.train_step(step);
@@ -348,7 +463,7 @@ TrainResult Trainer::run() {
     const auto after = s.comm_totals();
     result.losses.push_back(loss);
     const StepVerdict verdict = s.guard->check(step + 1, s.last_grad_norm, s.health());
-    result.skipped_steps = s.guard->skipped_steps();
+    result.skipped_steps = s.skipped_before + s.guard->skipped_steps();
 
     StepRecord r;
     r.step = step + 1;
@@ -384,9 +499,13 @@ TrainResult Trainer::run() {
       std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());
       std::fflush(stderr);
     }
+    s.steps_done = step + 1;
+    if (s.config.checkpoint.every > 0 && s.steps_done % s.config.checkpoint.every == 0)
+      s.save_checkpoint();
   }
   result.seconds = seconds_since(run_start);
   log.close();
+  if (!s.options.dump_tensors_dir.empty()) s.dump_parameters();
   if (is_root && !s.options.run_dir.empty()) {
     if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");
     if (!metrics_path.empty()) result.run_files.push_back("metrics.jsonl");
@@ -395,8 +514,12 @@ TrainResult Trainer::run() {
   result.wire_bytes = totals.wire_bytes;
   result.raw_bytes = totals.raw_bytes;
   result.tokens_per_second =
-      double(t.global_batch * s.config.model.seq_len * t.steps) / result.seconds;
+      double(t.global_batch * s.config.model.seq_len * (t.steps - first_step)) / result.seconds;
   return result;
+}
+
+std::string Trainer::save_checkpoint() {
+  return impl_->save_checkpoint();
 }
 
 }  // namespace cmpi::trainer

@@ -37,6 +37,9 @@ struct TrainerOptions {
   // The sequences to train and evaluate on; null: the trainer opens the
   // config's data itself (open_token_source, collective over the world).
   std::shared_ptr<const TokenSource> source;
+  // A complete checkpoint directory to continue from (resolved: see
+  // resolve_resume_path); empty: start at step 0.
+  std::string resume_path;
 };
 
 struct TrainResult {
@@ -76,7 +79,12 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // Trains from the current position (0, or the resumed checkpoint's step)
+  // to training.steps, saving a checkpoint every checkpoint.every steps.
   TrainResult run();
+  // Saves the current position as a checkpoint under checkpoint_root().
+  // Collective over the world group. Returns the checkpoint directory.
+  std::string save_checkpoint();
 
  private:
   struct Impl;

@@ -88,6 +88,7 @@ void expect_same_config(const Config& a, const Config& b) {
   }
   EXPECT_EQ(a.checkpoint.dir, b.checkpoint.dir);
   EXPECT_EQ(a.checkpoint.every, b.checkpoint.every);
+  EXPECT_EQ(a.checkpoint.keep_last, b.checkpoint.keep_last);
   EXPECT_EQ(a.log.every, b.log.every);
   EXPECT_EQ(a.log.metrics_jsonl, b.log.metrics_jsonl);
 }
@@ -118,7 +119,7 @@ compression:
       chunk_bytes: 8KiB
     - match: {}
       codec: none
-checkpoint: {dir: "", every: 0}
+checkpoint: {dir: "", every: 0, keep_last: 5}
 log: {every: 4, metrics_jsonl: false}
 )";
   const Config original = load_config(write(text));

@@ -1,0 +1,73 @@
+// Shard files: what is encoded decodes to the same entries, and every
+// truncation or a wrong field is an error naming the file (never a crash or
+// an out-of-bounds read).
+#include "checkpoint/shard_file.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace cmpi::checkpoint {
+namespace {
+
+std::vector<ShardEntry> sample_entries() {
+  ShardEntry a;
+  a.name = "block0.attn.qkv.weight";
+  a.slice = {{12, 4}, 0, 1, 2};  // rows 6..11 of a [12, 4] tensor
+  a.offset = 5;
+  a.values = {1.5f, -2.0f, 3.25f};
+  a.exp_avg = {0.1f, 0.2f, 0.3f};
+  a.exp_avg_sq = {1e-3f, 2e-3f, 3e-3f};
+  ShardEntry b;
+  b.name = "final_norm.bias";
+  b.slice = {{4}, -1, 0, 1};
+  b.values = {0, 1, 2, 3};
+  b.exp_avg = {4, 5, 6, 7};
+  b.exp_avg_sq = {8, 9, 10, 11};
+  return {a, b};
+}
+
+TEST(ShardFile, RoundTrips) {
+  const auto entries = sample_entries();
+  const auto decoded = decode_shard(encode_shard(entries), "x.bin");
+  ASSERT_EQ(decoded.size(), entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(decoded[i].name, entries[i].name);
+    EXPECT_EQ(decoded[i].slice.global_shape, entries[i].slice.global_shape);
+    EXPECT_EQ(decoded[i].slice.split_dim, entries[i].slice.split_dim);
+    EXPECT_EQ(decoded[i].slice.index, entries[i].slice.index);
+    EXPECT_EQ(decoded[i].slice.count, entries[i].slice.count);
+    EXPECT_EQ(decoded[i].offset, entries[i].offset);
+    EXPECT_EQ(decoded[i].values, entries[i].values);
+    EXPECT_EQ(decoded[i].exp_avg, entries[i].exp_avg);
+    EXPECT_EQ(decoded[i].exp_avg_sq, entries[i].exp_avg_sq);
+  }
+}
+
+TEST(ShardFile, EveryTruncationIsAnErrorNamingTheFile) {
+  const std::string bytes = encode_shard(sample_entries());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    try {
+      decode_shard(bytes.substr(0, n), "cut.bin");
+      ADD_FAILURE() << "a shard cut to " << n << " bytes decoded";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("cut.bin: ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(decode_shard(bytes + "x", "long.bin"), std::runtime_error);
+}
+
+TEST(ShardFile, RefusesEntriesOutsideTheirSlice) {
+  auto entries = sample_entries();
+  entries[0].offset = 22;  // the slice has 24 elements; 3 from 22 run past it
+  EXPECT_THROW(decode_shard(encode_shard(entries), "x.bin"), std::runtime_error);
+  entries = sample_entries();
+  entries[0].slice.count = 5;  // 12 rows do not split into 5
+  EXPECT_THROW(decode_shard(encode_shard(entries), "x.bin"), std::runtime_error);
+  std::string bytes = encode_shard(sample_entries());
+  bytes[0] = 'X';
+  EXPECT_THROW(decode_shard(bytes, "x.bin"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace cmpi::checkpoint
