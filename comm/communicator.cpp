@@ -534,7 +534,10 @@ void Communicator::alltoall(const float* in, const std::vector<size_t>& send_cou
 }
 
 void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffer_key) {
-  const bool has_lo = rank_ > 0, has_hi = rank_ < size_ - 1;
+  const int lo_peer = b.lower_peer(rank_), hi_peer = b.upper_peer(rank_, size_);
+  if (lo_peer != HaloBuffers::kNoPeer) check_peer(lo_peer, "lo_peer", "halo_exchange");
+  if (hi_peer != HaloBuffers::kNoPeer) check_peer(hi_peer, "hi_peer", "halo_exchange");
+  const bool has_lo = lo_peer != HaloBuffers::kNoPeer, has_hi = hi_peer != HaloBuffers::kNoPeer;
   const size_t send_lo = has_lo ? b.send_lo_count : 0, send_hi = has_hi ? b.send_hi_count : 0;
   const size_t recv_lo = has_lo ? b.recv_lo_count : 0, recv_hi = has_hi ? b.recv_hi_count : 0;
   const uint64_t bytes = uint64_t(send_lo + send_hi) * sizeof(float);
@@ -550,7 +553,7 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
     return;
   }
   PlainCall call(stats_.at(Op::kHalo), bytes, collective_locality());
-  const int lo = has_lo ? rank_ - 1 : MPI_PROC_NULL, hi = has_hi ? rank_ + 1 : MPI_PROC_NULL;
+  const int lo = has_lo ? lo_peer : MPI_PROC_NULL, hi = has_hi ? hi_peer : MPI_PROC_NULL;
   const int tag = next_tag();
   // Upward first (my upper rows become my upper neighbour's lower halo), then
   // downward; MPI_PROC_NULL turns the missing side of the end ranks into no-ops.

@@ -126,8 +126,10 @@ class Communicator {
   Request isend(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
   Request irecv(float* data, size_t n, int source, int tag, Role role);
   void wait(Request& request);
-  // Neighbour exchange along the line of ranks 0..size-1 (not periodic): see
-  // HaloBuffers in comm/algorithms/compressed_collectives.h. The policy sees
+  // Neighbour exchange along the line of ranks 0..size-1 (not periodic), or
+  // between the peers HaloBuffers names (one row or column of a tile grid):
+  // see HaloBuffers in comm/algorithms/compressed_collectives.h. Every rank of
+  // the group calls it, with empty buffers if it has nothing to exchange. The policy sees
   // op `halo` and the largest single message of the call over the group.
   void halo_exchange(const HaloBuffers& buffers, Role role = Role::kHalo, uint64_t buffer_key = 0);
   void barrier();

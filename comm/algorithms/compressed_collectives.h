@@ -61,7 +61,15 @@ void compressed_alltoall(CompressedContext& ctx, const float* in,
 // buffers of a missing side are ignored and left untouched. Counts are in
 // elements and must match the neighbour's (send_hi_count of r == recv_lo_count
 // of r+1); a pointer may be null only when its count is zero.
+//
+// A grid decomposition names the peers instead (lo_peer, hi_peer): a 2-D
+// tile grid exchanges along its rows and then along its columns, where the
+// vertical neighbours are rank -+ columns. kNoPeer marks a side without a
+// neighbour. Peers must be mutual: when rank r names s as hi_peer, s names r
+// as lo_peer (and the counts across that pair must match as above).
 struct HaloBuffers {
+  static constexpr int kLineNeighbour = -2;  // rank-1 / rank+1, none at the ends
+  static constexpr int kNoPeer = -1;
   const float* send_lo = nullptr;
   size_t send_lo_count = 0;
   const float* send_hi = nullptr;
@@ -70,6 +78,16 @@ struct HaloBuffers {
   size_t recv_lo_count = 0;
   float* recv_hi = nullptr;
   size_t recv_hi_count = 0;
+  int lo_peer = kLineNeighbour;
+  int hi_peer = kLineNeighbour;
+
+  // The lower / upper peer of `rank` in a group of `size` ranks, or kNoPeer.
+  int lower_peer(int rank) const {
+    return lo_peer == kLineNeighbour ? (rank > 0 ? rank - 1 : kNoPeer) : lo_peer;
+  }
+  int upper_peer(int rank, int size) const {
+    return hi_peer == kLineNeighbour ? (rank < size - 1 ? rank + 1 : kNoPeer) : hi_peer;
+  }
 };
 void halo_exchange(CompressedContext& ctx, const HaloBuffers& buffers);
 

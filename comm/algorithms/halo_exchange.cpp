@@ -1,5 +1,6 @@
 // Compressed halo exchange of a non-periodic 1-D decomposition (rows split
-// into slabs, rank r holding slab r). Works as follows:
+// into slabs, rank r holding slab r; or one row or column of a tile grid,
+// whose peers HaloBuffers names). Works as follows:
 //   1. rank r sets up receives from its neighbours r-1 (into recv_lo) and
 //      r+1 (into recv_hi) -- one of them is missing at either end;
 //   2. it encodes send_lo for r-1 and send_hi for r+1 chunk by chunk, sending
@@ -37,6 +38,19 @@ void require_buffer(const CompressedContext& ctx, const void* data, size_t count
                                 std::to_string(count) + " elements");
 }
 
+void check_peers(const CompressedContext& ctx, int lo, int hi) {
+  for (int peer : {lo, hi})
+    if (peer != HaloBuffers::kNoPeer && (peer < 0 || peer >= ctx.size || peer == ctx.rank))
+      throw std::invalid_argument(describe_call(ctx, TransferOp::kHalo) + ": rank " +
+                                  std::to_string(ctx.rank) + ": halo peer " + std::to_string(peer) +
+                                  " is not another rank of the " + std::to_string(ctx.size) +
+                                  "-rank group");
+  if (lo != HaloBuffers::kNoPeer && lo == hi)
+    throw std::invalid_argument(describe_call(ctx, TransferOp::kHalo) + ": rank " +
+                                std::to_string(ctx.rank) + ": lower and upper halo peer are both " +
+                                std::to_string(lo));
+}
+
 void send_halo(CompressedContext& ctx, OutgoingTransfer& out, const float* data, FeedbackSite site,
                ArrivalOrderReceiver& receiver) {
   for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
@@ -51,10 +65,11 @@ void send_halo(CompressedContext& ctx, OutgoingTransfer& out, const float* data,
 void halo_exchange(CompressedContext& ctx, const HaloBuffers& b) {
   const TransferOp op = TransferOp::kHalo;
   check_context(ctx, op);
-  const bool has_lo = ctx.rank > 0;
-  const bool has_hi = ctx.rank < ctx.size - 1;
-  const int lo = ctx.rank - 1;
-  const int hi = ctx.rank + 1;
+  const int lo = b.lower_peer(ctx.rank);
+  const int hi = b.upper_peer(ctx.rank, ctx.size);
+  check_peers(ctx, lo, hi);
+  const bool has_lo = lo != HaloBuffers::kNoPeer;
+  const bool has_hi = hi != HaloBuffers::kNoPeer;
   if (has_lo) {
     require_buffer(ctx, b.send_lo, b.send_lo_count, "send_lo");
     require_buffer(ctx, b.recv_lo, b.recv_lo_count, "recv_lo");
