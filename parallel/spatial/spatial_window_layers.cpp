@@ -1,0 +1,71 @@
+// Window layers = halo exchange (halo_exchange_op.h) + the plain LibTorch op
+// with no padding of its own: the exchanged local input already holds the
+// padding at the true image border, so the op yields exactly this rank's
+// output tile. Autograd then does the rest: the op's backward gives the
+// gradient of the local input, the halo exchange's backward returns the halo
+// part of it to the ranks that own those pixels.
+#include "parallel/spatial/spatial_window_layers.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "parallel/spatial/halo_exchange_op.h"
+
+namespace cmpi::parallel::spatial {
+
+SpatialConv2dImpl::SpatialConv2dImpl(int64_t in_channels, int64_t out_channels,
+                                     const Window& window, bool with_bias, const TileGrid& input,
+                                     comm::Communicator& sp, const std::string& name,
+                                     uint64_t buffer_key)
+    : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
+  require_group_matches(input, sp, name);
+  weight = register_parameter(
+      "weight", torch::empty({out_channels, in_channels, window.kernel, window.kernel}));
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (with_bias) {
+    const double bound = 1.0 / std::sqrt(double(in_channels * window.kernel * window.kernel));
+    bias = register_parameter("bias", torch::empty({out_channels}).uniform_(-bound, bound));
+  }
+}
+
+torch::Tensor SpatialConv2dImpl::forward(const torch::Tensor& tile) {
+  const Window& w = plan_.window();
+  const torch::Tensor local = halo_exchange(tile, plan_, sp_, 0.0, buffer_key_);
+  const std::vector<int64_t> stride{w.stride, w.stride}, no_padding{0, 0},
+      dilation{w.dilation, w.dilation};
+  return torch::conv2d(local, weight, bias, stride, no_padding, dilation);
+}
+
+SpatialMaxPool2dImpl::SpatialMaxPool2dImpl(const Window& window, const TileGrid& input,
+                                           comm::Communicator& sp, const std::string& name,
+                                           uint64_t buffer_key)
+    : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
+  require_group_matches(input, sp, name);
+}
+
+torch::Tensor SpatialMaxPool2dImpl::forward(const torch::Tensor& tile) {
+  const Window& w = plan_.window();
+  const torch::Tensor local =
+      halo_exchange(tile, plan_, sp_, -std::numeric_limits<double>::infinity(), buffer_key_);
+  return torch::max_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0},
+                           {w.dilation, w.dilation});
+}
+
+SpatialAvgPool2dImpl::SpatialAvgPool2dImpl(const Window& window, const TileGrid& input,
+                                           comm::Communicator& sp, const std::string& name,
+                                           uint64_t buffer_key)
+    : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
+  if (window.dilation != 1)
+    throw GeometryError("layer " + name + ": average pooling has no dilation (" +
+                        window.describe() + ")");
+  require_group_matches(input, sp, name);
+}
+
+torch::Tensor SpatialAvgPool2dImpl::forward(const torch::Tensor& tile) {
+  const Window& w = plan_.window();
+  const torch::Tensor local = halo_exchange(tile, plan_, sp_, 0.0, buffer_key_);
+  return torch::avg_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0});
+}
+
+}  // namespace cmpi::parallel::spatial

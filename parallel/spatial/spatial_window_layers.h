@@ -1,0 +1,76 @@
+// Spatial (tiled) Conv2d, MaxPool2d and AvgPool2d over the sp group. Each
+// takes this rank's tile [N, C, h, w] of the input image and returns its
+// tile of the output image, equal to the same slice of the single-rank
+// layer's output (float rounding aside). Each layer owns the WindowPlan of
+// its input grid; output_grid() is the next layer's input grid.
+//
+// Conv2d: weight [out, in, k, k] and bias are replicated on every sp rank;
+// after backward .grad holds this tile's contribution only. Sum it over sp
+// with allreduce_spatial_gradients (sp_reductions.h) before the dp
+// reduction. Initialised as torch::nn::Conv2d is (Kaiming uniform, a = √5);
+// give every rank the same generator state, or broadcast, so replicas agree.
+//
+// MaxPool2d pads the true image border with -inf (as PyTorch does), AvgPool2d
+// with zeros and divides by k*k (PyTorch's count_include_pad = true), no
+// dilation. Both in floor mode.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "comm/communicator.h"
+#include "parallel/spatial/tile_geometry.h"
+
+namespace cmpi::parallel::spatial {
+
+class SpatialConv2dImpl : public torch::nn::Module {
+ public:
+  // `input`: the grid of this layer's input image; `name` appears in errors.
+  SpatialConv2dImpl(int64_t in_channels, int64_t out_channels, const Window& window, bool bias,
+                    const TileGrid& input, comm::Communicator& sp, const std::string& name,
+                    uint64_t buffer_key = 0);
+  torch::Tensor forward(const torch::Tensor& tile);
+  const TileGrid& output_grid() const { return plan_.output(); }
+  const WindowPlan& plan() const { return plan_; }
+
+  torch::Tensor weight, bias;  // bias undefined without one
+
+ private:
+  WindowPlan plan_;
+  comm::Communicator& sp_;
+  uint64_t buffer_key_;
+};
+TORCH_MODULE(SpatialConv2d);
+
+class SpatialMaxPool2dImpl : public torch::nn::Module {
+ public:
+  SpatialMaxPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
+                       const std::string& name, uint64_t buffer_key = 0);
+  torch::Tensor forward(const torch::Tensor& tile);
+  const TileGrid& output_grid() const { return plan_.output(); }
+
+ private:
+  WindowPlan plan_;
+  comm::Communicator& sp_;
+  uint64_t buffer_key_;
+};
+TORCH_MODULE(SpatialMaxPool2d);
+
+class SpatialAvgPool2dImpl : public torch::nn::Module {
+ public:
+  // window.dilation must be 1 (GeometryError naming the layer otherwise).
+  SpatialAvgPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
+                       const std::string& name, uint64_t buffer_key = 0);
+  torch::Tensor forward(const torch::Tensor& tile);
+  const TileGrid& output_grid() const { return plan_.output(); }
+
+ private:
+  WindowPlan plan_;
+  comm::Communicator& sp_;
+  uint64_t buffer_key_;
+};
+TORCH_MODULE(SpatialAvgPool2d);
+
+}  // namespace cmpi::parallel::spatial
