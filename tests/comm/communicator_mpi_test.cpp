@@ -227,6 +227,33 @@ void check_every_op(Communicator& comm, Communicator& plain, size_t n, bool exac
         recv_hi, rank < size - 1 ? data_of(rank + 1, lo_rows, 9) : std::vector<float>(lo_rows, -1),
         "upper halo");
   }
+  {  // halo exchange between named peers: ranks r and r + size/2 as the two
+     // rows of a tile grid's column (the last rank of an odd group has none)
+    const int half = size / 2;
+    const int lo_peer = rank >= half && rank < 2 * half ? rank - half : HaloBuffers::kNoPeer;
+    const int hi_peer = rank < half ? rank + half : HaloBuffers::kNoPeer;
+    size_t lo_rows = n / 3, hi_rows = n - n / 3;
+    auto lo = data_of(rank, lo_rows, 11), hi = data_of(rank, hi_rows, 12);
+    std::vector<float> recv_lo(hi_rows, -1.0f), recv_hi(lo_rows, -1.0f);
+    HaloBuffers b;
+    b.lo_peer = lo_peer;
+    b.hi_peer = hi_peer;
+    b.send_lo = lo.data();
+    b.send_lo_count = lo_rows;
+    b.send_hi = hi.data();
+    b.send_hi_count = hi_rows;
+    b.recv_lo = recv_lo.data();
+    b.recv_lo_count = hi_rows;
+    b.recv_hi = recv_hi.data();
+    b.recv_hi_count = lo_rows;
+    comm.halo_exchange(b);
+    expect_bits_equal(
+        recv_lo, lo_peer >= 0 ? data_of(lo_peer, hi_rows, 12) : std::vector<float>(hi_rows, -1),
+        "lower halo from a named peer");
+    expect_bits_equal(
+        recv_hi, hi_peer >= 0 ? data_of(hi_peer, lo_rows, 11) : std::vector<float>(lo_rows, -1),
+        "upper halo from a named peer");
+  }
 }
 
 const size_t kLengths[] = {0, 1, 7, 1023, 5003};
