@@ -118,7 +118,7 @@ torch::Tensor extend(const torch::Tensor& x, const AxisExchange& a, comm::Commun
   parts.push_back(x.narrow(a.dim, a.own.crop_before, a.own_read()));
   if (recv_hi.size(a.dim) > 0) parts.push_back(recv_hi);
   if (a.own.pad_after > 0) parts.push_back(empty_along(x, a.dim, a.own.pad_after).fill_(pad_value));
-  return torch::cat(parts, a.dim);
+  return parts.size() == 1 ? parts[0] : torch::cat(parts, a.dim);
 }
 
 // Backward along one axis: the gradient of extend's output -> the gradient

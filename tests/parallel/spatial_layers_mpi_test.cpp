@@ -31,7 +31,7 @@ using cmpi::testing::test_seed;
 using cmpi::testing::world_size;
 
 // Uneven on every slicing of 2 and 4 ranks, and every halo fits a tile.
-constexpr int64_t kHeight = 55, kWidth = 50, kBatch = 2;
+constexpr int64_t kHeight = 55, kWidth = 51, kBatch = 2;
 
 std::unique_ptr<comm::Communicator> make_sp(const comm::Policy* policy = nullptr) {
   MPI_Comm comm;
@@ -210,6 +210,29 @@ TEST(SpatialGather, RoundTripIsExactAndBackwardKeepsTheOwnTile) {
     (gathered * upstream).sum().backward();
     EXPECT_TRUE(torch::equal(tile.grad(), tile_of(upstream, grid, sp->rank())));
   }
+}
+
+TEST(SpatialGather, ToRootGivesTheRootTheImageAndScattersItsGradient) {
+  auto sp = make_sp();
+  for (Slicing slicing : slicings())
+    for (int root : {0, sp->size() - 1}) {
+      SCOPED_TRACE(std::string(to_string(slicing)) + ", root " + std::to_string(root));
+      seed_case(3100 + uint64_t(slicing) * 10 + uint64_t(root));
+      const torch::Tensor image = torch::randn({kBatch, 3, kHeight, kWidth});
+      const torch::Tensor upstream = torch::randn(image.sizes());
+      const TileGrid grid(kHeight, kWidth, sp->size(), slicing);
+      torch::Tensor tile = tile_of(image, grid, sp->rank()).clone().requires_grad_(true);
+      torch::Tensor gathered = gather_tiles_to_root(tile, grid, *sp, root);
+      if (sp->rank() == root) {
+        EXPECT_TRUE(torch::equal(gathered, image));
+        (gathered * upstream).sum().backward();
+      } else {
+        EXPECT_EQ(gathered.numel(), 0);
+        torch::autograd::backward({gathered}, {torch::zeros({0})});
+      }
+      ASSERT_TRUE(tile.grad().defined());
+      EXPECT_TRUE(torch::equal(tile.grad(), tile_of(upstream, grid, sp->rank())));
+    }
 }
 
 // conv -> BN -> relu -> max pool -> conv (stride 2) -> gather -> loss, the
