@@ -1,4 +1,5 @@
-// sum_over_sp is an allreduce forward and backward (see sp_reductions.h);
+// sum_over_sp is an allreduce forward and backward, reduce_from_sp an
+// allreduce forward and the identity backward (see sp_reductions.h);
 // allreduce_spatial_gradients packs the gradients into one flat buffer so
 // that a layer stack costs one collective, not one per parameter.
 #include "parallel/spatial/sp_reductions.h"
@@ -37,7 +38,21 @@ struct SumOverSp : torch::autograd::Function<SumOverSp> {
   }
 };
 
+struct ReduceFromSp : torch::autograd::Function<ReduceFromSp> {
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, comm::Communicator* sp,
+                               int64_t key) {
+    return allreduced(x, *sp, comm::Role::kActivation, uint64_t(key));
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+torch::Tensor reduce_from_sp(const torch::Tensor& x, comm::Communicator& sp, uint64_t buffer_key) {
+  return ReduceFromSp::apply(x, &sp, int64_t(buffer_key));
+}
 
 torch::Tensor sum_over_sp(const torch::Tensor& x, comm::Communicator& sp, uint64_t buffer_key) {
   return SumOverSp::apply(x, &sp, int64_t(buffer_key));

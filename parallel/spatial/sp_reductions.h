@@ -7,6 +7,14 @@
 // of the reduced value. Forward names role `activation`, backward
 // `activation_grad`.
 //
+// reduce_from_sp: an autograd allreduce (sum) whose backward is the
+// identity, for a value whose consumers are replicated over sp (every rank
+// computes the same thing from it, e.g. the classifier after a global
+// pool): each rank then holds the same, whole gradient of the reduced value,
+// which is also the gradient of its own contribution (Megatron's
+// reduce_from_tp_region). Parameters of such a replicated tail get whole,
+// equal gradients on every sp rank: do not sum them over sp.
+//
 // allreduce_spatial_gradients: spatial layers replicate their parameters on
 // every sp rank, and each rank's backward leaves only its tile's contribution
 // in .grad. The caller sums them over sp with this function (before the dp
@@ -24,6 +32,9 @@
 namespace cmpi::parallel::spatial {
 
 torch::Tensor sum_over_sp(const torch::Tensor& x, comm::Communicator& sp, uint64_t buffer_key = 0);
+
+torch::Tensor reduce_from_sp(const torch::Tensor& x, comm::Communicator& sp,
+                             uint64_t buffer_key = 0);
 
 // Sums .grad of every parameter that has one over sp, in place. Every rank
 // must pass the same parameters in the same order, with gradients of the

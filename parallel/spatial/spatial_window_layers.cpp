@@ -13,6 +13,15 @@
 #include "parallel/spatial/halo_exchange_op.h"
 
 namespace cmpi::parallel::spatial {
+namespace {
+
+void require_no_dilation(const Window& window, const std::string& name) {
+  if (window.dilation != 1)
+    throw GeometryError("layer " + name + ": average pooling has no dilation (" +
+                        window.describe() + ")");
+}
+
+}  // namespace
 
 SpatialConv2dImpl::SpatialConv2dImpl(int64_t in_channels, int64_t out_channels,
                                      const Window& window, bool with_bias, const TileGrid& input,
@@ -20,18 +29,32 @@ SpatialConv2dImpl::SpatialConv2dImpl(int64_t in_channels, int64_t out_channels,
                                      uint64_t buffer_key)
     : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
   require_group_matches(input, sp, name);
-  weight = register_parameter(
-      "weight", torch::empty({out_channels, in_channels, window.kernel, window.kernel}));
+  init_parameters(in_channels, out_channels, with_bias);
+}
+
+SpatialConv2dImpl::SpatialConv2dImpl(int64_t in_channels, int64_t out_channels,
+                                     const Window& window, bool with_bias, Slicing slicing,
+                                     comm::Communicator& sp, const std::string& name,
+                                     uint64_t buffer_key)
+    : plan_(slicing, window, name), sp_(sp), buffer_key_(buffer_key) {
+  grid_shape(slicing, sp.size());  // a square slicing on a non-square group fails now
+  init_parameters(in_channels, out_channels, with_bias);
+}
+
+void SpatialConv2dImpl::init_parameters(int64_t in_channels, int64_t out_channels, bool with_bias) {
+  const int64_t k = plan_.window().kernel;
+  weight = register_parameter("weight", torch::empty({out_channels, in_channels, k, k}));
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (with_bias) {
-    const double bound = 1.0 / std::sqrt(double(in_channels * window.kernel * window.kernel));
+    const double bound = 1.0 / std::sqrt(double(in_channels * k * k));
     bias = register_parameter("bias", torch::empty({out_channels}).uniform_(-bound, bound));
   }
 }
 
 torch::Tensor SpatialConv2dImpl::forward(const torch::Tensor& tile) {
-  const Window& w = plan_.window();
-  const torch::Tensor local = halo_exchange(tile, plan_, sp_, 0.0, buffer_key_);
+  const WindowPlan& plan = plan_.for_tile(tile, sp_);
+  const Window& w = plan.window();
+  const torch::Tensor local = halo_exchange(tile, plan, sp_, 0.0, buffer_key_);
   const std::vector<int64_t> stride{w.stride, w.stride}, no_padding{0, 0},
       dilation{w.dilation, w.dilation};
   return torch::conv2d(local, weight, bias, stride, no_padding, dilation);
@@ -44,10 +67,18 @@ SpatialMaxPool2dImpl::SpatialMaxPool2dImpl(const Window& window, const TileGrid&
   require_group_matches(input, sp, name);
 }
 
+SpatialMaxPool2dImpl::SpatialMaxPool2dImpl(const Window& window, Slicing slicing,
+                                           comm::Communicator& sp, const std::string& name,
+                                           uint64_t buffer_key)
+    : plan_(slicing, window, name), sp_(sp), buffer_key_(buffer_key) {
+  grid_shape(slicing, sp.size());
+}
+
 torch::Tensor SpatialMaxPool2dImpl::forward(const torch::Tensor& tile) {
-  const Window& w = plan_.window();
+  const WindowPlan& plan = plan_.for_tile(tile, sp_);
+  const Window& w = plan.window();
   const torch::Tensor local =
-      halo_exchange(tile, plan_, sp_, -std::numeric_limits<double>::infinity(), buffer_key_);
+      halo_exchange(tile, plan, sp_, -std::numeric_limits<double>::infinity(), buffer_key_);
   return torch::max_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0},
                            {w.dilation, w.dilation});
 }
@@ -56,15 +87,22 @@ SpatialAvgPool2dImpl::SpatialAvgPool2dImpl(const Window& window, const TileGrid&
                                            comm::Communicator& sp, const std::string& name,
                                            uint64_t buffer_key)
     : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
-  if (window.dilation != 1)
-    throw GeometryError("layer " + name + ": average pooling has no dilation (" +
-                        window.describe() + ")");
+  require_no_dilation(window, name);
   require_group_matches(input, sp, name);
 }
 
+SpatialAvgPool2dImpl::SpatialAvgPool2dImpl(const Window& window, Slicing slicing,
+                                           comm::Communicator& sp, const std::string& name,
+                                           uint64_t buffer_key)
+    : plan_(slicing, window, name), sp_(sp), buffer_key_(buffer_key) {
+  require_no_dilation(window, name);
+  grid_shape(slicing, sp.size());
+}
+
 torch::Tensor SpatialAvgPool2dImpl::forward(const torch::Tensor& tile) {
-  const Window& w = plan_.window();
-  const torch::Tensor local = halo_exchange(tile, plan_, sp_, 0.0, buffer_key_);
+  const WindowPlan& plan = plan_.for_tile(tile, sp_);
+  const Window& w = plan.window();
+  const torch::Tensor local = halo_exchange(tile, plan, sp_, 0.0, buffer_key_);
   return torch::avg_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0});
 }
 

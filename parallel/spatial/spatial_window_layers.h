@@ -1,8 +1,12 @@
 // Spatial (tiled) Conv2d, MaxPool2d and AvgPool2d over the sp group. Each
 // takes this rank's tile [N, C, h, w] of the input image and returns its
 // tile of the output image, equal to the same slice of the single-rank
-// layer's output (float rounding aside). Each layer owns the WindowPlan of
-// its input grid; output_grid() is the next layer's input grid.
+// layer's output (float rounding aside). Each layer owns the plan of its
+// window over its input grid (LayerPlan): built from the input grid given to
+// the constructor, or, with a Slicing instead, at the first forward from the
+// tiles (one small allgather; for layer factories that do not know image
+// sizes). output_grid() is the next layer's input grid (after the first
+// forward for the latter).
 //
 // Conv2d: weight [out, in, k, k] and bias are replicated on every sp rank;
 // after backward .grad holds this tile's contribution only. Sum it over sp
@@ -21,6 +25,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "parallel/spatial/layer_plan.h"
 #include "parallel/spatial/tile_geometry.h"
 
 namespace cmpi::parallel::spatial {
@@ -31,14 +36,19 @@ class SpatialConv2dImpl : public torch::nn::Module {
   SpatialConv2dImpl(int64_t in_channels, int64_t out_channels, const Window& window, bool bias,
                     const TileGrid& input, comm::Communicator& sp, const std::string& name,
                     uint64_t buffer_key = 0);
+  // Grid inferred from the tiles at the first forward.
+  SpatialConv2dImpl(int64_t in_channels, int64_t out_channels, const Window& window, bool bias,
+                    Slicing slicing, comm::Communicator& sp, const std::string& name,
+                    uint64_t buffer_key = 0);
   torch::Tensor forward(const torch::Tensor& tile);
-  const TileGrid& output_grid() const { return plan_.output(); }
-  const WindowPlan& plan() const { return plan_; }
+  const TileGrid& output_grid() const { return plan_.plan().output(); }
+  const WindowPlan& plan() const { return plan_.plan(); }
 
   torch::Tensor weight, bias;  // bias undefined without one
 
  private:
-  WindowPlan plan_;
+  void init_parameters(int64_t in_channels, int64_t out_channels, bool bias);
+  LayerPlan plan_;
   comm::Communicator& sp_;
   uint64_t buffer_key_;
 };
@@ -48,11 +58,13 @@ class SpatialMaxPool2dImpl : public torch::nn::Module {
  public:
   SpatialMaxPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
                        const std::string& name, uint64_t buffer_key = 0);
+  SpatialMaxPool2dImpl(const Window& window, Slicing slicing, comm::Communicator& sp,
+                       const std::string& name, uint64_t buffer_key = 0);
   torch::Tensor forward(const torch::Tensor& tile);
-  const TileGrid& output_grid() const { return plan_.output(); }
+  const TileGrid& output_grid() const { return plan_.plan().output(); }
 
  private:
-  WindowPlan plan_;
+  LayerPlan plan_;
   comm::Communicator& sp_;
   uint64_t buffer_key_;
 };
@@ -63,11 +75,13 @@ class SpatialAvgPool2dImpl : public torch::nn::Module {
   // window.dilation must be 1 (GeometryError naming the layer otherwise).
   SpatialAvgPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
                        const std::string& name, uint64_t buffer_key = 0);
+  SpatialAvgPool2dImpl(const Window& window, Slicing slicing, comm::Communicator& sp,
+                       const std::string& name, uint64_t buffer_key = 0);
   torch::Tensor forward(const torch::Tensor& tile);
-  const TileGrid& output_grid() const { return plan_.output(); }
+  const TileGrid& output_grid() const { return plan_.plan().output(); }
 
  private:
-  WindowPlan plan_;
+  LayerPlan plan_;
   comm::Communicator& sp_;
   uint64_t buffer_key_;
 };

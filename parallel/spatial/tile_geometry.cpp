@@ -60,9 +60,7 @@ std::string Window::describe() const {
          ", dilation " + str(dilation);
 }
 
-TileGrid::TileGrid(int64_t height, int64_t width, int ranks, Slicing slicing,
-                   const std::string& where)
-    : height_(height), width_(width), slicing_(slicing) {
+GridShape grid_shape(Slicing slicing, int ranks) {
   if (ranks < 1) throw GeometryError("sp group of " + str(ranks) + " ranks (parallel.spatial)");
   switch (slicing) {
     case Slicing::kSquare: {
@@ -72,16 +70,22 @@ TileGrid::TileGrid(int64_t height, int64_t width, int ranks, Slicing slicing,
             "parallel.spatial_slicing: square slicing needs a square number of "
             "sp ranks (parallel.spatial), got " +
             str(ranks) + "; use vertical or horizontal");
-      rows_ = cols_ = side;
-      break;
+      return {side, side};
     }
     case Slicing::kVertical:
-      rows_ = 1, cols_ = ranks;
-      break;
+      return {1, ranks};
     case Slicing::kHorizontal:
-      rows_ = ranks, cols_ = 1;
-      break;
+      return {ranks, 1};
   }
+  return {};
+}
+
+TileGrid::TileGrid(int64_t height, int64_t width, int ranks, Slicing slicing,
+                   const std::string& where)
+    : height_(height), width_(width), slicing_(slicing) {
+  const GridShape shape = grid_shape(slicing, ranks);
+  rows_ = shape.rows;
+  cols_ = shape.cols;
   if (height < rows_ || width < cols_)
     throw GeometryError(where + ": " + str(height) + " x " + str(width) +
                         " pixels cannot be cut into " + str(rows_) + " x " + str(cols_) +

@@ -76,6 +76,13 @@ struct AxisWindow {
   }
 };
 
+// Tile rows x cols of `ranks` ranks under `slicing`; GeometryError for a
+// non-square count under `square` or fewer than one rank.
+struct GridShape {
+  int rows = 1, cols = 1;
+};
+GridShape grid_shape(Slicing slicing, int ranks);
+
 // Grid of ranks over an image of height x width pixels.
 class TileGrid {
  public:

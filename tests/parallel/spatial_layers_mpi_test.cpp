@@ -19,6 +19,7 @@
 #include "parallel/spatial/halo_exchange_op.h"
 #include "parallel/spatial/sp_reductions.h"
 #include "parallel/spatial/spatial_batch_norm.h"
+#include "parallel/spatial/spatial_global_pool.h"
 #include "parallel/spatial/spatial_window_layers.h"
 #include "parallel/spatial/tile_gather.h"
 #include "tests/support/mpi_world.h"
@@ -253,12 +254,19 @@ torch::Tensor reference_net(const SmallNet& n, const torch::Tensor& x) {
   return torch::conv2d(h, n.w2, {}, 2, 2);
 }
 
+// Lazy: the layers get only the slicing and infer their grids from the
+// tiles at the first forward (as a layer factory builds them).
 struct SpatialNet {
-  SpatialNet(const SmallNet& n, const TileGrid& grid, comm::Communicator& sp)
-      : conv1(3, 4, Window{3, 1, 1, 1}, true, grid, sp, "conv1", 1),
+  SpatialNet(const SmallNet& n, const TileGrid& grid, comm::Communicator& sp, bool lazy = false)
+      : conv1(lazy ? SpatialConv2d(3, 4, Window{3, 1, 1, 1}, true, grid.slicing(), sp, "conv1", 1)
+                   : SpatialConv2d(3, 4, Window{3, 1, 1, 1}, true, grid, sp, "conv1", 1)),
         bn(4, sp, 1e-5, 0.1, 2),
-        pool(Window{3, 2, 1, 1}, conv1->output_grid(), sp, "pool", 3),
-        conv2(4, 2, Window{5, 2, 2, 1}, false, pool->output_grid(), sp, "conv2", 4),
+        pool(lazy ? SpatialMaxPool2d(Window{3, 2, 1, 1}, grid.slicing(), sp, "pool", 3)
+                  : SpatialMaxPool2d(Window{3, 2, 1, 1}, conv1->output_grid(), sp, "pool", 3)),
+        conv2(lazy ? SpatialConv2d(4, 2, Window{5, 2, 2, 1}, false, grid.slicing(), sp, "conv2", 4)
+                   : SpatialConv2d(4, 2, Window{5, 2, 2, 1}, false, pool->output_grid(), sp,
+                                   "conv2", 4)),
+        grid_(grid),
         sp_(sp) {
     torch::NoGradGuard no_grad;
     conv1->weight.copy_(n.w1);
@@ -269,7 +277,8 @@ struct SpatialNet {
   }
   torch::Tensor forward(const torch::Tensor& tile) {
     auto h = pool->forward(bn->forward(conv1->forward(tile)).relu());
-    return gather_tiles(conv2->forward(h), conv2->output_grid(), sp_, 5);
+    auto out = conv2->forward(h);  // a lazy conv2 knows its grid from here on
+    return gather_tiles(out, conv2->output_grid(), sp_, 5);
   }
   std::vector<torch::Tensor> parameters() const {
     std::vector<torch::Tensor> all;
@@ -282,40 +291,70 @@ struct SpatialNet {
   SpatialBatchNorm2d bn;
   SpatialMaxPool2d pool;
   SpatialConv2d conv2;
+  TileGrid grid_;
   comm::Communicator& sp_;
 };
 
 TEST(SpatialNetwork, ThroughGatherEqualsTheSingleRankRun) {
   auto sp = make_sp();
+  for (Slicing slicing : slicings())
+    for (bool lazy : {false, true}) {
+      SCOPED_TRACE(std::string(to_string(slicing)) + (lazy ? ", grids inferred" : ", grids given"));
+      seed_case(4000 + uint64_t(slicing));
+      const SmallNet weights = make_net();
+      SmallNet ref_weights = weights;
+      for (auto* t : {&ref_weights.w1, &ref_weights.b1, &ref_weights.gamma, &ref_weights.beta,
+                      &ref_weights.w2})
+        *t = t->clone().requires_grad_(true);
+      const torch::Tensor x = torch::randn({kBatch, 3, kHeight, kWidth}).requires_grad_(true);
+      const torch::Tensor ref_out = reference_net(ref_weights, x);
+      const torch::Tensor upstream = torch::randn(ref_out.sizes());
+      (ref_out * upstream).sum().backward();
+
+      const TileGrid grid(kHeight, kWidth, sp->size(), slicing);
+      SpatialNet net(weights, grid, *sp, lazy);
+      torch::Tensor tile = tile_of(x.detach(), grid, sp->rank()).clone().requires_grad_(true);
+      const torch::Tensor out = net.forward(tile);
+      expect_close(out, ref_out.detach(), "gathered output", 5e-5);
+      // The tail is replicated: every rank computes the same loss from the
+      // whole image; its tile of the image gradient is its share.
+      (out * upstream).sum().backward();
+      expect_close(tile.grad(), tile_of(x.grad(), grid, sp->rank()), "input gradient", 5e-5);
+      allreduce_spatial_gradients(net.parameters(), *sp);
+      const auto params = net.parameters();
+      const std::vector<torch::Tensor> ref_params{ref_weights.w1, ref_weights.b1, ref_weights.gamma,
+                                                  ref_weights.beta, ref_weights.w2};
+      ASSERT_EQ(params.size(), ref_params.size());
+      for (size_t i = 0; i < params.size(); ++i)
+        expect_close(params[i].grad(), ref_params[i].grad(), "parameter " + std::to_string(i),
+                     1e-4);
+    }
+}
+
+// Global average pool into a classifier replicated over sp: the means, the
+// input gradient and the classifier's (not sp-summed) gradient equal the
+// single-rank run.
+TEST(SpatialGlobalAvgPool, FeedsAReplicatedClassifier) {
+  auto sp = make_sp();
   for (Slicing slicing : slicings()) {
     SCOPED_TRACE(to_string(slicing));
-    seed_case(4000 + uint64_t(slicing));
-    const SmallNet weights = make_net();
-    SmallNet ref_weights = weights;
-    for (auto* t :
-         {&ref_weights.w1, &ref_weights.b1, &ref_weights.gamma, &ref_weights.beta, &ref_weights.w2})
-      *t = t->clone().requires_grad_(true);
+    seed_case(6000 + uint64_t(slicing));
     const torch::Tensor x = torch::randn({kBatch, 3, kHeight, kWidth}).requires_grad_(true);
-    const torch::Tensor ref_out = reference_net(ref_weights, x);
-    const torch::Tensor upstream = torch::randn(ref_out.sizes());
+    const torch::Tensor fc = torch::randn({5, 3});
+    const torch::Tensor upstream = torch::randn({kBatch, 5});
+    const torch::Tensor ref_fc = fc.clone().requires_grad_(true);
+    const torch::Tensor ref_out = torch::linear(x.mean({2, 3}), ref_fc);
     (ref_out * upstream).sum().backward();
 
     const TileGrid grid(kHeight, kWidth, sp->size(), slicing);
-    SpatialNet net(weights, grid, *sp);
+    SpatialGlobalAvgPool pool(*sp);
+    const torch::Tensor my_fc = fc.clone().requires_grad_(true);
     torch::Tensor tile = tile_of(x.detach(), grid, sp->rank()).clone().requires_grad_(true);
-    const torch::Tensor out = net.forward(tile);
-    expect_close(out, ref_out.detach(), "gathered output", 5e-5);
-    // The tail is replicated: every rank computes the same loss from the
-    // whole image; its tile of the image gradient is its share.
+    const torch::Tensor out = torch::linear(pool->forward(tile), my_fc);
+    expect_close(out, ref_out.detach(), "classifier output");
     (out * upstream).sum().backward();
-    expect_close(tile.grad(), tile_of(x.grad(), grid, sp->rank()), "input gradient", 5e-5);
-    allreduce_spatial_gradients(net.parameters(), *sp);
-    const auto params = net.parameters();
-    const std::vector<torch::Tensor> ref_params{ref_weights.w1, ref_weights.b1, ref_weights.gamma,
-                                                ref_weights.beta, ref_weights.w2};
-    ASSERT_EQ(params.size(), ref_params.size());
-    for (size_t i = 0; i < params.size(); ++i)
-      expect_close(params[i].grad(), ref_params[i].grad(), "parameter " + std::to_string(i), 1e-4);
+    expect_close(tile.grad(), tile_of(x.grad(), grid, sp->rank()), "input gradient");
+    expect_close(my_fc.grad(), ref_fc.grad(), "classifier gradient");
   }
 }
 
@@ -394,6 +433,13 @@ TEST(SpatialErrors, AreNamedAndRaisedOnEveryRankBeforeAnyMessage) {
   const TileGrid other(kHeight, kWidth, sp->size() * 2, Slicing::kVertical);
   e = error_of([&] { SpatialMaxPool2d(Window{3, 2, 1, 1}, other, *sp, "pool1"); });
   EXPECT_TRUE(contains(e, "layer pool1") && contains(e, "parallel.spatial")) << e;
+  e = error_of([&] {  // tiles that are not one image's balanced split
+    SpatialConv2d lazy(3, 4, Window{3, 1, 1, 1}, true, Slicing::kVertical, *sp, "lazy.conv");
+    lazy->forward(torch::zeros({1, 3, 8, sp->rank() == 0 ? 20 : 5}));
+  });
+  EXPECT_TRUE(contains(e, "input of layer lazy.conv") && contains(e, "sp rank 0") &&
+              contains(e, "balanced"))
+      << e;
   e = error_of([&] { SpatialAvgPool2d(Window{3, 1, 1, 2}, small, *sp, "avg"); });
   EXPECT_TRUE(contains(e, "layer avg") && contains(e, "dilation")) << e;
   const TileGrid grid(kHeight, kWidth, sp->size(), Slicing::kVertical);
