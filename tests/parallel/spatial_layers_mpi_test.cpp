@@ -266,7 +266,6 @@ struct SpatialNet {
         conv2(lazy ? SpatialConv2d(4, 2, Window{5, 2, 2, 1}, false, grid.slicing(), sp, "conv2", 4)
                    : SpatialConv2d(4, 2, Window{5, 2, 2, 1}, false, pool->output_grid(), sp,
                                    "conv2", 4)),
-        grid_(grid),
         sp_(sp) {
     torch::NoGradGuard no_grad;
     conv1->weight.copy_(n.w1);
@@ -291,7 +290,6 @@ struct SpatialNet {
   SpatialBatchNorm2d bn;
   SpatialMaxPool2d pool;
   SpatialConv2d conv2;
-  TileGrid grid_;
   comm::Communicator& sp_;
 };
 
