@@ -169,14 +169,22 @@ void CnnTrainer::Impl::broadcast_parameters() {
   }
 }
 
+// One allreduce of all of them, flattened (there are two per BatchNorm).
 void CnnTrainer::Impl::average_running_statistics() {
   const int dp = groups.dims().dp;
   if (dp == 1) return;
   torch::NoGradGuard no_grad;
-  for (auto& s : model->running_statistics()) {
-    auto contiguous = s.contiguous();
-    groups.dp().allreduce(contiguous.data_ptr<float>(), size_t(s.numel()), comm::Role::kOther);
-    s.copy_(contiguous / double(dp));
+  auto statistics = model->running_statistics();
+  if (statistics.empty()) return;
+  std::vector<torch::Tensor> flat;
+  for (const auto& s : statistics) flat.push_back(s.reshape({-1}));
+  auto all = torch::cat(flat);
+  groups.dp().allreduce(all.data_ptr<float>(), size_t(all.numel()), comm::Role::kOther);
+  all.div_(double(dp));
+  int64_t offset = 0;
+  for (auto& s : statistics) {
+    s.copy_(all.narrow(0, offset, s.numel()).view_as(s));
+    offset += s.numel();
   }
 }
 

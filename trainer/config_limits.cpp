@@ -98,12 +98,16 @@ void check_size_limits(const Config& c) {
     const KeyBound resnet_bounds[] = {
         {"model.depth", m.depth, int64_t(1) << 16, "ResNet-1001 is the deepest published"},
         {"model.width", m.width, int64_t(1) << 16, ""},
+        {"model.image_size", m.image_size, int64_t(1) << 20, ""},
+        {"model.channels", m.channels, int64_t(1) << 16, ""},
+        {"model.classes", m.classes, int64_t(1) << 24, ""},
     };
-    for (const KeyBound& b : resnet_bounds)
-      if (b.value > b.max)
-        fail_at(c, b.key,
-                "must be <= " + std::to_string(b.max) + ", got " + std::to_string(b.value) + " (" +
-                    b.why + ")");
+    for (const KeyBound& b : resnet_bounds) {
+      if (b.value <= b.max) continue;
+      std::string why = "must be <= " + std::to_string(b.max) + ", got " + std::to_string(b.value);
+      if (*b.why) why += " (" + std::string(b.why) + ")";
+      fail_at(c, b.key, why);
+    }
     // The widest activation at full resolution: the first group's block
     // output, 4 x width channels.
     check_product(c,

@@ -64,9 +64,9 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("init_std", model.init_std, above(0.0));
   r.read("depth", model.depth, positive());
   r.read("width", model.width, positive());
-  r.read("image_size", model.image_size, IntRange{4, int64_t(1) << 20});
-  r.read("channels", model.channels, IntRange{1, int64_t(1) << 16});
-  r.read("classes", model.classes, IntRange{2, int64_t(1) << 24});
+  r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
+  r.read("channels", model.channels, positive());
+  r.read("classes", model.classes, IntRange{2, std::numeric_limits<int64_t>::max()});
   if (model.kind == "resnet" && (model.depth < 11 || (model.depth - 2) % 9 != 0))
     r.fail("depth", "a ResNet's depth must be 9n + 2 with n >= 1 (11, 20, 29, ..., 110), got " +
                         std::to_string(model.depth));
