@@ -352,9 +352,18 @@ void check_consistency(const Config& c) {
     try {
       parallel::partition_layers(model_shape(c.model).layers, p.pipeline, p.stage_layers);
     } catch (const std::invalid_argument& e) {
-      const std::string prefix = "parallel.stage_layers ", why = e.what();
-      fail_at(c, "parallel.stage_layers",
-              why.compare(0, prefix.size(), prefix) == 0 ? why.substr(prefix.size()) : why);
+      const std::string prefix = "parallel.stage_layers ";
+      std::string why = e.what();
+      if (why.compare(0, prefix.size(), prefix) == 0) why = why.substr(prefix.size());
+      const std::string gpt_layers = "model.layers is ";
+      const size_t at = why.find(gpt_layers);
+      if (c.model.kind == "resnet" && at != std::string::npos)
+        why.replace(at, gpt_layers.size(), "the ResNet has ");
+      if (c.model.kind == "resnet")
+        why += " (model.depth " + std::to_string(c.model.depth) + " makes " +
+               std::to_string(models::resnet_layer_count(c.model.depth)) +
+               " layers: the stem, each bottleneck block, the head)";
+      fail_at(c, "parallel.stage_layers", why);
     }
   }
 }

@@ -1,9 +1,8 @@
 // The ResNet trainer under MPI (4 ranks): the single-rank run learns the
 // synthetic images (loss falls, accuracy on training and held-out images
-// rises above chance), and data parallelism (dp2, also with ZeRO 1),
-// pipeline parallelism (pp2 with gpipe
-// and 1f1b, balanced and uneven stages) and dp2 x pp2 reproduce its loss and
-// accuracy trajectory. Every layout uses the same micro-batch size, so
+// rises above chance), and data parallelism (dp2, also with ZeRO 1), pipeline
+// parallelism (pp2 with gpipe and 1f1b, balanced and uneven stages, pp4) and
+// dp2 x pp2 reproduce its loss and accuracy trajectory. Every layout uses the same micro-batch size, so
 // BatchNorm sees the same micro-batches. Only the order of float sums differs
 // (the gradient reduction over dp; the global gradient norm summed per stage
 // over pp, which moves the clipping factor by an ulp): a relative 1e-5 per

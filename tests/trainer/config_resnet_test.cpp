@@ -48,7 +48,8 @@ TEST_F(ConfigTest, ResnetStagesCountItsLayers) {
   const std::string text = kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 2]\n";
   const std::string message = error_of([&] { load_config(write(text)); });
   EXPECT_CONTAINS(message, "parallel.stage_layers");
-  EXPECT_CONTAINS(message, "8");
+  EXPECT_CONTAINS(message, "the ResNet has 8");
+  EXPECT_CONTAINS(message, "model.depth 20 makes 8 layers");
 }
 
 TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
