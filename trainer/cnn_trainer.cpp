@@ -4,13 +4,16 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <stdexcept>
+#include <thread>
 
 #include "data/synthetic_images.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/resnet_plan.h"
+#include "parallel/bidirectional_pipeline.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/pipeline_engine.h"
 #include "parallel/pipeline_stages.h"
@@ -65,18 +68,27 @@ struct CnnTrainer::Impl {
       : config(c), groups(g), options(std::move(o)), images(image_options(c)), model(nullptr) {}
 
   void setup();
+  // Replica B of the bi-directional pipeline: this rank's stage S-1-r, its
+  // engine over the reversed pp group, its optimizer.
+  void setup_replica_b(const parallel::DataParallelOptimizerOptions& optimizer_options);
   // Loss (mean over the global batch) of one step; counts right answers.
   double train_step(int64_t step);
-  double pipeline_step(int64_t step, double scale);
+  // Micro-batches [first, first + count) of the step through `engine`.
+  double pipeline_step(parallel::PipelineEngine& engine, models::CnnStage& stage, double& counter,
+                       int64_t step, int64_t first, int64_t count, double scale, bool overlap);
+  // Both replicas, B on its own thread so each fills the other's bubbles;
+  // then every stage's two copies sum their gradients.
+  double bidirectional_step(int64_t step, double scale);
   // This rank's micro-batch m of global batch `batch`: positions
   // (dp · micro_batches + m) · micro_batch ... of that batch.
   ImageBatch micro_batch(data::ImageSplit split, int64_t batch, int64_t m) const;
-  // Cross-entropy of the logits; adds the right answers to `correct`.
-  torch::Tensor classify_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+  // Cross-entropy of the logits; adds the right answers to `counter`.
+  torch::Tensor classify_loss(const torch::Tensor& logits, const torch::Tensor& labels,
+                              double& counter) const;
   // (loss, accuracy) over eval.batches global batches of the valid split.
   std::pair<double, double> evaluate();
-  void broadcast_parameters();
-  void average_running_statistics();
+  void broadcast_parameters(models::CnnStage& stage);
+  void average_running_statistics(models::CnnStage& stage);
   comm::OpCounters comm_totals() const;
   std::string groups_json() const;
   std::string memory_json() const;
@@ -90,6 +102,12 @@ struct CnnTrainer::Impl {
   models::CnnStage model;
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
   std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  // parallel.bidirectional only: replica B.
+  std::unique_ptr<comm::Communicator> reversed_pp;
+  models::CnnStage model_b{nullptr};
+  std::unique_ptr<parallel::PipelineEngine> pipeline_b;
+  std::unique_ptr<parallel::DataParallelOptimizer> optimizer_b;
+  double correct_b = 0;
   std::unique_ptr<NonfiniteGuard> guard;
   LrSchedule schedule;
   int64_t micro_batches = 1;
@@ -141,14 +159,17 @@ void CnnTrainer::Impl::setup() {
         groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule), input, output);
   }
   const auto infos = model->param_infos();
-  broadcast_parameters();
+  broadcast_parameters(model);
 
   parallel::DataParallelOptimizerOptions optimizer_options;
   optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
   optimizer_options.zero_stage = int(config.parallel.zero_stage);
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
-  optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
+  // The two replicas' gradients are summed after backward: nothing may be
+  // reduced over dp before that.
+  optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce && !config.parallel.bidirectional;
   optimizer = parallel::make_data_parallel_optimizer(infos, optimizer_options, groups);
+  if (config.parallel.bidirectional) setup_replica_b(optimizer_options);
   schedule.peak = t.lr;
   schedule.min_lr = t.min_lr;
   schedule.warmup_steps = t.warmup_steps;
@@ -156,12 +177,38 @@ void CnnTrainer::Impl::setup() {
   guard = std::make_unique<NonfiniteGuard>(t, groups);
 }
 
+void CnnTrainer::Impl::setup_replica_b(
+    const parallel::DataParallelOptimizerOptions& optimizer_options) {
+  const auto& t = config.training;
+  const auto& dims = groups.dims();
+  if (dims.pp < 2 || micro_batches % 2 != 0)
+    throw std::invalid_argument(
+        "parallel.bidirectional needs parallel.pipeline >= 2 and an even number of "
+        "micro-batches per data-parallel rank, got " +
+        dims.to_string() + " and " + std::to_string(micro_batches) + " micro-batches");
+  reversed_pp = parallel::reversed_pipeline_group(groups);
+  const auto stage = parallel::stage_of(int64_t(plan.size()), dims.pp, reversed_pp->rank(),
+                                        config.parallel.stage_layers);
+  models::LocalConvLayerFactory factory;
+  model_b = models::CnnStage(plan, stage.first_layer, stage.end_layer, factory, config.run.seed);
+  const auto& first = plan[size_t(stage.first_layer)];
+  const auto& last = plan[size_t(stage.end_layer - 1)];
+  const std::vector<int64_t> input{t.micro_batch, first.in_channels, first.in_size, first.in_size};
+  std::vector<int64_t> output{t.micro_batch, last.out_channels, last.out_size, last.out_size};
+  if (model_b->has_head()) output = {t.micro_batch, last.out_channels};
+  pipeline_b = std::make_unique<parallel::PipelineEngine>(
+      *reversed_pp, parallel::make_pipeline_schedule(config.parallel.schedule), input, output);
+  broadcast_parameters(model_b);
+  optimizer_b =
+      parallel::make_data_parallel_optimizer(model_b->param_infos(), optimizer_options, groups);
+}
+
 // Every DP replica starts from DP rank 0's weights and statistics.
-void CnnTrainer::Impl::broadcast_parameters() {
+void CnnTrainer::Impl::broadcast_parameters(models::CnnStage& stage) {
   if (groups.dims().dp == 1) return;
   torch::NoGradGuard no_grad;
-  auto tensors = model->running_statistics();
-  for (const auto& info : model->param_infos()) tensors.push_back(info.tensor);
+  auto tensors = stage->running_statistics();
+  for (const auto& info : stage->param_infos()) tensors.push_back(info.tensor);
   for (auto& p : tensors) {
     auto contiguous = p.contiguous();
     groups.dp().broadcast(contiguous.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
@@ -170,11 +217,11 @@ void CnnTrainer::Impl::broadcast_parameters() {
 }
 
 // One allreduce of all of them, flattened (there are two per BatchNorm).
-void CnnTrainer::Impl::average_running_statistics() {
+void CnnTrainer::Impl::average_running_statistics(models::CnnStage& stage) {
   const int dp = groups.dims().dp;
   if (dp == 1) return;
   torch::NoGradGuard no_grad;
-  auto statistics = model->running_statistics();
+  auto statistics = stage->running_statistics();
   if (statistics.empty()) return;
   std::vector<torch::Tensor> flat;
   for (const auto& s : statistics) flat.push_back(s.reshape({-1}));
@@ -206,8 +253,8 @@ ImageBatch CnnTrainer::Impl::micro_batch(data::ImageSplit split, int64_t batch, 
 }
 
 torch::Tensor CnnTrainer::Impl::classify_loss(const torch::Tensor& logits,
-                                              const torch::Tensor& labels) {
-  correct += double(logits.detach().argmax(1).eq(labels).sum().item<int64_t>());
+                                              const torch::Tensor& labels, double& counter) const {
+  counter += double(logits.detach().argmax(1).eq(labels).sum().item<int64_t>());
   return torch::nn::functional::cross_entropy(logits, labels);
 }
 
@@ -219,12 +266,14 @@ double CnnTrainer::Impl::train_step(int64_t step) {
   model->train();
   correct = 0;
   double local_loss = 0;
-  if (pipeline) {
-    local_loss = pipeline_step(step, scale);
+  if (optimizer_b) {
+    local_loss = bidirectional_step(step, scale);
+  } else if (pipeline) {
+    local_loss = pipeline_step(*pipeline, model, correct, step, 0, micro_batches, scale, true);
   } else {
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto batch = micro_batch(data::ImageSplit::kTrain, step, m);
-      auto loss = classify_loss(model->forward(batch.images), batch.labels);
+      auto loss = classify_loss(model->forward(batch.images), batch.labels, correct);
       if (m + 1 == micro_batches) optimizer->begin_last_micro_batch();
       (loss * scale).backward();
       local_loss += loss.item<double>() * scale;
@@ -232,11 +281,17 @@ double CnnTrainer::Impl::train_step(int64_t step) {
   }
   last_local_loss = local_loss;
   last_grad_norm = optimizer->step(schedule.at(step), config.training.grad_clip);
-  average_running_statistics();
+  average_running_statistics(model);
+  if (optimizer_b) {
+    // The same reduced gradient and norm as A's copies: the same update.
+    optimizer_b->step(schedule.at(step), config.training.grad_clip);
+    average_running_statistics(model_b);
+  }
 
-  // Only the last stage counted right answers; the loss is already on every stage.
-  float counted = float(correct);
-  if (pipeline) groups.pp().broadcast(&counted, 1, pipeline->stages() - 1, comm::Role::kOther);
+  // Only a last stage counted right answers (A's on pp rank S-1, B's on pp
+  // rank 0); the loss is already on every stage.
+  float counted = float(correct + correct_b);
+  if (pipeline) groups.pp().allreduce(&counted, 1, comm::Role::kOther);
   float totals[2] = {float(local_loss), counted};
   if (dp > 1) groups.dp().allreduce(totals, 2, comm::Role::kOther);
   last_accuracy = double(totals[1]) / double(config.training.global_batch);
@@ -244,15 +299,62 @@ double CnnTrainer::Impl::train_step(int64_t step) {
 }
 
 // The first stage draws the images, the last one their labels.
-double CnnTrainer::Impl::pipeline_step(int64_t step, double scale) {
+double CnnTrainer::Impl::pipeline_step(parallel::PipelineEngine& engine, models::CnnStage& stage,
+                                       double& counter, int64_t step, int64_t first, int64_t count,
+                                       double scale, bool overlap) {
   parallel::PipelineStageWork work;
-  work.before_last_backward = [&] { optimizer->begin_last_micro_batch(); };
-  work.embed = [&](int64_t m) { return micro_batch(data::ImageSplit::kTrain, step, m).images; };
-  work.run_blocks = [&](const torch::Tensor& x) { return model->forward(x); };
-  work.loss = [&](const torch::Tensor& logits, int64_t m) {
-    return classify_loss(logits, micro_batch(data::ImageSplit::kTrain, step, m).labels);
+  if (overlap) work.before_last_backward = [&] { optimizer->begin_last_micro_batch(); };
+  work.embed = [&, first](int64_t m) {
+    return micro_batch(data::ImageSplit::kTrain, step, first + m).images;
   };
-  return pipeline->run_step(work, micro_batches, scale);
+  work.run_blocks = [&](const torch::Tensor& x) { return stage->forward(x); };
+  work.loss = [&, first](const torch::Tensor& logits, int64_t m) {
+    return classify_loss(logits, micro_batch(data::ImageSplit::kTrain, step, first + m).labels,
+                         counter);
+  };
+  return engine.run_step(work, count, scale);
+}
+
+// A runs micro-batches [0, M/2) on this thread, B [M/2, M) on another; their
+// engines use different communicators (pp, reversed pp), so neither's
+// messages can match the other's. Then stage s's two copies (pp ranks s and
+// S-1-s) sum their gradients and average their BatchNorm statistics.
+double CnnTrainer::Impl::bidirectional_step(int64_t step, double scale) {
+  const int64_t half = micro_batches / 2;
+  optimizer_b->zero_grad();
+  optimizer_b->before_forward();
+  model_b->train();
+  correct_b = 0;
+  double loss_b = 0;
+  std::exception_ptr failure_b;
+  std::thread replica_b([&] {
+    try {
+      loss_b = pipeline_step(*pipeline_b, model_b, correct_b, step, half, half, scale, false);
+    } catch (...) {
+      failure_b = std::current_exception();
+    }
+  });
+  double loss_a = 0;
+  try {
+    loss_a = pipeline_step(*pipeline, model, correct, step, 0, half, scale, false);
+  } catch (...) {
+    // B may be waiting on a rank that will never send: the caller aborts
+    // the job (main), which ends it.
+    replica_b.detach();
+    throw;
+  }
+  replica_b.join();
+  if (failure_b) std::rethrow_exception(failure_b);
+
+  std::vector<torch::Tensor> grads_a, grads_b;
+  for (const auto& info : model->param_infos()) grads_a.push_back(info.tensor.grad());
+  for (const auto& info : model_b->param_infos()) grads_b.push_back(info.tensor.grad());
+  parallel::combine_with_mirror(groups.pp(), grads_a, grads_b, comm::Role::kGradient,
+                                parallel::MirrorCombine::kSum);
+  parallel::combine_with_mirror(groups.pp(), model->running_statistics(),
+                                model_b->running_statistics(), comm::Role::kOther,
+                                parallel::MirrorCombine::kAverage);
+  return loss_a + loss_b;
 }
 
 std::pair<double, double> CnnTrainer::Impl::evaluate() {
@@ -266,7 +368,7 @@ std::pair<double, double> CnnTrainer::Impl::evaluate() {
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto batch = micro_batch(data::ImageSplit::kValid, b, m);
-      loss += classify_loss(model->forward(batch.images), batch.labels).item<double>();
+      loss += classify_loss(model->forward(batch.images), batch.labels, correct).item<double>();
     }
   model->train();
   float totals[2] = {float(loss / double(batches * micro_batches * dp)), float(correct)};
@@ -278,6 +380,7 @@ std::pair<double, double> CnnTrainer::Impl::evaluate() {
 comm::OpCounters CnnTrainer::Impl::comm_totals() const {
   comm::OpCounters sum;
   for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
+  if (reversed_pp) sum += reversed_pp->stats().total();
   return sum;
 }
 
@@ -289,6 +392,10 @@ std::string CnnTrainer::Impl::groups_json() const {
     out += (out.size() > 1 ? ",\"" : "\"") + std::string(comm::to_string(kind)) +
            "\":" + stats.to_json();
   }
+  // Replica B's pipeline traffic (parallel.bidirectional).
+  if (reversed_pp && reversed_pp->stats().total().calls > 0)
+    out += (out.size() > 1 ? "," : "") + std::string("\"pp_reverse\":") +
+           reversed_pp->stats().to_json();
   return out + "}";
 }
 
@@ -308,7 +415,7 @@ RankHealth CnnTrainer::Impl::health() const {
   RankHealth h;
   h.world_rank = groups.world_rank();
   h.coord = groups.coord();
-  h.computed_loss = !pipeline || pipeline->is_last();
+  h.computed_loss = !pipeline || pipeline->is_last() || (pipeline_b && pipeline_b->is_last());
   h.loss = last_local_loss;
   h.update_skipped = optimizer->last_step_skipped();
   h.own_param = optimizer->last_nonfinite_gradients().own_param;
@@ -335,6 +442,8 @@ TrainResult CnnTrainer::run() {
   result.parameters = models::resnet_parameter_count(resnet_options(s.config));
   int64_t local_parameters = 0;
   for (const auto& info : s.model->param_infos()) local_parameters += info.tensor.numel();
+  if (s.model_b)
+    for (const auto& info : s.model_b->param_infos()) local_parameters += info.tensor.numel();
   if (is_root && print_every > 0) {
     const auto& m = s.config.model;
     std::printf(

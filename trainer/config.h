@@ -54,6 +54,10 @@ struct ParallelConfig {
   // `balanced` in YAML).
   std::vector<int64_t> stage_layers;
   int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
+  // Two model replicas pipelined in opposite directions over the same pp
+  // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
+  // rank's micro-batches; their gradients are summed with each other.
+  bool bidirectional = false;
 };
 
 struct TrainingConfig {

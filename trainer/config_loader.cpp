@@ -103,6 +103,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
   read_stage_layers(r, parallel.stage_layers);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
+  r.read("bidirectional", parallel.bidirectional);
   r.finish();
 }
 
@@ -292,7 +293,24 @@ void check_resnet(const Config& c) {
                 c.training.on_nonfinite);
 }
 
+void check_bidirectional(const Config& c) {
+  if (c.model.kind != "resnet")
+    fail_at(c, "parallel.bidirectional",
+            "the bi-directional pipeline is implemented for model.kind resnet only");
+  if (c.parallel.pipeline < 2)
+    fail_at(c, "parallel.bidirectional",
+            "needs a pipeline (parallel.pipeline >= 2), got parallel.pipeline " +
+                std::to_string(c.parallel.pipeline));
+  if (c.parallel.zero_stage > 1)
+    fail_at(c, "parallel.zero_stage",
+            "the bi-directional pipeline supports ZeRO stages 0 and 1, got " +
+                std::to_string(c.parallel.zero_stage));
+  if (c.eval.every > 0)
+    fail_at(c, "eval.every", "evaluation is not implemented with parallel.bidirectional");
+}
+
 void check_consistency(const Config& c) {
+  if (c.parallel.bidirectional) check_bidirectional(c);
   if (c.model.kind == "resnet") {
     check_resnet(c);
   } else if (c.data.kind == "images") {
@@ -476,6 +494,14 @@ parallel::ParallelDims validate_layout(const Config& config, int world_size) {
                 std::to_string(t.micro_batch) + " over " + std::to_string(dims.dp) +
                 " data-parallel ranks (" + dims.to_string() + world_text + "): it must be a " +
                 "multiple of training.micro_batch x dp = " + std::to_string(per_step));
+  const int64_t micro_batches = t.global_batch / per_step;
+  if (config.parallel.bidirectional && micro_batches % 2 != 0)
+    fail_at(config, "training.global_batch",
+            std::to_string(t.global_batch) + " images make " + std::to_string(micro_batches) +
+                " micro-batches per data-parallel rank (" + dims.to_string() + world_text +
+                "); parallel.bidirectional splits them between its two replicas, so it needs an "
+                "even number: a multiple of 2 x training.micro_batch x dp = " +
+                std::to_string(2 * per_step));
   return dims;
 }
 
@@ -522,6 +548,7 @@ std::string to_yaml(const Config& c) {
     out << YAML::EndSeq;
   }
   put(out, "dp_bucket_bytes", format_size(c.parallel.dp_bucket_bytes));
+  put(out, "bidirectional", c.parallel.bidirectional);
   out << YAML::EndMap;
 
   begin_section(out, "training");

@@ -2,12 +2,12 @@
 // synthetic images (loss falls, accuracy on training and held-out images
 // rises above chance), and data parallelism (dp2, also with ZeRO 1), pipeline
 // parallelism (pp2 with gpipe and 1f1b, balanced and uneven stages, pp4) and
-// dp2 x pp2 reproduce its loss and accuracy trajectory. Every layout uses the same micro-batch size, so
-// BatchNorm sees the same micro-batches. Only the order of float sums differs
-// (the gradient reduction over dp; the global gradient norm summed per stage
-// over pp, which moves the clipping factor by an ulp): a relative 1e-5 per
-// step (measured ~1e-7). The accuracy may differ by at most one image per
-// step (a near tie between two logits can fall either way).
+// dp2 x pp2, and the bi-directional pipeline (pp2, pp4, dp2 x pp2) reproduce
+// its loss and accuracy trajectory. Every layout uses the same micro-batch
+// size, so BatchNorm sees the same micro-batches. Only the order of float sums differs (the
+// gradient reduction over dp; the global gradient norm summed per stage over pp, which moves the
+// clipping factor by an ulp): a relative 1e-5 per step (measured ~1e-7). The accuracy may differ by
+// at most one image per step (a near tie between two logits can fall either way).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -171,6 +171,26 @@ TEST_F(CnnTrajectory, DataAndPipelineMatchSingleRank) {
   const TrainResult reference = single_rank(config_);
   expect_same_run(reference, train_on(MPI_COMM_WORLD, config_, dims_of(2, 2, 1)),
                   "dp2 x pp2 zero1 1f1b");
+}
+
+// GEMS-MASTER: two replicas in opposite directions over the same pp ranks,
+// half of the micro-batches each, gradients summed between the copies of
+// each stage: the single-rank trajectory again.
+TEST_F(CnnTrajectory, BidirectionalPipelineMatchesSingleRank) {
+  const TrainResult reference = single_rank(config_);
+  Config two = config_;
+  two.parallel.bidirectional = true;
+  two.parallel.schedule = "gpipe";
+  expect_same_run(reference, train_in_groups_of(2, two, dims_of(1, 2)), "bidirectional pp2 gpipe");
+  Config four = config_;
+  four.parallel.bidirectional = true;
+  four.parallel.stage_layers = {2, 1, 1, 1};
+  expect_same_run(reference, train_on(MPI_COMM_WORLD, four, dims_of(1, 4)),
+                  "bidirectional pp4 [2, 1, 1, 1] 1f1b");
+  Config dp = config_;
+  dp.parallel.bidirectional = true;
+  expect_same_run(reference, train_on(MPI_COMM_WORLD, dp, dims_of(2, 2, 1)),
+                  "bidirectional dp2 x pp2 zero1");
 }
 
 }  // namespace

@@ -68,6 +68,12 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
       {kResnet + "checkpoint:\n  every: 5\n", "checkpoint.every", "BatchNorm"},
       {kResnet + "data:\n  noise: -1\n", "data.noise", ">= 0"},
       {kResnet + "parallel:\n  pipeline: 9\n", "parallel.pipeline", "layers"},
+      {"parallel:\n  pipeline: 2\n  bidirectional: true\n", "parallel.bidirectional",
+       "resnet only"},
+      {kResnet + "parallel:\n  bidirectional: true\n", "parallel.bidirectional",
+       "parallel.pipeline >= 2"},
+      {kResnet + "parallel:\n  pipeline: 2\n  zero_stage: 2\n  bidirectional: true\n",
+       "parallel.zero_stage", "stages 0 and 1"},
   };
   for (const Case& c : cases) {
     const std::string path = write(c.yaml);
@@ -76,6 +82,19 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
     EXPECT_CONTAINS(message, c.words);
     EXPECT_CONTAINS(message, "run.yaml") << "the file is named";
   }
+}
+
+TEST_F(ConfigTest, BidirectionalNeedsAnEvenMicroBatchCount) {
+  const Config c =
+      load_config(write(kResnet + "parallel:\n  pipeline: 2\n  bidirectional: true\n"
+                                  "training:\n  global_batch: 48\n  micro_batch: 8\n"));
+  EXPECT_TRUE(c.parallel.bidirectional);
+  EXPECT_TRUE(parse_config(to_yaml(c), "resolved.yaml").parallel.bidirectional);
+  EXPECT_EQ(validate_layout(c, 2).pp, 2) << "6 micro-batches: 3 per replica";
+  const std::string message = error_of([&] { validate_layout(c, 4); });
+  EXPECT_CONTAINS(message, "training.global_batch");
+  EXPECT_CONTAINS(message, "3 micro-batches");
+  EXPECT_CONTAINS(message, "even");
 }
 
 }  // namespace
