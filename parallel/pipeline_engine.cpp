@@ -26,47 +26,53 @@ struct PipelineEngine::Pending {
 
 PipelineEngine::PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
                                std::vector<int64_t> activation_shape)
+    : PipelineEngine(pp, std::move(schedule), activation_shape, activation_shape) {}
+
+PipelineEngine::PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
+                               std::vector<int64_t> input_shape, std::vector<int64_t> output_shape)
     : pp_(pp),
       schedule_(std::move(schedule)),
-      activation_shape_(std::move(activation_shape)),
+      input_shape_(std::move(input_shape)),
+      output_shape_(std::move(output_shape)),
       stage_(pp.rank()),
       stages_(pp.size()) {
   if (!schedule_) throw std::invalid_argument("pipeline engine: no schedule given");
-  if (activation_shape_.empty())
-    throw std::invalid_argument("pipeline engine: empty activation shape");
-  for (int64_t d : activation_shape_) {
-    if (d <= 0)
-      throw std::invalid_argument("pipeline engine: activation shape " +
-                                  c10::str(c10::IntArrayRef(activation_shape_)) +
-                                  " has a non-positive dimension");
-    activation_numel_ *= d;
+  for (const auto* shape : {&input_shape_, &output_shape_}) {
+    if (shape->empty()) throw std::invalid_argument("pipeline engine: empty activation shape");
+    for (int64_t d : *shape)
+      if (d <= 0)
+        throw std::invalid_argument("pipeline engine: activation shape " +
+                                    c10::str(c10::IntArrayRef(*shape)) +
+                                    " has a non-positive dimension");
   }
 }
 
-void PipelineEngine::check_shape(const torch::Tensor& tensor, const char* what,
-                                 int64_t micro_batch) const {
-  if (!tensor.defined() || tensor.sizes() != c10::IntArrayRef(activation_shape_) ||
+void PipelineEngine::check_shape(const torch::Tensor& tensor, const char* what, int64_t micro_batch,
+                                 const std::vector<int64_t>& shape) const {
+  if (!tensor.defined() || tensor.sizes() != c10::IntArrayRef(shape) ||
       tensor.scalar_type() != torch::kFloat)
     throw std::logic_error(std::string("pipeline stage ") + std::to_string(stage_) +
                            ", micro-batch " + std::to_string(micro_batch) + ": " + what + " is " +
                            (tensor.defined() ? c10::str(tensor.sizes(), " ", tensor.scalar_type())
                                              : std::string("undefined")) +
-                           ", expected float " + c10::str(c10::IntArrayRef(activation_shape_)));
+                           ", expected float " + c10::str(c10::IntArrayRef(shape)));
 }
 
 torch::Tensor PipelineEngine::receive(int64_t micro_batch, int from, bool gradient) {
-  auto tensor = torch::empty(activation_shape_, torch::kFloat);
-  pp_.recv(tensor.data_ptr<float>(), size_t(activation_numel_), from, tag_of(micro_batch),
+  // A gradient arrives for this stage's output, an activation as its input.
+  auto tensor = torch::empty(gradient ? output_shape_ : input_shape_, torch::kFloat);
+  pp_.recv(tensor.data_ptr<float>(), size_t(tensor.numel()), from, tag_of(micro_batch),
            gradient ? comm::Role::kActivationGrad : comm::Role::kActivation);
   return tensor;
 }
 
 void PipelineEngine::send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
                           Pending& pending) {
-  check_shape(tensor, gradient ? "the input gradient" : "the stage output", micro_batch);
+  check_shape(tensor, gradient ? "the input gradient" : "the stage output", micro_batch,
+              gradient ? input_shape_ : output_shape_);
   auto contiguous = tensor.detach().contiguous();
   pending.request =
-      pp_.isend(contiguous.data_ptr<float>(), size_t(activation_numel_), to, tag_of(micro_batch),
+      pp_.isend(contiguous.data_ptr<float>(), size_t(contiguous.numel()), to, tag_of(micro_batch),
                 gradient ? comm::Role::kActivationGrad : comm::Role::kActivation,
                 gradient ? kActivationGradKey : kActivationKey);
   pending.keep_alive = std::move(contiguous);
@@ -116,7 +122,7 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
       } else {
         slot.input = receive(m, stage_ - 1, /*gradient=*/false).requires_grad_(true);
       }
-      check_shape(slot.input, "the stage input", m);
+      check_shape(slot.input, "the stage input", m, input_shape_);
       auto output = work.run_blocks(slot.input);
       if (last) {
         auto loss = work.loss(output, m);

@@ -4,7 +4,8 @@
 // the neighbouring stages through the pp group.
 //
 // Forward m: the first stage embeds micro-batch m; a later stage receives
-// the previous stage's output [micro_batch, T, H] (role activation, tag m)
+// the previous stage's output (role activation, tag m; [micro_batch, T, H]
+// for a GPT, [micro_batch, C, H, W] for a CNN, whose shape differs per stage)
 // into a fresh leaf tensor that requires grad. The stage's blocks run; the
 // last stage computes the loss, any other stage sends its output on.
 // Backward m: the last stage back-propagates loss·scale; any other stage
@@ -39,9 +40,11 @@ namespace cmpi::parallel {
 // Only the functions of the stage's role need to be set: `embed` on the
 // first stage, `loss` on the last, `run_blocks` everywhere.
 struct PipelineStageWork {
-  // Micro-batch m's embedded tokens, [micro_batch, T, H].
+  // Micro-batch m's first-stage input: embedded tokens [micro_batch, T, H]
+  // (or images [micro_batch, C, H, W]).
   std::function<torch::Tensor(int64_t micro_batch)> embed;
-  // This stage's layers: [micro_batch, T, H] -> [micro_batch, T, H].
+  // This stage's layers: input shape -> output shape (the GPT's blocks keep
+  // [micro_batch, T, H]).
   std::function<torch::Tensor(const torch::Tensor& hidden)> run_blocks;
   // Mean loss of micro-batch m from the last layer's output (a scalar).
   std::function<torch::Tensor(const torch::Tensor& hidden, int64_t micro_batch)> loss;
@@ -59,11 +62,17 @@ class PipelineEngine {
   // schedule or a shape with a non-positive dimension.
   PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
                  std::vector<int64_t> activation_shape);
+  // Stages whose input and output differ (a CNN's): `input_shape` is what
+  // this stage receives (or embeds, on the first stage) and the shape of the
+  // gradient it sends back; `output_shape` what it sends on and the shape of
+  // the gradient it receives (unused on the last stage).
+  PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
+                 std::vector<int64_t> input_shape, std::vector<int64_t> output_shape);
 
   // Forward and backward of `micro_batches` micro-batches; returns
   // Σ_m loss_m · loss_scale from the last stage, on every stage. Collective
   // over pp. Throws std::logic_error when a function this stage needs is
-  // missing or a shape is not activation_shape.
+  // missing or a shape is not the one given for it.
   double run_step(const PipelineStageWork& work, int64_t micro_batches, double loss_scale);
 
   int stage() const { return stage_; }
@@ -81,12 +90,12 @@ class PipelineEngine {
   torch::Tensor receive(int64_t micro_batch, int from, bool gradient);
   void send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
             Pending& pending);
-  void check_shape(const torch::Tensor& tensor, const char* what, int64_t micro_batch) const;
+  void check_shape(const torch::Tensor& tensor, const char* what, int64_t micro_batch,
+                   const std::vector<int64_t>& shape) const;
 
   comm::Communicator& pp_;
   std::unique_ptr<PipelineSchedule> schedule_;
-  std::vector<int64_t> activation_shape_;
-  int64_t activation_numel_ = 1;
+  std::vector<int64_t> input_shape_, output_shape_;
   int stage_ = 0;
   int stages_ = 1;
   int64_t peak_in_flight_ = 0;

@@ -22,6 +22,9 @@ struct RunConfig {
 };
 
 struct ModelConfig {
+  // gpt: the GPT below (vocab_size .. init_std); resnet: a pre-activation
+  // ResNet v2 image classifier (depth .. classes; docs/cnn.md).
+  std::string kind = "gpt";
   int64_t vocab_size = 256;
   int64_t seq_len = 64;
   int64_t layers = 2;
@@ -30,6 +33,14 @@ struct ModelConfig {
   int64_t mlp_ratio = 4;  // MLP inner width = mlp_ratio * hidden
   double dropout = 0.0;
   double init_std = 0.02;
+  // resnet: depth 9n + 2 (three groups of n bottleneck blocks), inner width
+  // of the first group, square images of image_size x image_size with
+  // `channels` channels, `classes` output classes.
+  int64_t depth = 29;
+  int64_t width = 16;
+  int64_t image_size = 16;
+  int64_t channels = 3;
+  int64_t classes = 10;
 };
 
 struct ParallelConfig {
@@ -43,6 +54,10 @@ struct ParallelConfig {
   // `balanced` in YAML).
   std::vector<int64_t> stage_layers;
   int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
+  // Two model replicas pipelined in opposite directions over the same pp
+  // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
+  // rank's micro-batches; their gradients are summed with each other.
+  bool bidirectional = false;
 };
 
 struct TrainingConfig {
@@ -73,7 +88,9 @@ struct TrainingConfig {
 
 struct DataConfig {
   // markov: tokens from a fixed random Markov chain; indexed: Megatron/GPT-NeoX
-  // .bin/.idx datasets sampled as GPTDataset does (data/gpt_sample_index.h).
+  // .bin/.idx datasets sampled as GPTDataset does (data/gpt_sample_index.h);
+  // images: synthetic labelled images (data/synthetic_images.h), the only
+  // kind model.kind resnet reads and its default.
   std::string kind = "markov";
   uint64_t seed = 42;          // the chain (markov); the shuffles (indexed)
   int64_t branching = 4;       // successors per token in the chain (entropy <= log branching)
@@ -85,6 +102,7 @@ struct DataConfig {
   std::vector<double> weights;
   std::vector<double> split = {0.98, 0.02};
   std::string cache_dir = "";
+  double noise = 0.5;  // images: standard deviation of the pixel noise
 };
 
 struct EvalConfig {

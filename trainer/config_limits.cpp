@@ -94,6 +94,30 @@ void check_size_limits(const Config& c) {
                   std::to_string(chunk));
   }
 
+  if (m.kind == "resnet") {
+    const KeyBound resnet_bounds[] = {
+        {"model.depth", m.depth, int64_t(1) << 16, "ResNet-1001 is the deepest published"},
+        {"model.width", m.width, int64_t(1) << 16, ""},
+        {"model.image_size", m.image_size, int64_t(1) << 20, ""},
+        {"model.channels", m.channels, int64_t(1) << 16, ""},
+        {"model.classes", m.classes, int64_t(1) << 24, ""},
+    };
+    for (const KeyBound& b : resnet_bounds) {
+      if (b.value <= b.max) continue;
+      std::string why = "must be <= " + std::to_string(b.max) + ", got " + std::to_string(b.value);
+      if (*b.why) why += " (" + std::string(b.why) + ")";
+      fail_at(c, b.key, why);
+    }
+    // The widest activation at full resolution: the first group's block
+    // output, 4 x width channels.
+    check_product(c,
+                  {{"training.micro_batch", t.micro_batch},
+                   {"model.width", m.width},
+                   {"model.image_size", m.image_size},
+                   {"model.image_size", m.image_size}},
+                  4, "one micro-batch's first-group activation");
+    return;  // the GPT keys below size nothing
+  }
   check_product(c, {{"model.vocab_size", m.vocab_size}, {"model.hidden", m.hidden}}, 1,
                 "the token embedding");
   check_product(

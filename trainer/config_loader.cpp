@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "compress/codec_registry.h"
+#include "models/cnn/resnet_plan.h"
 #include "parallel/pipeline_stages.h"
 #include "trainer/compression_config.h"
 #include "trainer/config_limits.h"
@@ -52,6 +53,7 @@ void read_run(MapReader r, RunConfig& run) {
 }
 
 void read_model(MapReader r, ModelConfig& model) {
+  r.read("kind", model.kind, {"gpt", "resnet"});
   r.read("vocab_size", model.vocab_size, positive());
   r.read("seq_len", model.seq_len, positive());
   r.read("layers", model.layers, positive());
@@ -60,6 +62,14 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("mlp_ratio", model.mlp_ratio, positive());
   r.read("dropout", model.dropout, unit_interval_open_top());
   r.read("init_std", model.init_std, above(0.0));
+  r.read("depth", model.depth, positive());
+  r.read("width", model.width, positive());
+  r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
+  r.read("channels", model.channels, positive());
+  r.read("classes", model.classes, IntRange{2, std::numeric_limits<int64_t>::max()});
+  if (model.kind == "resnet" && (model.depth < 11 || (model.depth - 2) % 9 != 0))
+    r.fail("depth", "a ResNet's depth must be 9n + 2 with n >= 1 (11, 20, 29, ..., 110), got " +
+                        std::to_string(model.depth));
   r.finish();
 }
 
@@ -93,6 +103,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
   read_stage_layers(r, parallel.stage_layers);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
+  r.read("bidirectional", parallel.bidirectional);
   r.finish();
 }
 
@@ -149,7 +160,7 @@ std::vector<double> read_ratio_list(MapReader& r, const std::string& key,
 }
 
 void read_data(MapReader r, DataConfig& data) {
-  r.read("kind", data.kind, {"markov", "indexed"});
+  r.read("kind", data.kind, {"markov", "indexed", "images"});
   r.read("seed", data.seed);
   r.read("branching", data.branching, positive());
   r.read("concentration", data.concentration, above(0.0));
@@ -157,6 +168,7 @@ void read_data(MapReader r, DataConfig& data) {
   data.weights = read_ratio_list(r, "weights", {});
   data.split = read_ratio_list(r, "split", data.split);
   r.read("cache_dir", data.cache_dir, {}, /*allow_empty=*/true);
+  r.read("noise", data.noise, at_least(0.0));
   if (data.kind == "indexed" && data.paths.empty())
     r.fail("paths",
            "data.kind indexed needs a dataset prefix (PREFIX.bin + PREFIX.idx) or a list of them");
@@ -217,6 +229,11 @@ std::string layout_key_at_fault(const Config& config, const std::string& group_k
 
 parallel::ModelShape model_shape(const ModelConfig& model) {
   parallel::ModelShape shape;
+  if (model.kind == "resnet") {
+    shape.layers = models::resnet_layer_count(model.depth);
+    shape.image_rows = model.image_size;
+    return shape;
+  }
   shape.layers = model.layers;
   shape.heads = model.heads;
   shape.hidden = model.hidden;
@@ -239,14 +256,67 @@ parallel::ParallelDims resolve_layout(const Config& config, int world_size,
                                            world_size, model_shape(config.model));
   } catch (const parallel::LayoutError& e) {
     const std::string key = layout_key_at_fault(config, key_of_group(e.what()));
-    fail_at(config, key, layout_text(p) + world_text + ": " + e.what());
+    std::string why = e.what();
+    if (config.model.kind == "resnet")
+      why += " (model.kind resnet: model.depth " + std::to_string(config.model.depth) + " makes " +
+             std::to_string(models::resnet_layer_count(config.model.depth)) +
+             " layers: the stem, each bottleneck block, the head)";
+    fail_at(config, key, layout_text(p) + world_text + ": " + why);
   }
 }
 
 // Checks relating keys to each other, and the layout against the model for
 // the smallest world it fits (the world size itself is only known at launch).
+// A ResNet's keys against the rest: its data, the layouts it supports.
+void check_resnet(const Config& c) {
+  if (c.data.kind != "images")
+    fail_at(c, "data.kind",
+            "model.kind resnet trains on images (data.kind: images), got " + c.data.kind);
+  if (c.parallel.tensor > 1)
+    fail_at(c, "parallel.tensor",
+            "model.kind resnet has no tensor-parallel layers; use parallel.tensor 1, got " +
+                std::to_string(c.parallel.tensor));
+  if (c.parallel.spatial > 1)
+    fail_at(c, "parallel.spatial",
+            "spatial parallelism is not implemented for model.kind resnet yet; use "
+            "parallel.spatial 1, got " +
+                std::to_string(c.parallel.spatial));
+  if (c.checkpoint.every > 0)
+    fail_at(c, "checkpoint.every",
+            "checkpoints are not implemented for model.kind resnet (BatchNorm running "
+            "statistics are not saved); use 0, got " +
+                std::to_string(c.checkpoint.every));
+  if (c.training.on_nonfinite != "abort")
+    fail_at(c, "training.on_nonfinite",
+            "model.kind resnet supports only abort (a skipped step would still have updated "
+            "the BatchNorm running statistics), got " +
+                c.training.on_nonfinite);
+}
+
+void check_bidirectional(const Config& c) {
+  if (c.model.kind != "resnet")
+    fail_at(c, "parallel.bidirectional",
+            "the bi-directional pipeline is implemented for model.kind resnet only");
+  if (c.parallel.pipeline < 2)
+    fail_at(c, "parallel.bidirectional",
+            "needs a pipeline (parallel.pipeline >= 2), got parallel.pipeline " +
+                std::to_string(c.parallel.pipeline));
+  if (c.parallel.zero_stage > 1)
+    fail_at(c, "parallel.zero_stage",
+            "the bi-directional pipeline supports ZeRO stages 0 and 1, got " +
+                std::to_string(c.parallel.zero_stage));
+  if (c.eval.every > 0)
+    fail_at(c, "eval.every", "evaluation is not implemented with parallel.bidirectional");
+}
+
 void check_consistency(const Config& c) {
-  if (c.model.hidden % c.model.heads != 0)
+  if (c.parallel.bidirectional) check_bidirectional(c);
+  if (c.model.kind == "resnet") {
+    check_resnet(c);
+  } else if (c.data.kind == "images") {
+    fail_at(c, "data.kind", "images are read only by model.kind resnet (model.kind is gpt)");
+  }
+  if (c.model.kind == "gpt" && c.model.hidden % c.model.heads != 0)
     fail_at(c, "model.heads",
             "model.hidden (" + std::to_string(c.model.hidden) +
                 ") must be divisible by model.heads (" + std::to_string(c.model.heads) + ")");
@@ -285,7 +355,7 @@ void check_consistency(const Config& c) {
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +
                 " but the valid share (second item) is 0: no documents are held out");
-  if (c.data.branching > c.model.vocab_size)
+  if (c.model.kind == "gpt" && c.data.branching > c.model.vocab_size)
     fail_at(c, "data.branching",
             "a token cannot have more successors than model.vocab_size (" +
                 std::to_string(c.model.vocab_size) + "), got " + std::to_string(c.data.branching));
@@ -298,11 +368,20 @@ void check_consistency(const Config& c) {
   resolve_layout(c, int(ranks), "");
   if (!p.stage_layers.empty()) {
     try {
-      parallel::partition_layers(c.model.layers, p.pipeline, p.stage_layers);
+      parallel::partition_layers(model_shape(c.model).layers, p.pipeline, p.stage_layers);
     } catch (const std::invalid_argument& e) {
-      const std::string prefix = "parallel.stage_layers ", why = e.what();
-      fail_at(c, "parallel.stage_layers",
-              why.compare(0, prefix.size(), prefix) == 0 ? why.substr(prefix.size()) : why);
+      const std::string prefix = "parallel.stage_layers ";
+      std::string why = e.what();
+      if (why.compare(0, prefix.size(), prefix) == 0) why = why.substr(prefix.size());
+      const std::string gpt_layers = "model.layers is ";
+      const size_t at = why.find(gpt_layers);
+      if (c.model.kind == "resnet" && at != std::string::npos)
+        why.replace(at, gpt_layers.size(), "the ResNet has ");
+      if (c.model.kind == "resnet")
+        why += " (model.depth " + std::to_string(c.model.depth) + " makes " +
+               std::to_string(models::resnet_layer_count(c.model.depth)) +
+               " layers: the stem, each bottleneck block, the head)";
+      fail_at(c, "parallel.stage_layers", why);
     }
   }
 }
@@ -331,6 +410,9 @@ Config parse_tree(YAML::Node root, const std::string& source,
     throw ConfigError(source + ": unreadable config: " + e.what());
   }
   config.origins = context.locations();
+  // A ResNet reads images unless data.kind says otherwise (then refused).
+  if (config.model.kind == "resnet" && !config.origins.count("data.kind"))
+    config.data.kind = "images";
   check_size_limits(config);
   check_consistency(config);
   return config;
@@ -412,6 +494,14 @@ parallel::ParallelDims validate_layout(const Config& config, int world_size) {
                 std::to_string(t.micro_batch) + " over " + std::to_string(dims.dp) +
                 " data-parallel ranks (" + dims.to_string() + world_text + "): it must be a " +
                 "multiple of training.micro_batch x dp = " + std::to_string(per_step));
+  const int64_t micro_batches = t.global_batch / per_step;
+  if (config.parallel.bidirectional && micro_batches % 2 != 0)
+    fail_at(config, "training.global_batch",
+            std::to_string(t.global_batch) + " images make " + std::to_string(micro_batches) +
+                " micro-batches per data-parallel rank (" + dims.to_string() + world_text +
+                "); parallel.bidirectional splits them between its two replicas, so it needs an "
+                "even number: a multiple of 2 x training.micro_batch x dp = " +
+                std::to_string(2 * per_step));
   return dims;
 }
 
@@ -427,6 +517,7 @@ std::string to_yaml(const Config& c) {
   out << YAML::EndMap;
 
   begin_section(out, "model");
+  put(out, "kind", c.model.kind);
   put(out, "vocab_size", int64_t(c.model.vocab_size));
   put(out, "seq_len", int64_t(c.model.seq_len));
   put(out, "layers", int64_t(c.model.layers));
@@ -435,6 +526,11 @@ std::string to_yaml(const Config& c) {
   put(out, "mlp_ratio", int64_t(c.model.mlp_ratio));
   put(out, "dropout", c.model.dropout);
   put(out, "init_std", c.model.init_std);
+  put(out, "depth", int64_t(c.model.depth));
+  put(out, "width", int64_t(c.model.width));
+  put(out, "image_size", int64_t(c.model.image_size));
+  put(out, "channels", int64_t(c.model.channels));
+  put(out, "classes", int64_t(c.model.classes));
   out << YAML::EndMap;
 
   begin_section(out, "parallel");
@@ -452,6 +548,7 @@ std::string to_yaml(const Config& c) {
     out << YAML::EndSeq;
   }
   put(out, "dp_bucket_bytes", format_size(c.parallel.dp_bucket_bytes));
+  put(out, "bidirectional", c.parallel.bidirectional);
   out << YAML::EndMap;
 
   begin_section(out, "training");
@@ -488,6 +585,7 @@ std::string to_yaml(const Config& c) {
     out << YAML::EndSeq;
   }
   put(out, "cache_dir", c.data.cache_dir);
+  put(out, "noise", c.data.noise);
   out << YAML::EndMap;
 
   begin_section(out, "eval");

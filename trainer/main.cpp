@@ -119,6 +119,11 @@ int main(int argc, char** argv) {
   }
   if (args.plan.enabled) {
     if (rank != 0) return 0;
+    if (config.model.kind != "gpt") {
+      std::fprintf(stderr, "%s: --plan models GPTs only; model.kind is %s\n", kProgram,
+                   config.model.kind.c_str());
+      return 2;
+    }
     try {
       return trainer::run_plan(args.plan, config, dims);
     } catch (const std::exception& e) {
@@ -127,7 +132,9 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    error = trainer::check_memory_fits(config, dims, MPI_COMM_WORLD);
+    // The estimate sizes a GPT; a ResNet's synthetic images need no files.
+    if (config.model.kind == "gpt")
+      error = trainer::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -136,8 +143,9 @@ int main(int argc, char** argv) {
   // vocabulary or a split too small ends the job here, before training.
   std::shared_ptr<const trainer::TokenSource> data;
   try {
-    data =
-        trainer::open_token_source(config, MPI_COMM_WORLD, config.log.every > 0 ? stdout : nullptr);
+    if (config.model.kind == "gpt")
+      data = trainer::open_token_source(config, MPI_COMM_WORLD,
+                                        config.log.every > 0 ? stdout : nullptr);
   } catch (const std::exception& e) {
     error = e.what();
   }

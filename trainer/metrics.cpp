@@ -53,8 +53,17 @@ std::string MetricsLog::to_json(const StepRecord& r) {
                 (unsigned long long)r.wire_bytes, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
                 (long long)r.grad_buckets_overlapped);
   std::string out = buf;
+  if (r.accuracy >= 0) {
+    std::snprintf(buf, sizeof buf, ",\"accuracy\":%.6f,\"images_per_s\":%.1f", r.accuracy,
+                  r.images_per_second);
+    out += buf;
+  }
   if (r.has_val_loss)
     out += ",\"val_loss\":" + json_number("%.9g", r.val_loss, "val_loss", nonfinite);
+  if (r.has_val_loss && r.val_accuracy >= 0) {
+    std::snprintf(buf, sizeof buf, ",\"val_accuracy\":%.6f", r.val_accuracy);
+    out += buf;
+  }
   out += nonfinite_json(nonfinite);
   if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
   if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
@@ -62,16 +71,26 @@ std::string MetricsLog::to_json(const StepRecord& r) {
 }
 
 std::string MetricsLog::progress_line(const StepRecord& r) {
-  char floor[48] = "", val_loss[48] = "";
+  char floor[48] = "", val_loss[64] = "";
   if (r.loss_floor > 0) std::snprintf(floor, sizeof floor, " (floor %.4f)", r.loss_floor);
-  if (r.has_val_loss) std::snprintf(val_loss, sizeof val_loss, " | val_loss %.4f", r.val_loss);
+  if (r.has_val_loss && r.val_accuracy >= 0)
+    std::snprintf(val_loss, sizeof val_loss, " | val_loss %.4f val_acc %.3f", r.val_loss,
+                  r.val_accuracy);
+  else if (r.has_val_loss)
+    std::snprintf(val_loss, sizeof val_loss, " | val_loss %.4f", r.val_loss);
+  char throughput[64];
+  if (r.accuracy >= 0)
+    std::snprintf(throughput, sizeof throughput, "acc %.3f | %.0f img/s", r.accuracy,
+                  r.images_per_second);
+  else
+    std::snprintf(throughput, sizeof throughput, "%.0f tok/s", r.tokens_per_second);
   char buf[640];
   std::snprintf(buf, sizeof buf,
-                "step %lld/%lld | loss %.4f%s%s | lr %.2e | %.0f tok/s | step %.1f ms | "
+                "step %lld/%lld | loss %.4f%s%s | lr %.2e | %s | step %.1f ms | "
                 "comm %.1f ms (grad sync %.1f, exposed %.1f) | sent %s",
                 (long long)r.step, (long long)r.total_steps, r.loss, floor, val_loss, r.lr,
-                r.tokens_per_second, r.step_ms, r.comm_ms, r.grad_reduce_ms,
-                r.grad_reduce_exposed_ms, human_bytes(double(r.wire_bytes)).c_str());
+                throughput, r.step_ms, r.comm_ms, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
+                human_bytes(double(r.wire_bytes)).c_str());
   if (!r.skipped) return buf;
   return std::string(buf) + " | SKIPPED: non-finite values, update not applied (" +
          std::to_string(r.skipped_steps) + " skipped so far)";

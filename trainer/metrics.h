@@ -34,6 +34,12 @@ struct StepRecord {
   double lr = 0;
   double grad_norm = 0;
   double tokens_per_second = 0;
+  // Classifiers (model.kind resnet): the share of the step's images whose
+  // arg-max class was right, and images per second; accuracy < 0 for a GPT,
+  // which then reports tokens per second instead.
+  double accuracy = -1;
+  double images_per_second = 0;
+  double val_accuracy = -1;  // with has_val_loss, classifiers only
   double step_ms = 0;
   double comm_ms = 0;  // this rank's time inside communicators during the step
   // The gradient bucket collectives (part of comm_ms): their total time, on

@@ -65,6 +65,19 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
                 (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
                 (long long)result.parameters, groups.dims().to_string().c_str());
   json = buf;
+  std::string throughput = std::to_string(int64_t(result.tokens_per_second)) + " tok/s";
+  if (!result.accuracies.empty()) {
+    std::snprintf(buf, sizeof buf, ",\"final_accuracy\":%.6f,\"images_per_s\":%.1f",
+                  result.accuracies.back(), result.images_per_second);
+    json += buf;
+    std::snprintf(buf, sizeof buf, "acc %.3f | %.0f img/s", result.accuracies.back(),
+                  result.images_per_second);
+    throughput = buf;
+  }
+  if (!result.val_accuracies.empty()) {
+    std::snprintf(buf, sizeof buf, ",\"val_accuracy\":%.6f", result.val_accuracies.back().second);
+    json += buf;
+  }
   std::string val_text;
   if (!result.val_losses.empty()) {
     const auto& [first_step, first_val] = result.val_losses.front();
@@ -116,10 +129,9 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
   if (result.loss_floor > 0)
     std::snprintf(floor, sizeof floor, " (floor %.4f, gap %.4f)", result.loss_floor,
                   final_loss - result.loss_floor);
-  std::printf(
-      "done: %zu steps in %.1f s | loss %.4f -> %.4f%s%s | %.0f tok/s | %lld skipped steps\n",
-      result.losses.size(), result.seconds, first_loss, final_loss, floor, val_text.c_str(),
-      result.tokens_per_second, (long long)result.skipped_steps);
+  std::printf("done: %zu steps in %.1f s | loss %.4f -> %.4f%s%s | %s | %lld skipped steps\n",
+              result.losses.size(), result.seconds, first_loss, final_loss, floor, val_text.c_str(),
+              throughput.c_str(), (long long)result.skipped_steps);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
     // Throws (and main aborts the job) if the summary cannot be written, so

@@ -21,6 +21,7 @@
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
 #include "trainer/checkpoint_hooks.h"
+#include "trainer/cnn_trainer.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/model_shape.h"
@@ -95,8 +96,15 @@ struct Trainer::Impl {
   int64_t skipped_before = 0;                   // skipped steps before a resumed checkpoint
 };
 
-Trainer::Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options)
-    : impl_(std::make_unique<Impl>(config, groups, std::move(options))) {
+Trainer::Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options) {
+  if (config.model.kind == "resnet") {
+    if (!options.dump_tensors_dir.empty() || !options.resume_path.empty())
+      throw std::invalid_argument(
+          "model.kind resnet: --dump-tensors and --resume are not supported (no checkpoints)");
+    cnn_ = std::make_unique<CnnTrainer>(config, groups, std::move(options));
+    return;
+  }
+  impl_ = std::make_unique<Impl>(config, groups, std::move(options));
   impl_->setup();
 }
 
@@ -416,6 +424,7 @@ void Trainer::Impl::dump_tensors(int64_t step) {
 }
 
 TrainResult Trainer::run() {
+  if (cnn_) return cnn_->run();
   Impl& s = *impl_;
   const auto& t = s.config.training;
   const bool is_root = s.groups.world_rank() == 0;
@@ -519,6 +528,7 @@ TrainResult Trainer::run() {
 }
 
 std::string Trainer::save_checkpoint() {
+  if (cnn_) throw std::invalid_argument("model.kind resnet: checkpoints are not supported");
   return impl_->save_checkpoint();
 }
 

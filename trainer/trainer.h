@@ -27,6 +27,7 @@ class ProcessGroups;
 namespace cmpi::trainer {
 
 class TokenSource;
+class CnnTrainer;
 
 struct TrainerOptions {
   std::string run_dir;           // empty: write no files
@@ -49,6 +50,11 @@ struct TrainResult {
   std::vector<std::pair<int64_t, double>> val_losses;
   double seconds = 0;
   double tokens_per_second = 0;
+  // Image classifiers (model.kind resnet): per step the share of the global
+  // batch classified right, (step, accuracy) per evaluation, images/s.
+  std::vector<double> accuracies;
+  std::vector<std::pair<int64_t, double>> val_accuracies;
+  double images_per_second = 0;
   uint64_t wire_bytes = 0;
   uint64_t raw_bytes = 0;
   int64_t parameters = 0;     // of the whole model (all shards and stages)
@@ -79,6 +85,8 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // model.kind resnet runs CnnTrainer (cnn_trainer.h), which supports
+  // neither checkpoints nor tensor dumps.
   // Trains from the current position (0, or the resumed checkpoint's step)
   // to training.steps, saving a checkpoint every checkpoint.every steps.
   TrainResult run();
@@ -89,6 +97,7 @@ class Trainer {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<CnnTrainer> cnn_;
 };
 
 }  // namespace cmpi::trainer

@@ -281,7 +281,7 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
       {"parallel:\n  schedule: 1fb1\n", "schedule", "parallel.schedule",
        "expected one of gpipe, 1f1b, got \"1fb1\" (did you mean 1f1b?)"},
       {"data:\n  kind: tokens\n", "kind", "data.kind",
-       "expected one of markov, indexed, got \"tokens\""},
+       "expected one of markov, indexed, images, got \"tokens\""},
       {"data:\n  branching: 300\n", "branching", "data.branching",
        "more successors than model.vocab_size (256)"},
       {"parallel:\n  data: 0\n", "data", "parallel.data", "expected auto or an integer in [1,"},

@@ -1,0 +1,69 @@
+#include "models/cnn/cnn_stage.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "models/cnn/resnet_blocks.h"
+
+namespace cmpi::models {
+
+CnnStageImpl::CnnStageImpl(const std::vector<CnnLayerSpec>& plan, int64_t first, int64_t end,
+                           const ConvLayerFactory& factory, uint64_t seed)
+    : plan_(plan), first_(first), end_(end) {
+  if (first < 0 || end > int64_t(plan.size()) || first >= end)
+    throw std::invalid_argument("cnn stage: layers [" + std::to_string(first) + ", " +
+                                std::to_string(end) + ") are not a non-empty range of the " +
+                                std::to_string(plan.size()) + "-layer model");
+  for (int64_t i = first; i < end; ++i) {
+    torch::manual_seed(seed * 1000003ull + uint64_t(i));
+    const CnnLayerSpec& spec = plan[size_t(i)];
+    torch::nn::AnyModule layer;
+    switch (spec.kind) {
+      case CnnLayerSpec::Kind::kStem:
+        layer = torch::nn::AnyModule(ResnetStem(spec, factory));
+        break;
+      case CnnLayerSpec::Kind::kBottleneck:
+        layer = torch::nn::AnyModule(PreActBottleneck(spec, factory));
+        break;
+      case CnnLayerSpec::Kind::kHead:
+        layer = torch::nn::AnyModule(ResnetHead(spec, factory));
+        break;
+    }
+    register_module("layer" + std::to_string(i), layer.ptr());
+    layers_.push_back(std::move(layer));
+  }
+}
+
+torch::Tensor CnnStageImpl::forward(torch::Tensor x) {
+  for (auto& layer : layers_) x = layer.forward(x);
+  return x;
+}
+
+bool CnnStageImpl::has_head() const {
+  return plan_[size_t(end_ - 1)].kind == CnnLayerSpec::Kind::kHead;
+}
+
+std::vector<parallel::ParamInfo> CnnStageImpl::param_infos() {
+  std::vector<parallel::ParamInfo> infos;
+  for (const auto& item : named_parameters()) {
+    parallel::ParamInfo info;
+    info.name = item.key();
+    info.tensor = item.value();
+    info.weight_decay = item.value().dim() > 1;
+    infos.push_back(info);
+  }
+  return infos;
+}
+
+std::vector<torch::Tensor> CnnStageImpl::running_statistics() {
+  std::vector<torch::Tensor> out;
+  for (const auto& item : named_buffers()) {
+    const std::string& name = item.key();
+    if (name.size() >= 12 && (name.compare(name.size() - 12, 12, "running_mean") == 0 ||
+                              name.compare(name.size() - 11, 11, "running_var") == 0))
+      out.push_back(item.value());
+  }
+  return out;
+}
+
+}  // namespace cmpi::models

@@ -1,0 +1,101 @@
+// model.kind resnet: its keys load and round-trip, the data kind follows the
+// model, and every setting it cannot run is refused at the key at fault.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/trainer/config_test_support.h"
+#include "trainer/config_loader.h"
+
+namespace cmpi::trainer {
+namespace {
+
+using namespace config_testing;
+
+const std::string kResnet =
+    "model:\n  kind: resnet\n  depth: 20\n  width: 8\n  image_size: 32\n  channels: 1\n"
+    "  classes: 7\n";
+
+TEST_F(ConfigTest, ResnetKeysLoadAndRoundTrip) {
+  const Config c = load_config(write(kResnet + "data:\n  noise: 0.25\n"));
+  EXPECT_EQ(c.model.kind, "resnet");
+  EXPECT_EQ(c.model.depth, 20);
+  EXPECT_EQ(c.model.width, 8);
+  EXPECT_EQ(c.model.image_size, 32);
+  EXPECT_EQ(c.model.channels, 1);
+  EXPECT_EQ(c.model.classes, 7);
+  EXPECT_EQ(c.data.kind, "images") << "a ResNet's data defaults to the synthetic images";
+  EXPECT_EQ(c.data.noise, 0.25);
+  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  EXPECT_EQ(again.model.kind, "resnet");
+  EXPECT_EQ(again.model.depth, 20);
+  EXPECT_EQ(again.model.classes, 7);
+  EXPECT_EQ(again.data.kind, "images");
+  EXPECT_EQ(again.data.noise, 0.25);
+}
+
+TEST_F(ConfigTest, GptStaysTheDefault) {
+  const Config c = load_config(write("{}"));
+  EXPECT_EQ(c.model.kind, "gpt");
+  EXPECT_EQ(c.data.kind, "markov");
+}
+
+TEST_F(ConfigTest, ResnetStagesCountItsLayers) {
+  // depth 20: stem, 6 blocks, head = 8 layers.
+  const Config c =
+      load_config(write(kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 3]\n"));
+  EXPECT_EQ(c.parallel.stage_layers, (std::vector<int64_t>{5, 3}));
+  const std::string text = kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 2]\n";
+  const std::string message = error_of([&] { load_config(write(text)); });
+  EXPECT_CONTAINS(message, "parallel.stage_layers");
+  EXPECT_CONTAINS(message, "the ResNet has 8");
+  EXPECT_CONTAINS(message, "model.depth 20 makes 8 layers");
+}
+
+TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
+  struct Case {
+    std::string yaml, key, words;
+  };
+  const Case cases[] = {
+      {"model:\n  kind: resnet\n  depth: 21\n", "model.depth", "9n + 2"},
+      {"model:\n  kind: resnet\n  image_size: 2\n", "model.image_size", ">= 4"},
+      {"model:\n  kind: resnet\n  classes: 1\n", "model.classes", ">= 2"},
+      {"model:\n  kind: cnn\n", "model.kind", "resnet"},
+      {kResnet + "data:\n  kind: markov\n", "data.kind", "images"},
+      {"data:\n  kind: images\n", "data.kind", "model.kind resnet"},
+      {kResnet + "parallel:\n  tensor: 2\n", "parallel.tensor", "tensor-parallel"},
+      {kResnet + "parallel:\n  spatial: 2\n", "parallel.spatial", "not implemented"},
+      {kResnet + "checkpoint:\n  every: 5\n", "checkpoint.every", "BatchNorm"},
+      {kResnet + "data:\n  noise: -1\n", "data.noise", ">= 0"},
+      {kResnet + "parallel:\n  pipeline: 9\n", "parallel.pipeline", "layers"},
+      {"parallel:\n  pipeline: 2\n  bidirectional: true\n", "parallel.bidirectional",
+       "resnet only"},
+      {kResnet + "parallel:\n  bidirectional: true\n", "parallel.bidirectional",
+       "parallel.pipeline >= 2"},
+      {kResnet + "parallel:\n  pipeline: 2\n  zero_stage: 2\n  bidirectional: true\n",
+       "parallel.zero_stage", "stages 0 and 1"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write(c.yaml);
+    const std::string message = error_of([&] { load_config(path); });
+    EXPECT_CONTAINS(message, c.key);
+    EXPECT_CONTAINS(message, c.words);
+    EXPECT_CONTAINS(message, "run.yaml") << "the file is named";
+  }
+}
+
+TEST_F(ConfigTest, BidirectionalNeedsAnEvenMicroBatchCount) {
+  const Config c =
+      load_config(write(kResnet + "parallel:\n  pipeline: 2\n  bidirectional: true\n"
+                                  "training:\n  global_batch: 48\n  micro_batch: 8\n"));
+  EXPECT_TRUE(c.parallel.bidirectional);
+  EXPECT_TRUE(parse_config(to_yaml(c), "resolved.yaml").parallel.bidirectional);
+  EXPECT_EQ(validate_layout(c, 2).pp, 2) << "6 micro-batches: 3 per replica";
+  const std::string message = error_of([&] { validate_layout(c, 4); });
+  EXPECT_CONTAINS(message, "training.global_batch");
+  EXPECT_CONTAINS(message, "3 micro-batches");
+  EXPECT_CONTAINS(message, "even");
+}
+
+}  // namespace
+}  // namespace cmpi::trainer
