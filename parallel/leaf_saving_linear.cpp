@@ -1,6 +1,7 @@
-// A custom autograd Function: inputs that are leaves (the parameters) are
-// saved as the variables themselves, so unpacking in backward reads whatever
-// storage the parameter has then (the re-gathered layer under ZeRO-3).
+// A custom autograd Function for x · Wᵀ: inputs that are leaves (the
+// parameters) are saved as the variables themselves, so unpacking in
+// backward reads whatever storage the parameter has then (the re-gathered
+// layer under ZeRO-3). The bias is added after it by plain autograd.
 #include "parallel/leaf_saving_linear.h"
 
 namespace cmpi::parallel {
@@ -8,10 +9,9 @@ namespace {
 
 struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, const torch::Tensor& bias) {
+                               const torch::Tensor& weight) {
     ctx->save_for_backward({x, weight});
-    ctx->saved_data["has_bias"] = bias.defined();
-    return torch::nn::functional::linear(x, weight, bias);
+    return torch::nn::functional::linear(x, weight);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -21,12 +21,10 @@ struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
     const auto& weight = saved[1];
     const auto& dy = grads[0];
     const int64_t out = weight.size(0), in = weight.size(1);
-    torch::Tensor dx, dw, db;
+    torch::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, weight);
-    const auto dy2 = dy.reshape({-1, out});
-    if (ctx->needs_input_grad(1)) dw = dy2.t().mm(x.reshape({-1, in}));
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) db = dy2.sum(0);
-    return {dx, dw, db};
+    if (ctx->needs_input_grad(1)) dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
+    return {dx, dw};
   }
 };
 
@@ -34,7 +32,10 @@ struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
 
 torch::Tensor leaf_saving_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                  const torch::Tensor& bias) {
-  return LeafSavingLinear::apply(x, weight, bias);
+  // The bias outside the node: its gradient (a sum) reads no saved weight,
+  // and an undefined tensor cannot be a custom Function's input.
+  auto y = LeafSavingLinear::apply(x, weight);
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace cmpi::parallel

@@ -4,8 +4,9 @@
 // ZeRO-3 frees a layer's gathered weights after its forward and re-gathers
 // them before its backward, which only releases memory (and only reads the
 // re-gathered values) if autograd holds the parameter and nothing else.
-// Forward is torch::nn::functional::linear, unchanged; backward is the
-// matmuls autograd would run: dx = dy · W, dW = dyᵀ · x, db = Σ dy.
+// Forward is torch::nn::functional::linear without bias, then + b; backward
+// is the matmuls autograd would run: dx = dy · W, dW = dyᵀ · x (db by
+// autograd: Σ dy).
 #pragma once
 
 #include <torch/torch.h>
