@@ -233,6 +233,10 @@ void check_sharded_init(const ParallelDims& dims, uint64_t seed) {
     };
     optimizer = make_data_parallel_optimizer(model->param_infos(), zero, groups);
     allocated = counted.peak_above_start();
+    // The counter must see LibTorch's allocations, or the bound below proves nothing.
+    const auto probe = torch::empty({4096}, torch::kFloat);
+    EXPECT_GE(counted.peak_above_start(), int64_t(4096 * sizeof(float)))
+        << "the counting allocator does not see LibTorch's CPU allocations";
   }
   int64_t stage_elements = 0;
   for (const auto& layout : model->layouts()) stage_elements += layout.tensor.numel();
