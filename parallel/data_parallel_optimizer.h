@@ -225,7 +225,8 @@ struct DataParallelOptimizerOptions {
 };
 
 // Takes over the parameters: their storage moves into the optimizer's flat
-// buffer (the tensors stay the same objects, now views of it) and, with
+// buffer (the tensors stay the same objects, now views of it; per-layer
+// ZeRO-3 keeps only this rank's shard and makes them stand-ins) and, with
 // overlap, hooks their gradient accumulators. Parameters must be distinct
 // float32 CPU tensors. Collective over groups.dp()/zero() only when dp > 1
 // (none at construction). Throws std::invalid_argument naming the culprit for

@@ -1,7 +1,9 @@
 // Tensor-parallel layers: each is the plain layer's arithmetic on this rank's
 // shard, wrapped in the conjugate communication pair that makes forward and
 // backward equal the unsharded layer's (see tensor_parallel_layers.h).
-// Parameters start at zero; the model fills them from the global weights.
+// Parameters start at zero (or as unmaterialised stand-ins); the model fills
+// them from the global weights. The matmuls with weights go through
+// leaf_saving_linear, so autograd keeps the parameters, not their storage.
 #include "parallel/tensor_parallel_layers.h"
 
 #include <stdexcept>
