@@ -22,11 +22,13 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   qkv_options.in_features = options.hidden;
   qkv_options.out_features = 3 * options.hidden;
   qkv_options.buffer_key = buffer_key;
+  qkv_options.materialize = options.materialize_parameters;
   qkv = register_module("qkv", parallel::ColumnParallelLinear(qkv_options, tp));
   parallel::ParallelLinearOptions out_options;
   out_options.in_features = options.hidden;
   out_options.out_features = options.hidden;
   out_options.buffer_key = buffer_key + 1;
+  out_options.materialize = options.materialize_parameters;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
 }

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "models/transformer_block.h"
+#include "parallel/layer_gate_ops.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_layers.h"
+#include "parallel/unmaterialised.h"
 #include "parallel/vocab_parallel_cross_entropy.h"
 
 namespace cmpi::models {
@@ -45,12 +47,16 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
                                 std::to_string(options.heads) + ")");
   parallel::tp_split(options.hidden, *tp_, "model.hidden");
   if (stage_.has_embedding || stage_.has_head)
-    token_embedding_ = register_module(
-        "token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
-                               options.vocab_size, options.hidden, *tp_, kEmbeddingKey));
-  if (stage_.has_embedding)
-    position_embedding_ = register_module("position_embedding",
-                                          torch::nn::Embedding(options.seq_len, options.hidden));
+    token_embedding_ =
+        register_module("token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
+                                               options.vocab_size, options.hidden, *tp_,
+                                               kEmbeddingKey, options.materialize_parameters));
+  if (stage_.has_embedding) {
+    torch::nn::EmbeddingOptions position(options.seq_len, options.hidden);
+    if (!options.materialize_parameters)
+      position._weight(parallel::unmaterialised({options.seq_len, options.hidden}));
+    position_embedding_ = register_module("position_embedding", torch::nn::Embedding(position));
+  }
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
@@ -63,8 +69,52 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     final_norm_ = register_module(
         "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));
   collect_layouts();
-  for (const auto& layout : layouts_)
-    initialise_shard(layout, options_.seed, tp_->rank(), tp_->size());
+  torch::NoGradGuard no_grad;
+  for (const auto& layout : layouts_) {
+    if (options_.materialize_parameters)
+      initialise_shard(layout, options_.seed, tp_->rank(), tp_->size());
+    else if (parallel::is_materialised(layout.tensor))  // LayerNorm's few floats
+      layout.tensor.set_data(parallel::unmaterialised(layout.tensor.sizes()));
+  }
+}
+
+void GptImpl::fill_initial_values(size_t param, size_t offset, size_t length, float* out) const {
+  const auto& layout = layouts_.at(param);
+  if (offset + length > size_t(layout.tensor.numel()))
+    throw std::out_of_range("GPT initial values: [" + std::to_string(offset) + ", " +
+                            std::to_string(offset + length) + ") of " + layout.name + " (" +
+                            std::to_string(layout.tensor.numel()) + " elements)");
+  initial_values(layout, layout.tensor.sizes().vec(), options_.seed, tp_->rank(), tp_->size(),
+                 offset, length, out);
+}
+
+parallel::LayerSchedule GptImpl::layer_schedule() const {
+  const auto unit_of = [](const std::string& name) -> std::string {
+    if (name.rfind("block", 0) == 0) return name.substr(0, name.find('.'));
+    if (name.rfind("final_norm", 0) == 0) return "head";
+    return "embedding";
+  };
+  parallel::LayerSchedule schedule;
+  for (size_t i = 0; i < layouts_.size(); ++i) {
+    const std::string unit = unit_of(layouts_[i].name);
+    if (schedule.unit_names.empty() || schedule.unit_names.back() != unit) {
+      schedule.unit_names.push_back(unit);
+      schedule.unit_ends.push_back(i + 1);
+    } else {
+      schedule.unit_ends.back() = i + 1;
+    }
+  }
+  const auto unit_named = [&](const std::string& name) {
+    for (size_t u = 0; u < schedule.unit_names.size(); ++u)
+      if (schedule.unit_names[u] == name) return u;
+    throw std::logic_error("GPT layer schedule: no unit " + name);
+  };
+  if (stage_.has_embedding) schedule.uses.push_back({unit_named("embedding")});
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    schedule.uses.push_back(
+        {unit_named("block" + std::to_string(stage_.first_layer + int64_t(i)))});
+  if (stage_.has_head) schedule.uses.push_back({unit_named("head"), unit_named("embedding")});
+  return schedule;
 }
 
 // Lists every parameter with its layout, in registration order, and checks
@@ -110,15 +160,18 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
                                 " tokens exceeds model.seq_len " +
                                 std::to_string(options_.seq_len));
   auto positions = torch::arange(time, torch::kLong);
-  return dropout_->forward(token_embedding_->forward(tokens) +
-                           position_embedding_->forward(positions));
+  parallel::enter_use(gate_, 0, torch::Tensor());
+  auto hidden = dropout_->forward(token_embedding_->forward(tokens) +
+                                  position_embedding_->forward(positions));
+  return parallel::leave_use(gate_, 0, hidden);
 }
 
 torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
                                   std::vector<torch::Tensor>* block_outputs) {
   auto x = hidden;
-  for (const auto& block : blocks_) {
-    x = block->forward(x);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const size_t use = first_block_use() + i;
+    x = parallel::leave_use(gate_, use, blocks_[i]->forward(parallel::enter_use(gate_, use, x)));
     if (block_outputs) block_outputs->push_back(x.detach());
   }
   return x;
@@ -126,9 +179,12 @@ torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
 
 torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tensor& targets) {
   if (!stage_.has_head) throw std::logic_error("GPT head_loss: this pipeline stage holds no head");
-  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(hidden),
+  const auto input = parallel::enter_use(gate_, head_use(), hidden);
+  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input),
                                                 token_embedding_->weight, *tp_, head_key(options_));
-  return parallel::vocab_parallel_cross_entropy(logits, targets, *tp_, loss_key(options_)).mean();
+  auto loss =
+      parallel::vocab_parallel_cross_entropy(logits, targets, *tp_, loss_key(options_)).mean();
+  return parallel::leave_use(gate_, head_use(), loss);
 }
 
 torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& targets) {
@@ -139,8 +195,11 @@ torch::Tensor GptImpl::loss(const torch::Tensor& tokens, const torch::Tensor& ta
 torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
                                std::vector<torch::Tensor>* block_outputs) {
   require_whole_model("forward");
-  auto x = final_norm_->forward(run_blocks(embed(tokens), block_outputs));
-  return parallel::vocab_parallel_logits(x, token_embedding_->weight, *tp_, head_key(options_));
+  const auto input =
+      parallel::enter_use(gate_, head_use(), run_blocks(embed(tokens), block_outputs));
+  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input),
+                                                token_embedding_->weight, *tp_, head_key(options_));
+  return parallel::leave_use(gate_, head_use(), logits);
 }
 
 std::vector<parallel::ParamInfo> GptImpl::param_infos() const {

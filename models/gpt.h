@@ -10,8 +10,15 @@
 // whether the stage holds the embedding and/or the head. A head-only stage
 // keeps its own copy of the tied table under the same name,
 // "token_embedding.weight"; whoever runs the pipeline sums the two copies'
-// gradients. Initial weights depend only on (options.seed, parameter name),
-// so every layout starts from the single-rank model's global weights.
+// gradients. Initial weights depend only on (options.seed, parameter name,
+// element index), so every layout starts from the single-rank model's global
+// weights, and a ZeRO-3 rank generates its shard alone (fill_initial_values)
+// when options.materialize_parameters is false.
+//
+// Per-layer ZeRO-3: with a LayerGate set, every piece of forward (embedding,
+// each block, head and loss: the uses of layer_schedule()) is wrapped by
+// parallel::enter_use/leave_use, so the gate gathers a layer's parameters
+// just before it runs, forward and backward, and frees them after.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,6 +29,7 @@
 #include "models/gpt_options.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
+#include "parallel/layer_schedule.h"
 #include "parallel/param_info.h"
 
 namespace cmpi::comm {
@@ -65,12 +73,27 @@ class GptImpl : public torch::nn::Module {
   // the embedding or the head (one tensor when a stage has both).
   torch::Tensor tied_embedding_weight() const;
 
+  // Elements [offset, offset + length) (row-major) of parameter `param`'s
+  // initial value on this rank (its tp slice), as the constructor would
+  // materialise them; param indexes param_infos().
+  void fill_initial_values(size_t param, size_t offset, size_t length, float* out) const;
+  // Gather units and uses of this stage's parameters (see layer_schedule.h):
+  // units "embedding" (token and position tables, or the head stage's copy of
+  // the tied table), "block<N>" and "head" (final LayerNorm); uses in forward
+  // order: embedding, blocks, head (which also reads the tied table).
+  parallel::LayerSchedule layer_schedule() const;
+  // Calls `gate` around every use from now on (nullptr: no calls). The gate
+  // must outlive the model's forward and backward passes.
+  void set_layer_gate(parallel::LayerGate* gate) { gate_ = gate; }
+
   const GptOptions& options() const { return options_; }
   const StagePlan& stage() const { return stage_; }  // end_layer resolved
 
  private:
   void require_whole_model(const char* what) const;
   void collect_layouts();
+  size_t first_block_use() const { return stage_.has_embedding ? 1 : 0; }
+  size_t head_use() const { return first_block_use() + blocks_.size(); }
 
   GptOptions options_;
   StagePlan stage_;
@@ -81,6 +104,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::LayerNorm final_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
   std::vector<ParamLayout> layouts_;
+  parallel::LayerGate* gate_ = nullptr;
 };
 TORCH_MODULE(Gpt);
 

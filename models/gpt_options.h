@@ -16,6 +16,10 @@ struct GptOptions {
   double init_std = 0.02;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
+  // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)
+  // whose values a ZeRO-3 optimizer generates shard by shard
+  // (GptImpl::fill_initial_values); no rank builds a whole tensor.
+  bool materialize_parameters = true;
 
   int64_t head_dim() const { return hidden / heads; }
   // Parameters of the model (embeddings tied with the output head).

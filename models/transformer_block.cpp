@@ -15,11 +15,13 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
   in_options.in_features = h;
   in_options.out_features = options.mlp_ratio * h;
   in_options.buffer_key = buffer_key + 2;
+  in_options.materialize = options.materialize_parameters;
   fc_in = register_module("fc_in", parallel::ColumnParallelLinear(in_options, tp));
   parallel::ParallelLinearOptions out_options;
   out_options.in_features = options.mlp_ratio * h;
   out_options.out_features = h;
   out_options.buffer_key = buffer_key + 3;
+  out_options.materialize = options.materialize_parameters;
   fc_out = register_module("fc_out", parallel::RowParallelLinear(out_options, tp));
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
 }

@@ -31,22 +31,33 @@
 //            accumulate), so the PEAK gradient memory is not reduced, only
 //            what a rank holds between steps.
 //   stage 3  + parameters sharded: between steps a rank keeps only its
-//            parameter shard; the model's parameters are empty tensors then
-//            (shape [0], as DeepSpeed does). before_forward() allgathers the
-//            full parameters (role weight) ONCE PER STEP, not per layer; they
-//            stay until step() frees them. So the peak still holds the whole
-//            model's parameters during forward and backward; what shrinks to
-//            1/dp is what a rank holds between steps (and optimizer state and
-//            gradients as in stage 2). Gathering per layer would cut the peak
-//            to a shard plus one layer, at the price of a second gather per
-//            layer in backward; it needs hooks into the model and is not done.
+//            parameter shard; the model's parameters are stand-ins then.
+//            Two ways to gather them (role weight, over zero):
+//            - per layer (a layer_schedule given; the trainer's default,
+//              parallel.zero3_gather: layer): the model calls layer_gate()
+//              around every layer, which gathers the layer's parameters just
+//              before its forward, frees them after, gathers them again for
+//              its backward and frees them once its input gradient is
+//              computed, prefetching the next layer's gather meanwhile (see
+//              layer_parameter_gatherer.h). Peak parameter memory: the shard
+//              plus about two layers. Buckets never straddle layers, so each
+//              layer's gradient bucket is reduce-scattered as soon as the last
+//              backward has accumulated it. With initial_values the model's
+//              tensors may be stand-ins from the start: the optimizer
+//              generates its shard and nothing builds a whole tensor.
+//            - once per step (no schedule; zero3_gather: model):
+//              before_forward() allgathers the whole stage's parameters, which
+//              stay until step() frees them, so the peak holds the whole
+//              model's parameters during forward and backward.
+//            Either way gradients and optimizer state are as in stage 2.
 //
 // With tensor parallelism each tp rank runs its own instance over its own
 // shards (its dp group holds the same shards). With pipeline parallelism each
 // stage shards its own parameters over its own dp group; because gradients
 // accumulate over all micro-batches before the reduce-scatter and stage 3
 // gathers once per step, stages 1–3 need nothing more under PP than the
-// micro-batches of a step running between before_forward() and step().
+// micro-batches of a step running between before_forward() and step() (per
+// layer, each stage gathers its own layers as its pipeline work runs them).
 //
 // The global gradient norm is the norm of the whole model's gradient:
 //   norm² = Σ_pp ( Σ_tp Σ tensor-parallel ‖g‖² + Σ replicated ‖g‖² )
@@ -78,6 +89,7 @@
 #include <vector>
 
 #include "parallel/adamw.h"
+#include "parallel/layer_schedule.h"
 #include "parallel/param_info.h"
 
 namespace cmpi::parallel {
@@ -171,6 +183,12 @@ class DataParallelOptimizer {
   virtual GradReductionTimes last_reduction() const = 0;
   // The largest memory().total() since construction.
   virtual int64_t peak_bytes() const = 0;
+  // ZeRO-3: the most bytes of gathered (full, not shard) parameters alive at
+  // once since construction; 0 at other stages.
+  virtual int64_t peak_gathered_parameter_bytes() const { return 0; }
+  // Per-layer ZeRO-3: the gate the model must call around its layers (see
+  // layer_schedule.h); nullptr otherwise.
+  virtual LayerGate* layer_gate() { return nullptr; }
   virtual int zero_stage() const = 0;
   // This rank's state, valid until the next call that changes it. Call
   // between steps.
@@ -195,10 +213,20 @@ struct DataParallelOptimizerOptions {
   // tied embedding, summed over the pipeline's end stages): their buckets are
   // reduced in step(). Named by ParamInfo::name.
   std::set<std::string> late_gradients;
+  // ZeRO-3 only: non-empty gathers per unit (layer) as the model's uses need
+  // them, through layer_gate(); empty gathers the whole model once per step.
+  // Units must follow the parameters' order.
+  LayerSchedule layer_schedule;
+  // ZeRO-3 with a layer_schedule: elements [offset, offset + length)
+  // (row-major) of parameter `param`'s initial value. When set, the
+  // parameters' values are never read (they may be unmaterialised stand-ins):
+  // each rank generates its shard from it.
+  std::function<void(size_t param, size_t offset, size_t length, float* out)> initial_values;
 };
 
 // Takes over the parameters: their storage moves into the optimizer's flat
-// buffer (the tensors stay the same objects, now views of it) and, with
+// buffer (the tensors stay the same objects, now views of it; per-layer
+// ZeRO-3 keeps only this rank's shard and makes them stand-ins) and, with
 // overlap, hooks their gradient accumulators. Parameters must be distinct
 // float32 CPU tensors. Collective over groups.dp()/zero() only when dp > 1
 // (none at construction). Throws std::invalid_argument naming the culprit for

@@ -22,7 +22,17 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   MemoryEstimate e;
   e.stage = stage_index;
   const Real param_bytes = params * kFloat;
-  e.parameter_bytes = param_bytes + (in.zero_stage == 3 ? param_bytes / dp : 0);
+  e.parameter_bytes = param_bytes;
+  if (in.zero_stage == 3) {
+    // Gathered at once per layer: the use running and the one prefetched.
+    const Real embedding = vocab * h / tp + (stage.has_embedding ? seq * h : 0);
+    const Real head_use = 2 * h + vocab * h / tp;
+    Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
+    if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);
+    if (stage.has_head) gathered = std::max(gathered, head_use + per_block);
+    const Real gathered_bytes = std::min(gathered * kFloat, param_bytes);
+    e.parameter_bytes = param_bytes / dp + (in.zero3_per_layer ? gathered_bytes : param_bytes);
+  }
   e.gradient_bytes = param_bytes;
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 

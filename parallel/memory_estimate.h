@@ -4,8 +4,11 @@
 //
 // For the busiest pipeline stage (most parameters plus activations), float32:
 //   parameters  the stage's weights split over tp (embedding and head on the
-//               end stages); ZeRO-3 keeps the whole stage's weights during a
-//               step (it gathers once per step) plus its 1/dp shard;
+//               end stages); ZeRO-3 keeps its 1/dp shard plus, gathering per
+//               layer (zero3_per_layer), about two layers' weights: the
+//               largest of two blocks, a block and the embedding unit, or a
+//               block and the head's use (final LayerNorm and the tied
+//               table); gathering per model, the whole stage's weights;
 //   gradients   a flat buffer the size of the parameters (ZeRO-2/3 shrink
 //               only what is held between steps, not the peak);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
@@ -43,6 +46,7 @@ struct MemoryEstimateInput {
   bool gpipe = false;                 // schedule; false = 1F1B
   std::vector<int64_t> stage_layers;  // empty = balanced
   int64_t bucket_bytes = 0;
+  bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)
 };
 
 // What a rank holds before the model exists (see runtime above).

@@ -1,15 +1,26 @@
 // Tensor-parallel layers: each is the plain layer's arithmetic on this rank's
 // shard, wrapped in the conjugate communication pair that makes forward and
 // backward equal the unsharded layer's (see tensor_parallel_layers.h).
-// Parameters start at zero; the model fills them from the global weights.
+// Parameters start at zero (or as unmaterialised stand-ins); the model fills
+// them from the global weights. The matmuls with weights go through
+// leaf_saving_linear, so autograd keeps the parameters, not their storage.
 #include "parallel/tensor_parallel_layers.h"
 
 #include <stdexcept>
 #include <string>
 
+#include "parallel/leaf_saving_linear.h"
 #include "parallel/tensor_parallel_ops.h"
+#include "parallel/unmaterialised.h"
 
 namespace cmpi::parallel {
+namespace {
+
+torch::Tensor parameter_storage(std::vector<int64_t> shape, bool materialize) {
+  return materialize ? torch::zeros(shape) : unmaterialised(shape);
+}
+
+}  // namespace
 
 int64_t tp_split(int64_t total, const comm::Communicator& tp, const char* what) {
   if (total <= 0 || total % tp.size() != 0)
@@ -25,13 +36,14 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ParallelLinearOptions& 
   const int64_t out_shard = tp_split(options.out_features, tp, "column-parallel out_features");
   if (options.in_features <= 0)
     throw std::invalid_argument("column-parallel in_features must be positive");
-  weight = register_parameter("weight", torch::zeros({out_shard, options.in_features}));
-  if (options.bias) bias = register_parameter("bias", torch::zeros({out_shard}));
+  weight = register_parameter(
+      "weight", parameter_storage({out_shard, options.in_features}, options.materialize));
+  if (options.bias)
+    bias = register_parameter("bias", parameter_storage({out_shard}, options.materialize));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  auto y =
-      torch::nn::functional::linear(copy_to_tp_region(x, *tp_, options_.buffer_key), weight, bias);
+  auto y = leaf_saving_linear(copy_to_tp_region(x, *tp_, options_.buffer_key), weight, bias);
   return options_.gather_output ? gather_from_tp_region(y, *tp_, options_.buffer_key) : y;
 }
 
@@ -41,24 +53,28 @@ RowParallelLinearImpl::RowParallelLinearImpl(const ParallelLinearOptions& option
   const int64_t in_shard = tp_split(options.in_features, tp, "row-parallel in_features");
   if (options.out_features <= 0)
     throw std::invalid_argument("row-parallel out_features must be positive");
-  weight = register_parameter("weight", torch::zeros({options.out_features, in_shard}));
-  if (options.bias) bias = register_parameter("bias", torch::zeros({options.out_features}));
+  weight = register_parameter(
+      "weight", parameter_storage({options.out_features, in_shard}, options.materialize));
+  if (options.bias)
+    bias =
+        register_parameter("bias", parameter_storage({options.out_features}, options.materialize));
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const auto input =
       options_.input_is_parallel ? x : scatter_to_tp_region(x, *tp_, options_.buffer_key);
-  auto y = reduce_from_tp_region(torch::matmul(input, weight.t()), *tp_, options_.buffer_key);
+  auto y = reduce_from_tp_region(leaf_saving_linear(input, weight), *tp_, options_.buffer_key);
   return bias.defined() ? y + bias : y;
 }
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,
-                                                       comm::Communicator& tp, uint64_t buffer_key)
+                                                       comm::Communicator& tp, uint64_t buffer_key,
+                                                       bool materialize)
     : vocab_size_(vocab_size), buffer_key_(buffer_key), tp_(&tp) {
   const int64_t rows = tp_split(vocab_size, tp, "vocab-parallel embedding vocab_size");
   if (hidden <= 0) throw std::invalid_argument("vocab-parallel embedding hidden must be positive");
   first_id_ = int64_t(tp.rank()) * rows;
-  weight = register_parameter("weight", torch::zeros({rows, hidden}));
+  weight = register_parameter("weight", parameter_storage({rows, hidden}, materialize));
 }
 
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
@@ -83,7 +99,7 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
 
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
                                     comm::Communicator& tp, uint64_t buffer_key) {
-  return torch::matmul(copy_to_tp_region(hidden, tp, buffer_key), weight_shard.t());
+  return leaf_saving_linear(copy_to_tp_region(hidden, tp, buffer_key), weight_shard);
 }
 
 }  // namespace cmpi::parallel

@@ -38,6 +38,9 @@ struct ParallelLinearOptions {
   // RowParallelLinear only: false when the input is full and must be split here.
   bool input_is_parallel = true;
   uint64_t buffer_key = 0;  // error-feedback key of this layer's traffic
+  // false: the parameters are unmaterialised() stand-ins of the right shape
+  // (ZeRO-3 fills its shards itself and never builds the whole tensors).
+  bool materialize = true;
 };
 
 class ColumnParallelLinearImpl : public torch::nn::Module {
@@ -70,8 +73,9 @@ TORCH_MODULE(RowParallelLinear);
 
 class VocabParallelEmbeddingImpl : public torch::nn::Module {
  public:
+  // materialize = false: the table is an unmaterialised() stand-in.
   VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden, comm::Communicator& tp,
-                             uint64_t buffer_key = 0);
+                             uint64_t buffer_key = 0, bool materialize = true);
   // ids [...] int64 in [0, vocab) -> [..., hidden]. An id outside the
   // vocabulary throws std::invalid_argument (rather than silently embedding
   // to zeros).

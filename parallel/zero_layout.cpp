@@ -1,7 +1,8 @@
-// Buckets are cut greedily: each takes dp pieces of min(largest piece,
-// ceil(remaining / dp)) elements, so only the last bucket reaches into the
-// padding. Owned segments intersect each owned piece with the parameter
-// ranges by walking both in flat order.
+// Buckets are cut greedily, unit by unit: each takes dp pieces of
+// min(largest piece, ceil(remaining in the unit / dp)) elements, so only a
+// unit's last bucket reaches into its padding, and the next unit starts after
+// it. Owned segments intersect each owned piece with the parameter ranges by
+// walking both in flat order.
 #include "parallel/zero_layout.h"
 
 #include <algorithm>
@@ -9,7 +10,8 @@
 
 namespace cmpi::parallel {
 
-ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64_t bucket_bytes)
+ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64_t bucket_bytes,
+                       std::vector<size_t> unit_ends)
     : params_(std::move(params)), dp_(dp), dp_rank_(dp_rank) {
   if (dp < 1) throw std::invalid_argument("ZeRO layout: dp = " + std::to_string(dp) + " < 1");
   if (dp_rank < 0 || dp_rank >= dp)
@@ -20,21 +22,44 @@ ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64
     throw std::invalid_argument(
         "ZeRO layout: bucket of " + std::to_string(bucket_bytes) +
         " bytes holds less than one float per dp rank (dp = " + std::to_string(dp) + ")");
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].numel == 0)
-      throw std::invalid_argument("ZeRO layout: parameter " + params_[i].name + " is empty");
-    offsets_.push_back(total_);
-    total_ += params_[i].numel;
+  if (unit_ends.empty()) unit_ends.push_back(params_.size());
+  for (size_t u = 0; u < unit_ends.size(); ++u) {
+    const size_t begin = u == 0 ? 0 : unit_ends[u - 1];
+    if (unit_ends[u] <= begin || unit_ends[u] > params_.size() ||
+        (u + 1 == unit_ends.size() && unit_ends[u] != params_.size()))
+      throw std::invalid_argument("ZeRO layout: unit " + std::to_string(u) + " ends at parameter " +
+                                  std::to_string(unit_ends[u]) + ", which does not partition " +
+                                  std::to_string(params_.size()) + " parameters into units");
   }
+  for (const auto& p : params_)
+    if (p.numel == 0) throw std::invalid_argument("ZeRO layout: parameter " + p.name + " is empty");
+
   const size_t max_piece = size_t(bucket_elements) / size_t(dp);
   size_t start = 0, shard_offset = 0;
-  while (start < total_) {
-    const size_t remaining = total_ - start;
-    const size_t piece = std::min(max_piece, (remaining + size_t(dp) - 1) / size_t(dp));
-    buckets_.push_back({start, piece, shard_offset});
-    largest_piece_ = std::max(largest_piece_, piece);
-    start += piece * size_t(dp);
-    shard_offset += piece;
+  for (size_t u = 0; u < unit_ends.size(); ++u) {
+    ZeroUnit unit;
+    unit.first_param = u == 0 ? 0 : unit_ends[u - 1];
+    unit.end_param = unit_ends[u];
+    unit.start = start;
+    unit.first_bucket = buckets_.size();
+    for (size_t i = unit.first_param; i < unit.end_param; ++i) {
+      offsets_.push_back(start);
+      start += params_[i].numel;
+    }
+    total_ = start;
+    const size_t unit_total = start;
+    start = unit.start;
+    while (start < unit_total) {
+      const size_t remaining = unit_total - start;
+      const size_t piece = std::min(max_piece, (remaining + size_t(dp) - 1) / size_t(dp));
+      buckets_.push_back({start, piece, shard_offset});
+      largest_piece_ = std::max(largest_piece_, piece);
+      start += piece * size_t(dp);
+      shard_offset += piece;
+    }
+    unit.end = start;
+    unit.end_bucket = buckets_.size();
+    units_.push_back(unit);
   }
   padded_ = start;
 
@@ -43,12 +68,12 @@ ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64
   size_t param = 0;
   for (const auto& bucket : buckets_) {
     const size_t begin = bucket.start + size_t(dp_rank) * bucket.piece;
-    const size_t end = std::min(begin + bucket.piece, total_);
+    const size_t end = begin + bucket.piece;
     while (param < params_.size() && offsets_[param] + params_[param].numel <= begin) ++param;
     for (size_t p = param; p < params_.size() && offsets_[p] < end; ++p) {
       const size_t lo = std::max(begin, offsets_[p]);
       const size_t hi = std::min(end, offsets_[p] + params_[p].numel);
-      owned_.push_back({lo, bucket.shard_offset + (lo - begin), hi - lo, p});
+      if (hi > lo) owned_.push_back({lo, bucket.shard_offset + (lo - begin), hi - lo, p});
     }
   }
 }

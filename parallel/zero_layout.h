@@ -15,6 +15,17 @@
 // pieces (contiguous in its shard), and one allgather per bucket writes every
 // rank's updated pieces straight back into the flat buffer. With dp = 1 the
 // shard is the whole buffer. Torch-free: it only knows sizes and flags.
+//
+// Units (per-layer ZeRO-3): the parameters may be cut into units, contiguous
+// runs of parameters gathered together (a layer). Each unit is laid out as
+// above on its own, padded to its own multiple of dp, so no bucket straddles
+// two units and a unit's buckets gather it alone:
+//
+//   flat:  | unit 0: b0 b1 (pad) | unit 1: b2 (pad) | ... |
+//
+// Without units the whole buffer is one unit (the layout above). Either way a
+// parameter's elements keep their row-major order, so state described per
+// parameter (checkpoints: parameter, offset, length) does not depend on it.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +49,14 @@ struct ZeroBucket {
   size_t shard_offset = 0;  // where this rank's piece sits in its shard
 };
 
+// Parameters [first_param, end_param) at flat [start, end), buckets
+// [first_bucket, end_bucket); end - start is a multiple of dp.
+struct ZeroUnit {
+  size_t first_param = 0, end_param = 0;
+  size_t start = 0, end = 0;
+  size_t first_bucket = 0, end_bucket = 0;
+};
+
 // A run of elements owned by this rank that belong to one parameter.
 struct ZeroSegment {
   size_t flat_offset = 0;
@@ -48,9 +67,13 @@ struct ZeroSegment {
 
 class ZeroLayout {
  public:
-  // Throws std::invalid_argument for dp < 1, dp_rank outside [0, dp),
-  // bucket_bytes below one float per rank, or an empty parameter (naming it).
-  ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64_t bucket_bytes);
+  // unit_ends: where each unit's parameters end (the last entry is the
+  // parameter count); empty: one unit. Throws std::invalid_argument for
+  // dp < 1, dp_rank outside [0, dp), bucket_bytes below one float per rank,
+  // an empty parameter (naming it) or unit ends that do not partition the
+  // parameters.
+  ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64_t bucket_bytes,
+             std::vector<size_t> unit_ends = {});
 
   const std::vector<FlatParam>& params() const { return params_; }
   const std::vector<size_t>& offsets() const { return offsets_; }  // flat offset per param
@@ -61,6 +84,7 @@ class ZeroLayout {
   int dp_rank() const { return dp_rank_; }
   const std::vector<ZeroBucket>& buckets() const { return buckets_; }
   size_t largest_piece() const { return largest_piece_; }
+  const std::vector<ZeroUnit>& units() const { return units_; }
 
   // This rank's pieces cut at parameter boundaries (padding left out), in
   // flat order.
@@ -78,6 +102,7 @@ class ZeroLayout {
   int dp_rank_ = 0;
   std::vector<ZeroBucket> buckets_;
   size_t largest_piece_ = 0;
+  std::vector<ZeroUnit> units_;
   std::vector<ZeroSegment> owned_;
   std::vector<ZeroSegment> whole_;
 };

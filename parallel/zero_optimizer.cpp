@@ -32,6 +32,7 @@
 
 #include "compress/nonfinite.h"
 #include "parallel/process_groups.h"
+#include "parallel/unmaterialised.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -74,6 +75,14 @@ int checked_stage(int stage) {
   return stage;
 }
 
+bool gathers_per_layer(const DataParallelOptimizerOptions& options) {
+  return options.zero_stage == 3 && !options.layer_schedule.empty();
+}
+
+std::vector<size_t> unit_ends_of(const DataParallelOptimizerOptions& options) {
+  return gathers_per_layer(options) ? options.layer_schedule.unit_ends : std::vector<size_t>{};
+}
+
 double sum_of_squares(const float* data, size_t n) {
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += double(data[i]) * double(data[i]);
@@ -88,25 +97,30 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       options_(options),
       groups_(groups),
       stage_(checked_stage(options.zero_stage)),
+      per_layer_(gathers_per_layer(options)),
       layout_(flat_params_of(params_, options.counted_elsewhere), groups.dp().size(),
-              groups.dp().rank(), options.bucket_bytes),
+              groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
       segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
   validate(options_.adamw);
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
   torch::NoGradGuard no_grad;
   for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
-  flat_params_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    auto view = param_view(i);
-    view.copy_(params_[i].tensor.detach());
-    params_[i].tensor.set_data(view);
+  if (!per_layer_) {
+    flat_params_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto view = param_view(i);
+      view.copy_(params_[i].tensor.detach());
+      params_[i].tensor.set_data(view);
+    }
   }
   const size_t state = stage_ == 0 ? layout_.padded() : layout_.shard_size();
   exp_avg_.assign(state, 0.0f);
   exp_avg_sq_.assign(state, 0.0f);
   if (stage_ >= 2) grad_shard_.assign(layout_.shard_size(), 0.0f);
-  if (stage_ == 3) {
+  if (per_layer_) {
+    fill_param_shard_per_layer();
+  } else if (stage_ == 3) {
     // The model stays materialised until the first step; the shard is the master copy.
     param_shard_.assign(layout_.shard_size(), 0.0f);
     copy_flat_to_param_shard();
@@ -116,6 +130,26 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
   set_up_reduction();
   note_memory();
+}
+
+void ZeroOptimizer::fill_param_shard_per_layer() {
+  param_shard_.assign(layout_.shard_size(), 0.0f);
+  for (const auto& s : layout_.owned_segments()) {
+    const size_t offset = s.flat_offset - layout_.offsets()[s.param];
+    float* out = param_shard_.data() + s.shard_offset;
+    if (options_.initial_values) {
+      options_.initial_values(s.param, offset, s.length, out);
+      continue;
+    }
+    const auto& tensor = params_[s.param].tensor;
+    if (!is_materialised(tensor))
+      throw std::invalid_argument("ZeRO-3: parameter " + params_[s.param].name +
+                                  " has no values and no initial_values were given");
+    const auto values = tensor.detach().contiguous();
+    std::memcpy(out, values.data_ptr<float>() + offset, s.length * sizeof(float));
+  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    params_[i].tensor.set_data(unmaterialised(shapes_[i]));
 }
 
 // Fires after AccumulateGrad has added this backward's gradient to .grad().
@@ -165,11 +199,25 @@ void ZeroOptimizer::set_up_reduction() {
           std::to_string(level) + "; set training.overlap_grad_reduce: false");
   }
   GradientBucketReducer::Options reducer_options;
-  reducer_options.threaded = overlap_;
+  reducer_options.threaded = overlap_ && !per_layer_;
   reducer_options.what = stage_ < 2 ? "allreduce over dp" : "reduce-scatter over zero";
-  reducer_ = std::make_unique<GradientBucketReducer>(
-      std::move(params_of_bucket), params_.size(), std::move(launch_order), late,
-      [this](size_t b) { reduce_bucket(b, reduce_flat_); }, reducer_options);
+  GradientBucketReducer::RunBucket run = [this](size_t b) { reduce_bucket(b, reduce_flat_); };
+  if (per_layer_) {
+    // Every zero-group collective goes through the one queue (see the header).
+    queue_ = std::make_unique<OrderedCommQueue>(overlap_);
+    run = [this](size_t b) {
+      float* flat = reduce_flat_;
+      queue_->submit([this, b, flat] { reduce_bucket(b, flat); },
+                     "gradient bucket " + std::to_string(b) + " of " +
+                         std::to_string(layout_.buckets().size()) + " (reduce-scatter over zero)");
+    };
+    gatherer_ = std::make_unique<LayerParameterGatherer>(
+        params_, shapes_, layout_, options_.layer_schedule.uses, param_shard_.data(),
+        groups_.zero(), *queue_, kWeightKeyBase, [this] { note_memory(); });
+  }
+  reducer_ = std::make_unique<GradientBucketReducer>(std::move(params_of_bucket), params_.size(),
+                                                     std::move(launch_order), late, std::move(run),
+                                                     reducer_options);
   if (!overlap_) return;
   for (size_t i = 0; i < params_.size(); ++i) {
     // Held here: a tensor keeps its accumulator only weakly, and the hook
@@ -183,6 +231,16 @@ void ZeroOptimizer::set_up_reduction() {
 
 ZeroOptimizer::~ZeroOptimizer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  if (queue_ && !queue_->shutdown()) {
+    // A zero-group collective never finished (only on error paths, before the
+    // job ends): its thread still writes these buffers, so they must outlive us.
+    std::fprintf(stderr, "ZeRO optimizer: abandoning a zero-group collective still in flight\n");
+    new torch::Tensor(std::move(flat_grads_));
+    new std::vector<float>(std::move(grad_shard_));
+    new std::vector<float>(std::move(param_shard_));
+    (void)gatherer_.release();
+    (void)queue_.release();
+  }
   if (reducer_ && !reducer_->shutdown()) {
     // A bucket collective never finished (only on error paths, before the job
     // ends): its thread still writes these buffers, so they must outlive us.
@@ -207,13 +265,15 @@ torch::Tensor ZeroOptimizer::grad_view(size_t i) const {
 
 void ZeroOptimizer::zero_grad() {
   reducer_->wait();  // nothing is in flight between steps; a failure surfaces here
+  if (queue_) queue_->wait_all();
   if (flat_grads_.defined()) flat_grads_.zero_();
 }
 
 void ZeroOptimizer::before_forward() {
   torch::NoGradGuard no_grad;
   reducer_->wait();  // stage 3 gathers over zero below
-  if (!flat_params_.defined()) gather_parameters();
+  if (queue_) queue_->wait_all();
+  if (!per_layer_ && !flat_params_.defined()) gather_parameters();
   attach_gradients();
 }
 
@@ -243,7 +303,10 @@ void ZeroOptimizer::on_gradient_accumulated(size_t i) {
 double ZeroOptimizer::step(double lr, double max_grad_norm) {
   torch::NoGradGuard no_grad;
   attach_gradients();  // launched buckets hold only parameters already in place
-  if (stage_ == 3) release_parameters();
+  if (per_layer_)
+    gatherer_->release_all();  // also waits for prefetches nobody used
+  else if (stage_ == 3)
+    release_parameters();
   reduce_gradients();
   if (stage_ >= 2) release_gradients();
   const double norm = global_norm();
@@ -287,6 +350,7 @@ OptimizerStateView ZeroOptimizer::state() const {
 
 void ZeroOptimizer::load_state(int64_t steps, const StateSource& source) {
   reducer_->wait();
+  if (queue_) queue_->wait_all();
   steps_ = steps;
   if (flat_params_.defined()) {
     float* flat = flat_params_.data_ptr<float>();
@@ -327,7 +391,12 @@ void ZeroOptimizer::gather_parameters() {
                              counts_, comm::Role::kWeight, kWeightKeyBase + b);
   }
   for (size_t i = 0; i < params_.size(); ++i) params_[i].tensor.set_data(param_view(i));
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, int64_t(layout_.padded() * sizeof(float)));
   note_memory();
+}
+
+int64_t ZeroOptimizer::peak_gathered_parameter_bytes() const {
+  return gatherer_ ? gatherer_->peak_bytes() : peak_gathered_bytes_;
 }
 
 void ZeroOptimizer::release_parameters() {
@@ -343,7 +412,9 @@ void ZeroOptimizer::attach_gradients() {
     flat_grads_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
     note_memory();
   }
-  if (!flat_params_.defined()) return;  // stage 3 between steps: nothing to attach to
+  // Stage 3 between steps, gathering per model: nothing to attach to. Per
+  // layer the gradients stay attached whatever the parameters hold.
+  if (!flat_params_.defined() && !per_layer_) return;
   for (size_t i = 0; i < params_.size(); ++i) {
     auto& grad = params_[i].tensor.mutable_grad();
     const float* expected = flat_grads_.data_ptr<float>() + layout_.offsets()[i];
@@ -367,7 +438,8 @@ void ZeroOptimizer::note_memory() {
 MemoryUsage ZeroOptimizer::memory() const {
   const auto bytes = [](size_t elements) { return int64_t(elements * sizeof(float)); };
   MemoryUsage m;
-  m.parameter_bytes = bytes((flat_params_.defined() ? layout_.padded() : 0) + param_shard_.size());
+  m.parameter_bytes = bytes((flat_params_.defined() ? layout_.padded() : 0) + param_shard_.size()) +
+                      (gatherer_ ? gatherer_->live_bytes() : 0);
   m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size());
   m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
   m.buffer_bytes = bytes(staging_.size());
@@ -383,6 +455,13 @@ void ZeroOptimizer::reduce_gradients() {
   const auto times = reducer_->take_times();
   last_reduction_ = {times.busy_seconds, times.waited_seconds, int64_t(times.buckets),
                      int64_t(times.launched_early)};
+  if (queue_) {
+    // Per layer the queue ran the buckets (and the step's gathers, counted in).
+    queue_->wait_all();
+    const auto queued = queue_->take_times();
+    last_reduction_.total_seconds = queued.busy_seconds;
+    last_reduction_.exposed_seconds = queued.waited_seconds;
+  }
 }
 
 void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {

@@ -18,6 +18,13 @@
 // post hook (LibTorch 1.13 has no post-accumulate-grad tensor hook; a tensor
 // hook would see the gradient before accumulation) that reports the
 // parameter ready once begin_last_micro_batch() has armed the reducer.
+//
+// Per-layer ZeRO-3 (options.layer_schedule): the layout's buckets follow the
+// schedule's units, a LayerParameterGatherer materialises units as the model
+// runs them, and every zero-group collective (unit gathers and gradient
+// reduce-scatters) goes through one OrderedCommQueue, threaded with overlap:
+// the reducer then only decides when a bucket is ready and queues it, so
+// gathers and reductions reach MPI in the same order on every rank.
 #pragma once
 
 #include <torch/torch.h>
@@ -27,6 +34,8 @@
 
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/gradient_bucket_reducer.h"
+#include "parallel/layer_parameter_gatherer.h"
+#include "parallel/ordered_comm_queue.h"
 #include "parallel/zero_layout.h"
 
 namespace cmpi::comm {
@@ -52,6 +61,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   MemoryUsage memory() const override;
   GradReductionTimes last_reduction() const override { return last_reduction_; }
   int64_t peak_bytes() const override { return peak_bytes_; }
+  int64_t peak_gathered_parameter_bytes() const override;
+  LayerGate* layer_gate() override { return gatherer_.get(); }
   int zero_stage() const override { return stage_; }
   OptimizerStateView state() const override;
   void load_state(int64_t steps, const StateSource& source) override;
@@ -64,6 +75,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   torch::Tensor param_view(size_t i) const;
   torch::Tensor grad_view(size_t i) const;
 
+  // Per-layer stage 3: this rank's shard from options_.initial_values or the
+  // parameters' values; the parameters become stand-ins.
+  void fill_param_shard_per_layer();
   void gather_parameters();   // stage 3: shard -> flat parameters, model views
   void release_parameters();  // stage 3: the model's parameters become empty
   // Allocates the flat gradient buffer if needed and points every
@@ -97,6 +111,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   DataParallelOptimizerOptions options_;
   ProcessGroups& groups_;
   int stage_;
+  bool per_layer_;  // stage 3 gathering per layer
   ZeroLayout layout_;
   const std::vector<ZeroSegment>& segments_;  // what this rank updates
 
@@ -115,6 +130,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   static constexpr size_t kAllFinite = ~size_t(0);
   std::vector<size_t> own_nonfinite_at_;
   int64_t peak_bytes_ = 0;
+  int64_t peak_gathered_bytes_ = 0;  // whole-model gathers (per layer: the gatherer's)
 
   struct GradientReadyHook;
   bool overlap_ = false;          // reduce on the comm thread during backward
@@ -123,6 +139,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
       accumulators_;  // kept alive: hooks live on them
   std::vector<uintptr_t> hook_keys_;
   GradReductionTimes last_reduction_;
+  std::unique_ptr<OrderedCommQueue> queue_;  // per layer: every zero-group collective
+  std::unique_ptr<LayerParameterGatherer> gatherer_;
   std::unique_ptr<GradientBucketReducer> reducer_;  // last: its thread stops before the rest goes
 };
 

@@ -86,7 +86,7 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
     sp.backward_seconds = 2 * sp.forward_seconds;
 
     std::map<GroupKind, GroupCost> groups;
-    double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0;
+    double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0, prefetched = 0;
     int64_t dp_buckets = 0;
     for (const MessageClass& msg : step_traffic(c, dims, stage)) {
       const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
@@ -122,7 +122,9 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
       const std::string codec = route.raw() ? "raw" : route.codec->to_string();
       if (g.codecs.find(codec) == std::string::npos)
         g.codecs += (g.codecs.empty() ? "" : ", ") + codec;
-      if (msg.per_micro_batch) {
+      if (msg.prefetched_per_layer) {
+        prefetched += seconds;
+      } else if (msg.per_micro_batch) {
         blocking_per_micro_batch += seconds / m;
         g.exposed_seconds += seconds;
       } else if (msg.overlaps_backward) {
@@ -132,6 +134,13 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
         per_step += seconds;
         g.exposed_seconds += seconds;
       }
+    }
+    // Per-layer gathers hide behind the micro-batch's forward and backward.
+    if (prefetched > 0) {
+      const double exposed =
+          std::max(0.0, prefetched / m - (sp.forward_seconds + sp.backward_seconds));
+      blocking_per_micro_batch += exposed;
+      groups[GroupKind::kZero].exposed_seconds += exposed * m;
     }
     // All buckets but the last can hide behind the last micro-batch's backward.
     double dp_exposed = dp_overlappable;

@@ -1,8 +1,11 @@
 #include "plan/step_traffic.h"
 
 #include <algorithm>
+#include <map>
 
+#include "parallel/pipeline_schedule.h"
 #include "parallel/pipeline_stages.h"
+#include "plan/layer_gathers.h"
 
 namespace cmpi::plan {
 namespace {
@@ -32,15 +35,46 @@ double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
          double(bytes);
 }
 
+// Per-layer ZeRO-3's units and uses on `stage`, as models::Gpt's
+// layer_schedule() cuts them, with their gathers over one step counted.
+StageUnits layer_units(const trainer::Config& c, const parallel::ParallelDims& dims, int stage,
+                       const StageShape& shape, int64_t per_block, int64_t micro_batches) {
+  const int64_t h = c.model.hidden, tp = dims.tp;
+  StageUnits units;
+  const auto add_unit = [&](int64_t elements) {
+    units.units.push_back({elements, zero_buckets(elements, dims.dp, c.parallel.dp_bucket_bytes)});
+    return units.units.size() - 1;
+  };
+  size_t embedding = 0;
+  if (shape.has_embedding || shape.has_head)
+    embedding =
+        add_unit(c.model.vocab_size * h / tp + (shape.has_embedding ? c.model.seq_len * h : 0));
+  if (shape.has_embedding) units.uses.push_back({embedding});
+  for (int64_t l = 0; l < shape.layers; ++l) units.uses.push_back({add_unit(per_block)});
+  if (shape.has_head) units.uses.push_back({add_unit(2 * h), embedding});
+  units.first_input_has_gradient = !shape.has_embedding;
+  std::vector<bool> forward;
+  for (const auto& a : parallel::make_pipeline_schedule(c.parallel.schedule)
+                           ->actions(stage, dims.pp, micro_batches))
+    forward.push_back(a.kind == parallel::PipelineAction::Kind::kForward);
+  count_gathers(units, forward);
+  return units;
+}
+
+int64_t block_parameters(const trainer::Config& c, int64_t tp) {
+  const int64_t h = c.model.hidden, r = c.model.mlp_ratio;
+  // Column-parallel weights and biases split over tp; LayerNorms and the
+  // row-parallel layers' biases are replicated (models/transformer_block.cpp).
+  return 4 * h + (3 * h * h + 3 * h) / tp + h * h / tp + h + (r * h * h + r * h) / tp +
+         r * h * h / tp + h;
+}
+
 }  // namespace
 
 StageShape stage_shape(const trainer::Config& c, const parallel::ParallelDims& dims, int stage) {
   const auto s = parallel::stage_of(c.model.layers, dims.pp, stage, c.parallel.stage_layers);
-  const int64_t h = c.model.hidden, r = c.model.mlp_ratio, tp = dims.tp;
-  // Column-parallel weights and biases split over tp; LayerNorms and the
-  // row-parallel layers' biases are replicated (models/transformer_block.cpp).
-  const int64_t per_block = 4 * h + (3 * h * h + 3 * h) / tp + h * h / tp + h +
-                            (r * h * h + r * h) / tp + r * h * h / tp + h;
+  const int64_t h = c.model.hidden, tp = dims.tp;
+  const int64_t per_block = block_parameters(c, tp);
   StageShape shape;
   shape.stage = stage;
   shape.layers = s.layers();
@@ -68,22 +102,54 @@ std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel:
   const int64_t bucket = std::max<int64_t>(1, c.parallel.dp_bucket_bytes);
   const int64_t buckets = (gradient_bytes + bucket - 1) / bucket;
   const int zero = dims.zero_stage;
-  MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
-                     zero >= 2 ? Op::kReduceScatter : Op::kAllreduce, Role::kGradient};
-  grads.calls = buckets;
-  grads.bytes = gradient_bytes / std::max<int64_t>(1, buckets);
-  grads.group_size = dims.dp;
-  grads.sent_fraction =
-      zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
-  grads.overlaps_backward = c.training.overlap_grad_reduce;
-  add(grads);
-  if (zero >= 1) {
-    MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
-    weights.calls = buckets;
-    weights.bytes = grads.bytes;
-    weights.group_size = dims.dp;
-    weights.sent_fraction = ring_share_fraction(dims.dp);
-    add(weights);
+  const bool per_layer = zero == 3 && c.parallel.zero3_gather == "layer";
+  if (per_layer) {
+    // Buckets per unit (parallel::ZeroLayout with units): reduce-scattered
+    // once per step; each unit gathered as often as the layer rules say.
+    const StageUnits units =
+        layer_units(c, dims, stage, shape, block_parameters(c, dims.tp), micro_batches);
+    std::map<int64_t, int64_t> reduced, gathered;  // bucket floats -> calls
+    for (const GatherUnit& unit : units.units)
+      for (int64_t floats : unit.bucket_floats) {
+        ++reduced[floats];
+        gathered[floats] += unit.gathers;
+      }
+    for (const auto& [floats, calls] : reduced) {
+      MessageClass grads{GroupKind::kZero, Op::kReduceScatter, Role::kGradient};
+      grads.calls = calls;
+      grads.bytes = floats * int64_t(sizeof(float));
+      grads.group_size = dims.dp;
+      grads.sent_fraction = ring_share_fraction(dims.dp);
+      grads.overlaps_backward = c.training.overlap_grad_reduce;
+      add(grads);
+    }
+    for (const auto& [floats, calls] : gathered) {
+      MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
+      weights.calls = calls;
+      weights.bytes = floats * int64_t(sizeof(float));
+      weights.group_size = dims.dp;
+      weights.sent_fraction = ring_share_fraction(dims.dp);
+      weights.prefetched_per_layer = true;
+      add(weights);
+    }
+  } else {
+    MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
+                       zero >= 2 ? Op::kReduceScatter : Op::kAllreduce, Role::kGradient};
+    grads.calls = buckets;
+    grads.bytes = gradient_bytes / std::max<int64_t>(1, buckets);
+    grads.group_size = dims.dp;
+    grads.sent_fraction =
+        zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+    grads.overlaps_backward = c.training.overlap_grad_reduce;
+    add(grads);
+    if (zero >= 1) {
+      MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
+      weights.calls = buckets;
+      weights.bytes = grads.bytes;
+      weights.group_size = dims.dp;
+      weights.sent_fraction = ring_share_fraction(dims.dp);
+      add(weights);
+    }
   }
   if (zero >= 2) {
     // The gradient norm's sum of squares over the shards (a double).

@@ -47,6 +47,10 @@ struct MessageClass {
   // On the pipeline's critical path once per micro-batch (tp collectives,
   // pp sends) rather than once per step.
   bool per_micro_batch = false;
+  // Per-layer ZeRO-3's parameter gathers: in every micro-batch's forward and
+  // backward, each prefetched while the previous layer computes, so only what
+  // exceeds that compute is exposed.
+  bool prefetched_per_layer = false;
   double sent_bytes() const { return double(calls) * double(bytes) * sent_fraction; }
 };
 

@@ -48,7 +48,10 @@ struct ParallelConfig {
   int64_t tensor = 1;
   int64_t pipeline = 1;
   int64_t spatial = 1;
-  int64_t zero_stage = 0;         // 0..3
+  int64_t zero_stage = 0;  // 0..3
+  // ZeRO-3 only: gather parameters per layer (layer: peak = shard + ~2
+  // layers, sharded initialisation) or the whole model once per step (model).
+  std::string zero3_gather = "layer";
   std::string schedule = "1f1b";  // gpipe | 1f1b
   // Layers per pipeline stage, first stage first; empty = balanced (written
   // `balanced` in YAML).

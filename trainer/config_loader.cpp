@@ -100,6 +100,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("pipeline", parallel.pipeline, dimension);
   r.read("spatial", parallel.spatial, dimension);
   r.read("zero_stage", parallel.zero_stage, IntRange{0, 3});
+  r.read("zero3_gather", parallel.zero3_gather, {"layer", "model"});
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
   read_stage_layers(r, parallel.stage_layers);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
@@ -345,12 +346,14 @@ void check_consistency(const Config& c) {
     fail_at(c, "eval.every",
             "validation loss is not implemented for pipeline parallelism (parallel.pipeline = " +
                 std::to_string(c.parallel.pipeline) + "); set 0 or use data/tensor parallelism");
-  // Under ZeRO-3 the parameters exist in full only between before_forward()
-  // and the optimizer step; evaluating after the step would need its own gather.
-  if (c.eval.every > 0 && c.parallel.zero_stage == 3)
+  // Gathering the whole model per step, ZeRO-3's parameters exist in full only
+  // between before_forward() and the optimizer step; per layer, evaluation
+  // gathers each layer as it runs.
+  if (c.eval.every > 0 && c.parallel.zero_stage == 3 && c.parallel.zero3_gather == "model")
     fail_at(c, "eval.every",
-            "validation loss is not implemented with parallel.zero_stage 3 (parameters are "
-            "sharded between steps); set 0 or use zero_stage <= 2");
+            "validation loss is not implemented with parallel.zero_stage 3 and "
+            "parallel.zero3_gather: model (parameters are sharded between steps); set 0 or use "
+            "zero3_gather: layer");
   if (c.eval.every > 0 && c.data.kind == "indexed" && c.data.split[1] == 0)
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +
@@ -539,6 +542,7 @@ std::string to_yaml(const Config& c) {
   put(out, "pipeline", int64_t(c.parallel.pipeline));
   put(out, "spatial", int64_t(c.parallel.spatial));
   put(out, "zero_stage", int64_t(c.parallel.zero_stage));
+  put(out, "zero3_gather", c.parallel.zero3_gather);
   put(out, "schedule", c.parallel.schedule);
   if (c.parallel.stage_layers.empty()) {
     put(out, "stage_layers", std::string("balanced"));

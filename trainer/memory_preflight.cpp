@@ -61,6 +61,7 @@ parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::Parall
   in.gpipe = c.parallel.schedule == "gpipe";
   in.stage_layers = c.parallel.stage_layers;
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
+  in.zero3_per_layer = c.parallel.zero3_gather == "layer";
   return parallel::estimate_rank_memory(in);
 }
 

@@ -123,6 +123,11 @@ void Trainer::Impl::setup() {
   torch::manual_seed(config.run.seed);
   auto model_options = gpt_options(config.model);
   model_options.seed = config.run.seed;
+  // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
+  // holds stand-ins, and no rank builds a whole parameter tensor.
+  const bool layered_zero3 =
+      config.parallel.zero_stage == 3 && config.parallel.zero3_gather == "layer";
+  model_options.materialize_parameters = !layered_zero3;
   const auto stage = parallel::stage_of(config.model.layers, groups.dims().pp, groups.coord().pp,
                                         config.parallel.stage_layers);
   model = models::Gpt(
@@ -149,7 +154,7 @@ void Trainer::Impl::setup() {
     checkpointed.push_back({layout.name, slice});
   }
   for (const auto& info : param_infos) parameters.push_back(info.tensor);
-  sync_parameters();
+  if (!layered_zero3) sync_parameters();  // generated shards agree by construction
 
   // Weight decay on matrices only (ParamInfo::weight_decay); the head's copy of
   // the tied table on a stage without the embedding is counted in the global
@@ -166,7 +171,16 @@ void Trainer::Impl::setup() {
   if (tied_embedding)
     for (const auto& info : param_infos)
       if (info.name == "token_embedding.weight") optimizer_options.late_gradients.insert(info.name);
+  if (layered_zero3) {
+    optimizer_options.layer_schedule = model->layer_schedule();
+    auto* gpt = model.get();
+    optimizer_options.initial_values = [gpt](size_t param, size_t offset, size_t length,
+                                             float* out) {
+      gpt->fill_initial_values(param, offset, length, out);
+    };
+  }
   optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
+  model->set_layer_gate(optimizer->layer_gate());
   schedule.peak = t.lr;
   schedule.min_lr = t.min_lr;
   schedule.warmup_steps = t.warmup_steps;
@@ -306,13 +320,15 @@ std::string Trainer::Impl::groups_json() const {
 
 std::string Trainer::Impl::memory_json() const {
   const auto m = optimizer->memory();
-  char buf[320];
+  char buf[400];
   std::snprintf(buf, sizeof buf,
                 "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
-                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld}",
+                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld,"
+                "\"gathered_parameters_peak_bytes\":%lld}",
                 optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
                 (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
-                (long long)optimizer->peak_bytes());
+                (long long)optimizer->peak_bytes(),
+                (long long)optimizer->peak_gathered_parameter_bytes());
   return buf;
 }
 
@@ -513,6 +529,7 @@ TrainResult Trainer::run() {
       s.save_checkpoint();
   }
   result.seconds = seconds_since(run_start);
+  result.peak_gathered_parameter_bytes = s.optimizer->peak_gathered_parameter_bytes();
   log.close();
   if (!s.options.dump_tensors_dir.empty()) s.dump_parameters();
   if (is_root && !s.options.run_dir.empty()) {

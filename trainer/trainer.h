@@ -59,6 +59,10 @@ struct TrainResult {
   uint64_t raw_bytes = 0;
   int64_t parameters = 0;     // of the whole model (all shards and stages)
   int64_t skipped_steps = 0;  // updates not applied for non-finite values
+  // This rank's most bytes of gathered (whole, not shard) parameters alive at
+  // once under ZeRO-3: about two layers gathering per layer, the whole stage
+  // per model; 0 below stage 3. Also in metrics.jsonl's memory object.
+  int64_t peak_gathered_parameter_bytes = 0;
   // The files rank 0 wrote in the run directory ("config.yaml", ...).
   std::vector<std::string> run_files;
 };

@@ -13,8 +13,9 @@ What it matches (read from cmpi-train's resolved config, --config, as written by
   causal multi-head attention with one fused qkv projection laid out [heads, (q k v), head_dim]
   -> residual; LayerNorm -> Linear(h, mlp_ratio*h) -> exact GELU -> Linear -> residual), final
   LayerNorm, output head tied to the token embedding; N(0, init_std) weights, residual output
-  projections scaled by 1/sqrt(2*layers), zero biases (initial values are not bit-identical:
-  cmpi-train seeds each parameter by name);
+  projections scaled by 1/sqrt(2*layers), zero biases (the same distributions; the values are not
+  bit-identical: cmpi-train draws element i of each parameter from a counter-based generator keyed
+  by (seed, parameter name, i), models/param_layout.cpp, this peer from torch's generator);
 - data: bench/train/markov_source.py, a bit-exact port of trainer/markov_source.cpp; rank r draws
   the same sequences as cmpi-train's dp rank r (micro-batch m: sequences
   (r*micro_batches + m)*micro_batch ...);

@@ -10,8 +10,9 @@
 //   copy not at all;
 // - the trainer's loss trajectory at stages 0–3 on dp2 (and dp4), with
 //   ZeRO-1 on dp2+tp2 and stages 1–3 on dp2+pp2 equals the 1-rank run within
-//   a relative 1e-4; through the lossless mpc codec on the dp and zero
-//   groups it is bit-identical to the identity codec and to plain MPI.
+//   a relative 1e-4 (stage 3 gathers per layer, the trainer's default); through
+//   the lossless mpc codec on the dp and zero groups it is bit-identical to the
+//   identity codec and to plain MPI.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/torch.h>

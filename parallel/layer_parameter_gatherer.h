@@ -1,0 +1,96 @@
+// LayerParameterGatherer: per-layer ZeRO-3's LayerGate. It materialises a
+// unit's parameters (ZeroLayout units: embedding, each block, head) from the
+// rank's parameter shards just before a use needs them and frees them after,
+// in forward and again in backward, prefetching the next use's units while
+// the current use computes.
+//
+// Works as follows. A unit is released (its parameters are unmaterialised
+// stand-ins), in flight (a buffer of the unit's padded size is allocated and
+// one allgather per bucket of the unit, role weight, is queued on the
+// OrderedCommQueue) or gathered (the parameters are views of the buffer).
+//   before_forward(u):  gather use u's units (waiting for their prefetch);
+//                       prefetch use u+1's.
+//   after_forward(u):   release u's units that u+1 does not read, except
+//                       after the last use with gradients on (its backward
+//                       comes next).
+//   before_backward(u): gather u's units again; prefetch u-1's.
+//   after_backward(u):  release u's units that u-1 does not read.
+// So at most the current and the next use's units are alive: about two
+// layers (plus the tied table with the head). The parameters' gradients are
+// not touched: they stay views of the optimizer's flat gradient buffer, so
+// AccumulateGrad adds into it whether or not the unit is gathered.
+// Gathered bytes (unit buffers alive, in flight included) are counted; the
+// peak is what a test asserts and the trainer reports.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "parallel/layer_schedule.h"
+#include "parallel/ordered_comm_queue.h"
+#include "parallel/param_info.h"
+#include "parallel/zero_layout.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
+
+namespace cmpi::parallel {
+
+class LayerParameterGatherer final : public LayerGate {
+ public:
+  // `params`, `shapes`, `layout`, `shard` (this rank's parameter shard,
+  // layout.shard_size() floats), `queue` outlive this; `zero` is the group
+  // the shards are spread over (unused with dp = 1). Error-feedback keys of
+  // bucket b's gather: weight_key_base + b. `on_gather` runs after every
+  // allocation (the optimizer notes its memory peak).
+  LayerParameterGatherer(std::vector<ParamInfo>& params,
+                         const std::vector<std::vector<int64_t>>& shapes, const ZeroLayout& layout,
+                         std::vector<std::vector<size_t>> uses, const float* shard,
+                         comm::Communicator& zero, OrderedCommQueue& queue,
+                         uint64_t weight_key_base, std::function<void()> on_gather);
+  ~LayerParameterGatherer() override;
+
+  void before_forward(size_t use) override;
+  void after_forward(size_t use) override;
+  void before_backward(size_t use) override;
+  void after_backward(size_t use) override;
+
+  // Every unit back to stand-ins (waits for gathers in flight).
+  void release_all();
+  // Bytes of unit buffers alive now, and the most at once since construction.
+  int64_t live_bytes() const { return live_bytes_; }
+  int64_t peak_bytes() const { return peak_bytes_; }
+
+ private:
+  enum class State { kReleased, kInFlight, kGathered };
+  struct Unit {
+    State state = State::kReleased;
+    torch::Tensor buffer;
+    OrderedCommQueue::Ticket ticket = 0;
+  };
+  const std::vector<size_t>& units_of(size_t use) const;
+  void request(size_t unit);      // released -> in flight
+  void materialise(size_t unit);  // -> gathered
+  void release(size_t unit);      // -> released
+  // Releases the units of `use` that `keep` does not read.
+  void release_except(size_t use, const std::vector<size_t>* keep);
+
+  std::vector<ParamInfo>& params_;
+  const std::vector<std::vector<int64_t>>& shapes_;
+  const ZeroLayout& layout_;
+  std::vector<std::vector<size_t>> uses_;
+  const float* shard_;
+  comm::Communicator& zero_;
+  OrderedCommQueue& queue_;
+  uint64_t weight_key_base_;
+  std::function<void()> on_gather_;
+  std::vector<Unit> units_;
+  int64_t live_bytes_ = 0;
+  int64_t peak_bytes_ = 0;
+};
+
+}  // namespace cmpi::parallel
