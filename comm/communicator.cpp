@@ -236,6 +236,16 @@ Communicator::~Communicator() {
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+std::vector<std::string> Communicator::restore_codec_state(const CodecState& state) {
+  if (!policy_) {
+    std::vector<std::string> dropped;
+    for (const auto& kv : state.residuals) dropped.push_back(kv.first);
+    for (const auto& kv : state.random_states) dropped.push_back(kv.first);
+    return dropped;
+  }
+  return policy_->restore_codec_state(state);
+}
+
 // ------------------------------------------------------------ helpers
 
 void Communicator::check_counts(const std::vector<size_t>& counts, const char* op) const {

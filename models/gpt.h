@@ -17,6 +17,8 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gpt_options.h"
@@ -64,6 +66,11 @@ class GptImpl : public torch::nn::Module {
   // The tied table's shard ("token_embedding.weight"): defined on stages with
   // the embedding or the head (one tensor when a stage has both).
   torch::Tensor tied_embedding_weight() const;
+
+  // This rank's own dropout generators by name ("block3.attention.dropout"),
+  // beside the process-wide default generator the other dropouts draw from;
+  // checkpoints save their states.
+  std::vector<std::pair<std::string, at::Generator>> dropout_generators();
 
   const GptOptions& options() const { return options_; }
   const StagePlan& stage() const { return stage_; }  // end_layer resolved
