@@ -184,7 +184,10 @@ CaseResult check_case(const Layout& from, const Layout& to, const std::vector<do
                       const std::string& root, const Variant& variant = plain()) {
   const std::string what = from.name() + " -> " + to.name() + " (" + variant.name + ")";
   SCOPED_TRACE(what);
-  if (world_rank() == 0) std::printf("case: %s\n", what.c_str());
+  if (world_rank() == 0) {
+    std::printf("case: %s\n", what.c_str());
+    std::fflush(stdout);
+  }
   const std::string dir = root + "/" + from.name() + "-" + to.name() + "-" +
                           std::to_string(variant.dropout) +
                           std::to_string(variant.policy.rules.size());
@@ -281,6 +284,7 @@ void check_axis(Axis axis, const std::vector<double>& single_rank, const std::st
     for (const auto& [from, to] : cases)
       std::printf(" %s->%s", from.name().c_str(), to.name().c_str());
     std::printf("\n");
+    std::fflush(stdout);
   }
   for (const auto& [from, to] : cases) check_case(from, to, single_rank, root);
 }
@@ -315,9 +319,13 @@ TEST_F(CheckpointReshard, SameLayoutResumesBitExact) {
 }
 
 // Residuals and the qsgd generators come back from each rank's shard: without
-// them the resumed losses would differ in the first step.
+// them the resumed losses would differ from the second resumed step on. Not
+// with pp > 1: there the two end stages' copies of the tied embedding drift
+// apart under a lossy dp policy (each stage compresses its copy's gradient in
+// its own buckets) and a checkpoint holds only the first stage's copy
+// (docs/checkpoints.md, "Left to do").
 TEST_F(CheckpointReshard, LossyPolicyWithErrorFeedbackResumesBitExact) {
-  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{4, 1, 1, 2}, Layout{2, 2, 2, 1}}) {
+  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{4, 1, 1, 2}, Layout{2, 2, 1, 1}}) {
     const auto result = check_case(l, l, single_rank_, root_, error_feedback());
     if (world_rank() == 0 && !result.saved.empty()) {
       const auto meta = checkpoint::read_metadata(result.saved + "/" + checkpoint::kMetadataFile);
