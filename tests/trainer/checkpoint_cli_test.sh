@@ -78,7 +78,7 @@ expect_refused "missing shard" "shard_00003.bin: missing" --resume "$bad"
 echo "validation ok"
 
 # --- error feedback: residuals saved; a resume under another layout drops them and says so
-ef=(--set 'compression.rules=[{match: {group: [dp, zero], min_bytes: 0}, codec: {name: topk, ratio: 0.1}, error_feedback: true}]')
+ef=(--set 'compression.rules=[{match: {group: [dp, zero], role: gradient, min_bytes: 0}, codec: {name: topk, ratio: 0.1}, error_feedback: true}]')
 train "${ef[@]}" --set parallel.zero_stage=1 --set run.name=ef --set training.steps=2 \
   --set checkpoint.every=2 || fail "error feedback: save"
 grep -q "residual_buffers: [1-9]" "$work/ef/checkpoints/step_00000002/metadata.yaml" ||
