@@ -218,7 +218,7 @@ void Trainer::Impl::restore_rank_state(const checkpoint::LoadedCheckpoint& loade
   if (saved.layout == layout()) {
     const auto report =
         trainer::restore_rank_state(loaded.rank_state(groups.world_rank()), groups, *model);
-    if (!report.dropped.empty() && print) {
+    if (!report.dropped.empty() && print && is_root) {
       std::string names;
       for (size_t i = 0; i < report.dropped.size() && i < 4; ++i)
         names += (i ? ", " : "") + report.dropped[i];
