@@ -87,7 +87,8 @@ std::string checkpoint_name(int64_t step) {
 
 SaveResult save_checkpoint(const std::string& root, CheckpointMetadata metadata,
                            const std::vector<ShardEntry>& own_entries,
-                           const std::string& resolved_config, int64_t keep_last, MPI_Comm world) {
+                           const std::string& resolved_config, int64_t keep_last, MPI_Comm world,
+                           const RankState& own_state) {
   const auto start = std::chrono::steady_clock::now();
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
@@ -106,7 +107,7 @@ SaveResult save_checkpoint(const std::string& root, CheckpointMetadata metadata,
 
   uint64_t digest[2] = {0, 0};  // bytes, checksum
   agree_or_throw(world, [&] {
-    const std::string bytes = encode_shard(own_entries);
+    const std::string bytes = encode_shard(own_entries, own_state);
     io::write_file_atomically(dir + "/" + shard_name(rank), bytes);
     digest[0] = bytes.size();
     digest[1] = fnv1a64(bytes.data(), bytes.size());

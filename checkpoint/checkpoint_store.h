@@ -33,11 +33,13 @@ struct SaveResult {
 // Name of a step's checkpoint directory: "step_00000010".
 std::string checkpoint_name(int64_t step);
 
-// Collective over `world`. `metadata.shards` is filled here. Throws
+// Collective over `world`. `metadata.shards` is filled here; `own_state` is
+// stored after this rank's entries (shard_file.h). Throws
 // CheckpointError on every rank if any rank failed (the first one's message).
 SaveResult save_checkpoint(const std::string& root, CheckpointMetadata metadata,
                            const std::vector<ShardEntry>& own_entries,
-                           const std::string& resolved_config, int64_t keep_last, MPI_Comm world);
+                           const std::string& resolved_config, int64_t keep_last, MPI_Comm world,
+                           const RankState& own_state = {});
 
 // The complete checkpoint with the highest step under `root`; throws
 // std::runtime_error naming `root` when there is none.

@@ -59,6 +59,16 @@ LoadedCheckpoint LoadedCheckpoint::read(const std::string& dir,
   return c;
 }
 
+RankState LoadedCheckpoint::rank_state(int rank) const {
+  if (rank < 0 || size_t(rank) >= metadata_.shards.size())
+    throw std::runtime_error(dir_ + ": no shard of world rank " + std::to_string(rank) + " (" +
+                             std::to_string(metadata_.shards.size()) + " shards)");
+  const FileDigest& shard = metadata_.shards[size_t(rank)];
+  RankState state;
+  decode_shard(read_verified(dir_, shard), dir_ + "/" + shard.file, &state);
+  return state;
+}
+
 std::vector<std::string> LoadedCheckpoint::names() const {
   std::vector<std::string> out;
   for (const auto& kv : entries_) out.push_back(kv.first);

@@ -35,6 +35,10 @@ class LoadedCheckpoint {
   const std::string& config_text() const { return config_text_; }
   // Every parameter name kept, sorted.
   std::vector<std::string> names() const;
+  // The state world rank `rank` saved after its entries (shard_file.h),
+  // read and checksummed on demand; throws std::runtime_error naming the
+  // file, or the rank when the checkpoint has no shard for it.
+  RankState rank_state(int rank) const;
   // Throws std::runtime_error when `name` is absent, its entries disagree on
   // the global shape, or they do not cover every element.
   GlobalParameter assemble(const std::string& name) const;

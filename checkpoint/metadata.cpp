@@ -1,5 +1,6 @@
 // Written by hand (flow style for the maps, one shard per line), read back
-// with yaml-cpp; every field is required, unknown ones are ignored so a newer
+// with yaml-cpp; every field is required (residual_buffers, added later,
+// defaults to 0), unknown ones are ignored so a newer
 // writer can add fields.
 #include "checkpoint/metadata.h"
 
@@ -58,8 +59,9 @@ std::string to_yaml(const CheckpointMetadata& m) {
   out << "# cmpi-train checkpoint: complete only with this file (written last)\n"
       << "format: " << kFormat << "\nversion: " << kVersion << "\nstep: " << m.step
       << "\noptimizer_steps: " << m.optimizer_steps << "\nskipped_steps: " << m.skipped_steps
-      << "\nlayout: " << flow_map(m.layout) << "\nmodel: " << flow_map(m.model)
-      << "\nconfig: " << digest_yaml(m.config, false) << "\nshards:\n";
+      << "\nresidual_buffers: " << m.residual_buffers << "\nlayout: " << flow_map(m.layout)
+      << "\nmodel: " << flow_map(m.model) << "\nconfig: " << digest_yaml(m.config, false)
+      << "\nshards:\n";
   for (const auto& shard : m.shards) out << "  - " << digest_yaml(shard, true) << "\n";
   return out.str();
 }
@@ -80,6 +82,7 @@ CheckpointMetadata read_metadata(const std::string& path) {
     m.step = root["step"].as<int64_t>();
     m.optimizer_steps = root["optimizer_steps"].as<int64_t>();
     m.skipped_steps = root["skipped_steps"].as<int64_t>();
+    if (root["residual_buffers"]) m.residual_buffers = root["residual_buffers"].as<int64_t>();
     m.layout = read_map(root["layout"]);
     m.model = read_map(root["model"]);
     m.config = read_digest(root["config"]);

@@ -26,6 +26,10 @@ struct CheckpointMetadata {
   int64_t step = 0;             // training steps completed
   int64_t optimizer_steps = 0;  // AdamW updates applied (skipped steps excluded)
   int64_t skipped_steps = 0;
+  // Error-feedback residual buffers in the shards' rank state, over all
+  // ranks (0 in files written before the field existed): what a resume under
+  // another layout drops.
+  int64_t residual_buffers = 0;
   std::map<std::string, int64_t> layout;  // dp, tp, pp, zero_stage, world
   std::map<std::string, int64_t> model;   // vocab_size, hidden, ...
   FileDigest config;                      // the resolved config of the saving run

@@ -7,7 +7,7 @@ namespace cmpi::checkpoint {
 namespace {
 
 constexpr char kMagic[8] = {'C', 'M', 'P', 'I', 'S', 'H', 'R', 'D'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: rank state after the entries
 
 // The build targets little-endian hosts only (x86-64, aarch64), so values are
 // copied as they are in memory.
@@ -53,7 +53,7 @@ class Reader {
 
 }  // namespace
 
-std::string encode_shard(const std::vector<ShardEntry>& entries) {
+std::string encode_shard(const std::vector<ShardEntry>& entries, const RankState& rank_state) {
   std::string out(kMagic, sizeof kMagic);
   put(out, kVersion);
   put(out, uint32_t(entries.size()));
@@ -71,16 +71,24 @@ std::string encode_shard(const std::vector<ShardEntry>& entries) {
     put_floats(out, e.exp_avg);
     put_floats(out, e.exp_avg_sq);
   }
+  put(out, uint32_t(rank_state.size()));
+  for (const auto& [name, bytes] : rank_state) {
+    put(out, uint32_t(name.size()));
+    out += name;
+    put(out, uint64_t(bytes.size()));
+    out += bytes;
+  }
   return out;
 }
 
-std::vector<ShardEntry> decode_shard(const std::string& bytes, const std::string& file) {
+std::vector<ShardEntry> decode_shard(const std::string& bytes, const std::string& file,
+                                     RankState* rank_state) {
   Reader in(bytes, file);
   if (std::memcmp(in.need(sizeof kMagic, "magic"), kMagic, sizeof kMagic) != 0)
     in.fail("not a cmpi-train shard (bad magic)");
   const auto version = in.get<uint32_t>("version");
-  if (version != kVersion)
-    in.fail("shard format version " + std::to_string(version) + ", this build reads " +
+  if (version != 1 && version != kVersion)
+    in.fail("shard format version " + std::to_string(version) + ", this build reads 1 to " +
             std::to_string(kVersion));
   const auto count = in.get<uint32_t>("entry count");
   std::vector<ShardEntry> entries;
@@ -112,7 +120,20 @@ std::vector<ShardEntry> decode_shard(const std::string& bytes, const std::string
     }
     entries.push_back(std::move(e));
   }
+  RankState state;
+  if (version >= 2) {
+    const auto states = in.get<uint32_t>("rank state count");
+    for (uint32_t i = 0; i < states; ++i) {
+      const auto name_bytes = in.get<uint32_t>("rank state name length");
+      std::string name(in.need(name_bytes, "rank state name"), name_bytes);
+      const auto size = in.get<uint64_t>("rank state size");
+      if (size > bytes.size())
+        in.fail("rank state " + name + ": " + std::to_string(size) + " bytes");
+      state[name].assign(in.need(size_t(size), "rank state bytes"), size_t(size));
+    }
+  }
   if (!in.done()) in.fail("trailing bytes after the last entry");
+  if (rank_state) *rank_state = std::move(state);
   return entries;
 }
 

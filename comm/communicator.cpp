@@ -236,6 +236,16 @@ Communicator::~Communicator() {
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
+std::vector<std::string> Communicator::restore_codec_state(const CodecState& state) {
+  if (!policy_) {
+    std::vector<std::string> dropped;
+    for (const auto& kv : state.residuals) dropped.push_back(kv.first);
+    for (const auto& kv : state.random_states) dropped.push_back(kv.first);
+    return dropped;
+  }
+  return policy_->restore_codec_state(state);
+}
+
 // ------------------------------------------------------------ helpers
 
 void Communicator::check_counts(const std::vector<size_t>& counts, const char* op) const {
@@ -320,9 +330,14 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
   // Encodes the first chunk of this rank's own contribution once more, on
   // the side, with the rule's codec (not through error feedback, whose
   // residuals must only see real traffic), and compares the decoded values.
+  // A stochastic codec's generator is put back afterwards, so measuring
+  // changes none of the real traffic (and a resumed run, whose call counts
+  // restart, sends exactly what the uninterrupted run would).
+  const std::vector<uint64_t> random_state = codec.random_state();
   sample_payload_.resize(codec.max_encoded_bytes(n));
   sample_decoded_.resize(n);
   size_t bytes = codec.encode(own, n, sample_payload_.data(), sample_payload_.size());
+  if (!random_state.empty()) codec.restore_random_state(random_state);
   codec.decode(sample_payload_.data(), bytes, sample_decoded_.data(), n);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < n; ++i) {

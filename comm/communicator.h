@@ -86,6 +86,12 @@ class Communicator {
   MPI_Comm mpi() const { return comm_; }
   // nullptr when built without a policy.
   const PolicySlice* policy() const { return policy_.get(); }
+  // The group's error-feedback residuals and codec generators
+  // (PolicySlice::codec_state), empty without a policy; and putting them back
+  // (returns the saved keys no codec of this group took). Only between
+  // operations: not while a nonblocking one is in flight.
+  CodecState codec_state() const { return policy_ ? policy_->codec_state() : CodecState{}; }
+  std::vector<std::string> restore_codec_state(const CodecState& state);
   // Node of each rank of the group (ids are comparable, not dense).
   int node_of(int rank) const { return node_of_rank_[size_t(rank)]; }
   // Whether the group's ranks sit on more than one node.

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/codec_state.h"
 #include "comm/group_kind.h"
 #include "comm/policy_config.h"
 #include "compress/codec.h"
@@ -124,6 +125,16 @@ class PolicySlice {
 
   GroupKind group() const { return group_; }
   const std::vector<Route>& routes() const { return routes_; }
+
+  // The error-feedback residuals and codec random generators of this group
+  // (comm/codec_state.h), for checkpoints.
+  CodecState codec_state() const;
+  // Puts a saved state back: every residual and generator whose rule key
+  // this slice has replaces the current one (residuals of a rule are
+  // replaced as a whole). Returns the keys it had no codec for, which the
+  // caller reports as dropped. Throws std::invalid_argument for a generator
+  // state of the wrong size, naming the key.
+  std::vector<std::string> restore_codec_state(const CodecState& state);
   // Sampled error is measured on every sample_every-th lossy call of an op
   // (0: never).
   uint64_t sample_every() const { return sample_every_; }

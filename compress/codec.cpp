@@ -21,6 +21,13 @@ size_t Codec::encode(const float* in, size_t n, uint8_t* out, size_t capacity) {
   return kPayloadHeaderBytes + header.body_bytes;
 }
 
+void Codec::restore_random_state(const std::vector<uint64_t>& words) {
+  if (!words.empty())
+    throw std::invalid_argument("codec " + spec_.to_string() +
+                                " draws no random numbers, given a random state of " +
+                                std::to_string(words.size()) + " words");
+}
+
 std::vector<uint8_t> Codec::encode(const float* in, size_t n) {
   std::vector<uint8_t> out(max_encoded_bytes(n));
   out.resize(encode(in, n, out.data(), out.size()));

@@ -55,6 +55,14 @@ class Codec {
   // the payload is not a valid encoding of n floats by this codec.
   void decode(const uint8_t* in, size_t size, float* out, size_t n) const;
 
+  // The state of the codec's random generator (stochastic codecs: randomk,
+  // qsgd, natural); empty for deterministic codecs. A checkpoint saves it and
+  // restore_random_state() puts it back, so a resumed run encodes exactly as
+  // the uninterrupted one. restore_random_state throws std::invalid_argument
+  // for a state of the wrong length.
+  virtual std::vector<uint64_t> random_state() const { return {}; }
+  virtual void restore_random_state(const std::vector<uint64_t>& words);
+
   // Chunks encode() sent raw because they held NaN or infinity, since construction.
   uint64_t nonfinite_raw_chunks() const {
     return nonfinite_raw_chunks_.load(std::memory_order_relaxed);

@@ -6,8 +6,10 @@
 #include "compress/natural_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "compress/bit_packing.h"
@@ -55,6 +57,21 @@ void NaturalCodec::decode_body(const uint8_t* in, size_t size, float* out, size_
     unpack_bits(in + packed_bytes(start, kNaturalCodeBits), len, kNaturalCodeBits, codes);
     kernels::natural_decode(codes, len, out + start);
   }
+}
+
+std::vector<uint64_t> NaturalCodec::random_state() const {
+  const auto words = random_.state();
+  return {words.begin(), words.end()};
+}
+
+void NaturalCodec::restore_random_state(const std::vector<uint64_t>& words) {
+  std::array<uint64_t, 8> state{};
+  if (words.size() != state.size())
+    throw std::invalid_argument("codec " + spec().to_string() + ": random state of " +
+                                std::to_string(words.size()) + " words, expected " +
+                                std::to_string(state.size()));
+  std::copy(words.begin(), words.end(), state.begin());
+  random_.set_state(state);
 }
 
 }  // namespace cmpi::compress

@@ -32,6 +32,8 @@ class NaturalCodec final : public Codec {
   explicit NaturalCodec(const CodecSpec& spec);
   CodecId id() const override { return CodecId::kNatural; }
   bool lossless() const override { return false; }
+  std::vector<uint64_t> random_state() const override;
+  void restore_random_state(const std::vector<uint64_t>& words) override;
 
  protected:
   size_t max_body_bytes(size_t n) const override;

@@ -39,6 +39,8 @@ class QsgdCodec final : public Codec {
   explicit QsgdCodec(const CodecSpec& spec);
   CodecId id() const override { return CodecId::kQsgd; }
   bool lossless() const override { return false; }
+  std::vector<uint64_t> random_state() const override;
+  void restore_random_state(const std::vector<uint64_t>& words) override;
   uint32_t levels() const { return levels_; }
   size_t bucket() const { return bucket_; }
   unsigned code_bits() const { return code_bits_; }

@@ -47,6 +47,24 @@ RandomBlocks::RandomBlocks(uint64_t seed) {
   }
 }
 
+std::array<uint64_t, 8> RandomBlocks::state() const {
+  std::array<uint64_t, 8> words{};
+  for (int w = 0; w < 4; ++w)
+    for (int pair = 0; pair < 2; ++pair)
+      words[size_t(2 * w + pair)] =
+          uint64_t(state_[w][2 * pair]) | uint64_t(state_[w][2 * pair + 1]) << 32;
+  return words;
+}
+
+void RandomBlocks::set_state(const std::array<uint64_t, 8>& words) {
+  for (int w = 0; w < 4; ++w)
+    for (int pair = 0; pair < 2; ++pair) {
+      const uint64_t word = words[size_t(2 * w + pair)];
+      state_[w][2 * pair] = uint32_t(word);
+      state_[w][2 * pair + 1] = uint32_t(word >> 32);
+    }
+}
+
 void RandomBlocks::fill_reference(uint32_t* out, size_t count, unsigned bits) {
   check_bits(bits);
   for (size_t j = 0; j < count; j += 4) {

@@ -10,6 +10,7 @@
 // produces the same numbers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,6 +23,11 @@ class RandomBlocks {
   // Writes count uniform integers of `bits` bits (1..32, the top bits of
   // each 32-bit output) to out. The state advances by ceil(count / 4) steps.
   void fill(uint32_t* out, size_t count, unsigned bits);
+
+  // The whole state as four 64-bit words (lane pairs), and back; checkpoints
+  // save it so a resumed run draws what the uninterrupted one would.
+  std::array<uint64_t, 8> state() const;
+  void set_state(const std::array<uint64_t, 8>& words);
 
   // The same numbers from plain scalar code (the reference the SSE2 path is
   // tested against, and the path on CPUs without SSE2).

@@ -16,6 +16,11 @@ class RandomStream {
  public:
   explicit RandomStream(uint64_t seed) : state_(seed) {}
 
+  // The whole state (checkpoints save it so a resumed run draws what the
+  // uninterrupted one would).
+  uint64_t state() const { return state_; }
+  void set_state(uint64_t state) { state_ = state; }
+
   uint64_t next() {
     state_ += kSplitMix64Gamma;
     return splitmix64_mix(state_);

@@ -62,4 +62,15 @@ size_t RandomKCodec::encode_body(const float* in, size_t n, uint8_t* out, size_t
   return write_kept(n, out);
 }
 
+std::vector<uint64_t> RandomKCodec::random_state() const {
+  return {random_.state()};
+}
+
+void RandomKCodec::restore_random_state(const std::vector<uint64_t>& words) {
+  if (words.size() != 1)
+    throw std::invalid_argument("codec " + spec().to_string() + ": random state of " +
+                                std::to_string(words.size()) + " words, expected 1");
+  random_.set_state(words[0]);
+}
+
 }  // namespace cmpi::compress

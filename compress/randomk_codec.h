@@ -23,6 +23,8 @@ class RandomKCodec final : public SparseCodec {
   explicit RandomKCodec(const CodecSpec& spec);
   CodecId id() const override { return CodecId::kRandomK; }
   double ratio() const { return ratio_; }
+  std::vector<uint64_t> random_state() const override;
+  void restore_random_state(const std::vector<uint64_t>& words) override;
 
  protected:
   size_t max_body_bytes(size_t n) const override {

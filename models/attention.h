@@ -36,6 +36,9 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;
 
+  // This rank's attention-dropout generator (checkpoints save its state).
+  at::Generator& dropout_generator() { return attn_dropout_generator_; }
+
   parallel::ColumnParallelLinear qkv{nullptr};  // H -> 3H (this rank's heads)
   parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
 

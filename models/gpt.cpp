@@ -221,4 +221,13 @@ void GptImpl::require_whole_model(const char* what) const {
                            " needs the whole model; this pipeline stage holds part of it");
 }
 
+std::vector<std::pair<std::string, at::Generator>> GptImpl::dropout_generators() {
+  std::vector<std::pair<std::string, at::Generator>> out;
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    out.emplace_back(
+        "block" + std::to_string(stage_.first_layer + int64_t(i)) + ".attention.dropout",
+        blocks_[i]->attention->dropout_generator());
+  return out;
+}
+
 }  // namespace cmpi::models

@@ -24,6 +24,8 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gpt_options.h"
@@ -85,6 +87,10 @@ class GptImpl : public torch::nn::Module {
   // Calls `gate` around every use from now on (nullptr: no calls). The gate
   // must outlive the model's forward and backward passes.
   void set_layer_gate(parallel::LayerGate* gate) { gate_ = gate; }
+  // This rank's own dropout generators by name ("block3.attention.dropout"),
+  // beside the process-wide default generator the other dropouts draw from;
+  // checkpoints save their states.
+  std::vector<std::pair<std::string, at::Generator>> dropout_generators();
 
   const GptOptions& options() const { return options_; }
   const StagePlan& stage() const { return stage_; }  // end_layer resolved

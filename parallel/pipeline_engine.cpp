@@ -156,4 +156,33 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
   return double(loss_value);
 }
 
+double PipelineEngine::run_forward(const PipelineStageWork& work, int64_t micro_batches,
+                                   double loss_scale) {
+  const bool first = is_first(), last = is_last();
+  if (micro_batches < 1)
+    throw std::invalid_argument("pipeline engine: needs at least 1 micro-batch, got " +
+                                std::to_string(micro_batches));
+  if (!work.run_blocks || (first && !work.embed) || (last && !work.loss))
+    throw std::logic_error("pipeline engine: stage " + std::to_string(stage_) +
+                           " is missing a function its forward needs");
+  // Sends complete when the next stage has taken them; it takes them in
+  // order, so waiting for all at the end cannot stall.
+  std::vector<Pending> sends(static_cast<size_t>(micro_batches));
+  double loss_sum = 0;
+  for (int64_t m = 0; m < micro_batches; ++m) {
+    auto input = first ? work.embed(m) : receive(m, stage_ - 1, /*gradient=*/false);
+    check_shape(input, "the stage input", m);
+    auto output = work.run_blocks(input);
+    if (last)
+      loss_sum += work.loss(output, m).item<double>() * loss_scale;
+    else
+      send(output, m, stage_ + 1, /*gradient=*/false, sends[size_t(m)]);
+  }
+  for (auto& pending : sends)
+    if (pending.keep_alive.defined()) pp_.wait(pending.request);
+  float loss_value = float(loss_sum);
+  if (stages_ > 1) pp_.broadcast(&loss_value, 1, stages_ - 1, comm::Role::kOther);
+  return double(loss_value);
+}
+
 }  // namespace cmpi::parallel

@@ -19,6 +19,8 @@
 // on a neighbour that is itself waiting to send (see pipeline_schedule.h).
 // The step's loss (Σ_m loss_m · scale, computed on the last stage) is
 // broadcast over the pp group (role other) so every stage reports it.
+// run_forward is the evaluation pass: forwards only, in micro-batch order
+// (no activations are kept for a backward), the loss broadcast the same way.
 #pragma once
 
 #include <torch/torch.h>
@@ -74,6 +76,13 @@ class PipelineEngine {
   // over pp. Throws std::logic_error when a function this stage needs is
   // missing or a shape is not the one given for it.
   double run_step(const PipelineStageWork& work, int64_t micro_batches, double loss_scale);
+
+  // Forward only (evaluation, no gradients): micro-batches 0..M-1 in order,
+  // each stage receiving, running its blocks and sending on; the last stage
+  // sums loss_m · loss_scale, broadcast over pp so every stage returns it.
+  // `before_last_backward` is not used. Collective over pp; call under
+  // torch::NoGradGuard.
+  double run_forward(const PipelineStageWork& work, int64_t micro_batches, double loss_scale);
 
   int stage() const { return stage_; }
   int stages() const { return stages_; }

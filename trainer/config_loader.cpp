@@ -334,26 +334,6 @@ void check_consistency(const Config& c) {
     fail_at(c, "training.warmup_steps",
             "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
                 std::to_string(c.training.warmup_steps));
-  // Dropout draws from generators whose states checkpoints do not save.
-  if (c.checkpoint.every > 0 && c.model.dropout > 0)
-    fail_at(c, "checkpoint.every",
-            "checkpoints need model.dropout = 0 (dropout generator states are not saved, so a "
-            "resumed run could not continue the same run); got dropout " +
-                std::to_string(c.model.dropout));
-  // The pipeline runs only training steps (forward and backward interleaved
-  // per schedule); an evaluation pass through its stages is not implemented.
-  if (c.eval.every > 0 && c.parallel.pipeline > 1)
-    fail_at(c, "eval.every",
-            "validation loss is not implemented for pipeline parallelism (parallel.pipeline = " +
-                std::to_string(c.parallel.pipeline) + "); set 0 or use data/tensor parallelism");
-  // Gathering the whole model per step, ZeRO-3's parameters exist in full only
-  // between before_forward() and the optimizer step; per layer, evaluation
-  // gathers each layer as it runs.
-  if (c.eval.every > 0 && c.parallel.zero_stage == 3 && c.parallel.zero3_gather == "model")
-    fail_at(c, "eval.every",
-            "validation loss is not implemented with parallel.zero_stage 3 and "
-            "parallel.zero3_gather: model (parameters are sharded between steps); set 0 or use "
-            "zero3_gather: layer");
   if (c.eval.every > 0 && c.data.kind == "indexed" && c.data.split[1] == 0)
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +

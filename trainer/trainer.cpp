@@ -1,10 +1,12 @@
 #include "trainer/trainer.h"
 
+#include <mpi.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -26,6 +28,7 @@
 #include "trainer/metrics.h"
 #include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
+#include "trainer/rank_state.h"
 #include "trainer/tensor_dump.h"
 #include "trainer/token_source.h"
 
@@ -60,7 +63,8 @@ struct Trainer::Impl {
   // later micro-batches are drawn).
   torch::Tensor sample_micro_batch(Split split, int64_t batch, int64_t m);
   // Mean loss over eval.batches global batches of the valid split, without
-  // gradients or dropout; the same on every rank.
+  // gradients or dropout; the same on every rank. With pp > 1 the batches go
+  // forward through the pipeline; under ZeRO-3 the parameters are gathered.
   double evaluate();
   double pipeline_step(int64_t step, double scale, bool overlap);
   void sync_parameters();
@@ -70,6 +74,10 @@ struct Trainer::Impl {
   void dump_tensors(int64_t step);
   void dump_parameters();
   void restore_checkpoint();
+  // Same layout: this rank's residuals and generators from its own shard.
+  // Another layout: they cannot be mapped; says what is dropped.
+  void restore_rank_state(const checkpoint::LoadedCheckpoint& loaded, bool print);
+  std::map<std::string, int64_t> layout() const;
   std::string save_checkpoint();
   // metrics.jsonl of the steps before a resumed checkpoint's, to keep.
   std::string earlier_metrics(const std::string& path) const;
@@ -193,27 +201,18 @@ void Trainer::Impl::setup() {
 void Trainer::Impl::restore_checkpoint() {
   const auto start = Clock::now();
   uint64_t shard_bytes = 0;
+  const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
   checkpoint::agree_or_throw(groups.world().mpi(), [&] {
     const std::string& path = options.resume_path;
-    if (config.model.dropout > 0)
-      throw std::invalid_argument("--resume " + path +
-                                  ": model.dropout > 0 is not resumable (dropout generator "
-                                  "states are not saved)");
-    for (const auto& rule : groups.policy().rules())
-      if (rule.error_feedback)
-        throw std::invalid_argument(
-            "--resume " + path + ": compression rule '" + rule.origin +
-            "' uses error_feedback, whose residuals checkpoints do not save; resuming would "
-            "not continue the same run");
     std::set<std::string> wanted;
     for (const auto& p : checkpointed) wanted.insert(p.name);
     const auto loaded = checkpoint::LoadedCheckpoint::read(path, &wanted);
     restore_optimizer(loaded, config.model, checkpointed, *optimizer);
+    restore_rank_state(loaded, print_every > 0);
     steps_done = loaded.metadata().step;
     skipped_before = loaded.metadata().skipped_steps;
     for (const auto& shard : loaded.metadata().shards) shard_bytes += shard.bytes;
   });
-  const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
   if (groups.world_rank() == 0 && print_every > 0) {
     std::printf("checkpoint: resumed at step %lld from %s (%.2f MB of shards, loaded in %.3f s)\n",
                 (long long)steps_done, options.resume_path.c_str(), double(shard_bytes) / 1e6,
@@ -222,25 +221,83 @@ void Trainer::Impl::restore_checkpoint() {
   }
 }
 
+std::map<std::string, int64_t> Trainer::Impl::layout() const {
+  const auto& dims = groups.dims();
+  return {{"dp", dims.dp},
+          {"tp", dims.tp},
+          {"pp", dims.pp},
+          {"zero_stage", config.parallel.zero_stage},
+          {"world", groups.world().size()}};
+}
+
+// Residual buffer keys and sizes, and which generator draws for which
+// dropout, belong to one rank of one layout: a resume under another layout
+// starts them afresh (and says so) rather than refusing, since the weights
+// and optimizer state, the bulk of the run, do carry over.
+void Trainer::Impl::restore_rank_state(const checkpoint::LoadedCheckpoint& loaded, bool print) {
+  const bool is_root = groups.world_rank() == 0;
+  const auto& saved = loaded.metadata();
+  if (saved.layout == layout()) {
+    const auto report =
+        trainer::restore_rank_state(loaded.rank_state(groups.world_rank()), groups, *model);
+    if (!report.dropped.empty() && print && is_root) {
+      std::string names;
+      for (size_t i = 0; i < report.dropped.size() && i < 4; ++i)
+        names += (i ? ", " : "") + report.dropped[i];
+      std::fprintf(stderr,
+                   "warning: rank %d: %zu saved codec or generator states have no place in this "
+                   "run's compression policy or model and are dropped (%s%s)\n",
+                   groups.world_rank(), report.dropped.size(), names.c_str(),
+                   report.dropped.size() > 4 ? ", ..." : "");
+      std::fflush(stderr);
+    }
+    return;
+  }
+  // Dropout must not replay the masks of step 0: the default generator
+  // restarts from the run seed mixed with the step (the same on every rank,
+  // as at the start, so tensor-parallel ranks keep drawing the same masks).
+  torch::manual_seed(config.run.seed ^ (0x9e3779b97f4a7c15ULL * uint64_t(saved.step + 1)));
+  if (!is_root || !print) return;
+  auto layout_text = [](const std::map<std::string, int64_t>& l) {
+    std::string out;
+    for (const auto& [key, value] : l)
+      out += (out.empty() ? "" : " ") + key + "=" + std::to_string(value);
+    return out;
+  };
+  if (saved.residual_buffers > 0)
+    std::fprintf(stderr,
+                 "warning: checkpoint %s was saved under another layout (%s; this run: %s): its "
+                 "%lld error-feedback residual buffers belong to the old ranks' buffers and are "
+                 "dropped; error feedback restarts from zero residuals\n",
+                 loaded.dir().c_str(), layout_text(saved.layout).c_str(),
+                 layout_text(layout()).c_str(), (long long)saved.residual_buffers);
+  if (config.model.dropout > 0)
+    std::fprintf(stderr,
+                 "warning: checkpoint %s was saved under another layout: dropout generators "
+                 "restart from the run seed mixed with the step, so the masks differ from those "
+                 "an uninterrupted run would draw\n",
+                 loaded.dir().c_str());
+  std::fflush(stderr);
+}
+
 std::string Trainer::Impl::save_checkpoint() {
   checkpoint::CheckpointMetadata metadata;
   const auto state = optimizer->state();
   metadata.step = steps_done;
   metadata.optimizer_steps = state.steps;
   metadata.skipped_steps = skipped_before + guard->skipped_steps();
-  const auto& dims = groups.dims();
-  metadata.layout = {{"dp", dims.dp},
-                     {"tp", dims.tp},
-                     {"pp", dims.pp},
-                     {"zero_stage", config.parallel.zero_stage},
-                     {"world", groups.world().size()}};
+  metadata.layout = layout();
   metadata.model = model_shape(config.model);
+  const auto rank_state = collect_rank_state(groups, *model);
+  int64_t residuals = int64_t(residual_names(rank_state).size());
+  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, groups.world().mpi());
+  metadata.residual_buffers = residuals;
   std::set<std::string> held_elsewhere;
   if (!model->stage().has_embedding) held_elsewhere.insert("token_embedding.weight");
   const auto entries = shard_entries(checkpointed, state, groups.coord().dp == 0, held_elsewhere);
-  const auto saved = checkpoint::save_checkpoint(checkpoint_root(config), metadata, entries,
-                                                 options.resolved_config,
-                                                 config.checkpoint.keep_last, groups.world().mpi());
+  const auto saved = checkpoint::save_checkpoint(
+      checkpoint_root(config), metadata, entries, options.resolved_config,
+      config.checkpoint.keep_last, groups.world().mpi(), rank_state);
   const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
   if (groups.world_rank() == 0 && print_every > 0) {
     std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)steps_done,
@@ -385,13 +442,30 @@ double Trainer::Impl::evaluate() {
   const int64_t seq = config.model.seq_len, batches = config.eval.batches;
   const int dp = groups.dims().dp;
   torch::NoGradGuard no_grad;
+  // ZeRO-3 holds only shards between steps: gather the parameters as the
+  // training forward does (the next step finds them in place and reuses them).
+  if (optimizer->zero_stage() == 3) optimizer->before_forward();
   model->eval();
   double local_loss = 0;
-  for (int64_t b = 0; b < batches; ++b)
+  for (int64_t b = 0; b < batches; ++b) {
+    if (pipeline) {
+      // Forward through the stages; every stage gets the last stage's sum.
+      parallel::PipelineStageWork work;
+      work.embed = [&](int64_t m) {
+        return model->embed(sample_micro_batch(Split::kValid, b, m).narrow(1, 0, seq));
+      };
+      work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+      work.loss = [&](const torch::Tensor& hidden, int64_t m) {
+        return model->head_loss(hidden, sample_micro_batch(Split::kValid, b, m).narrow(1, 1, seq));
+      };
+      local_loss += pipeline->run_forward(work, micro_batches, 1.0);
+      continue;
+    }
     for (int64_t m = 0; m < micro_batches; ++m) {
       auto batch = sample_micro_batch(Split::kValid, b, m);
       local_loss += model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq)).item<double>();
     }
+  }
   model->train();
   float loss = float(local_loss / double(batches * micro_batches * dp));
   if (dp > 1) groups.dp().allreduce(&loss, 1, comm::Role::kOther);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <stdexcept>
 
 namespace cmpi::checkpoint {
@@ -55,6 +56,39 @@ TEST(ShardFile, EveryTruncationIsAnErrorNamingTheFile) {
     }
   }
   EXPECT_THROW(decode_shard(bytes + "x", "long.bin"), std::runtime_error);
+}
+
+RankState sample_state() {
+  return {{"comm/dp/residual/rule0:topk{ratio=0.1}/0000000000000001",
+           std::string("\x01\x02\x03\x04", 4)},
+          {"torch/default_generator", std::string(5056, '\x7f')},
+          {"empty", ""}};
+}
+
+TEST(ShardFile, RankStateRoundTripsAfterTheEntries) {
+  RankState state;
+  const auto decoded =
+      decode_shard(encode_shard(sample_entries(), sample_state()), "x.bin", &state);
+  EXPECT_EQ(decoded.size(), 2u);
+  EXPECT_EQ(state, sample_state());
+}
+
+TEST(ShardFile, EveryTruncationOfTheRankStateIsAnError) {
+  const std::string bytes = encode_shard(sample_entries(), sample_state());
+  const size_t entries_end = encode_shard(sample_entries()).size() - sizeof(uint32_t);
+  for (size_t n = entries_end; n < bytes.size(); n += 7)
+    EXPECT_THROW(decode_shard(bytes.substr(0, n), "cut.bin"), std::runtime_error) << n;
+}
+
+// Version 1 (before rank state): the same entries, no state section.
+TEST(ShardFile, ReadsVersion1Files) {
+  std::string bytes = encode_shard(sample_entries());
+  bytes.resize(bytes.size() - sizeof(uint32_t));  // the empty state count
+  const uint32_t version1 = 1;
+  std::memcpy(&bytes[8], &version1, sizeof version1);
+  RankState state{{"stale", "x"}};
+  EXPECT_EQ(decode_shard(bytes, "v1.bin", &state).size(), 2u);
+  EXPECT_TRUE(state.empty());
 }
 
 TEST(ShardFile, RefusesEntriesOutsideTheirSlice) {

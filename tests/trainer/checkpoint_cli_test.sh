@@ -8,7 +8,9 @@
 #  * a save that cannot be written stops every rank with one message;
 #  * validation before any step: another model shape, a truncated shard, a
 #    corrupted shard, a missing shard -> one error naming the file, exit 2 on
-#    every rank, no hang; error feedback with --resume is refused;
+#    every rank, no hang;
+#  * error-feedback residuals are saved (metadata residual_buffers) and a
+#    resume under another layout drops them with a warning;
 #  * --export writes safetensors that python3 + numpy read back independently
 #    and match the trainer's own dump of its final weights exactly.
 # Usage: checkpoint_cli_test.sh CMPI_TRAIN CONFIG WORKDIR
@@ -73,9 +75,19 @@ printf '\x01' | dd of="$bad/shard_00001.bin" bs=1 seek=4000 conv=notrunc status=
 expect_refused "corrupted shard" "shard_00001.bin: checksum" --resume "$bad"
 cp "$good/shard_00001.bin" "$bad/shard_00001.bin"; rm "$bad/shard_00003.bin"
 expect_refused "missing shard" "shard_00003.bin: missing" --resume "$bad"
-expect_refused "error feedback" "error_feedback" --resume "$good" \
-  --set 'compression.rules=[{match: {groups: [dp]}, codec: {name: topk, ratio: 0.1}, error_feedback: true}]'
 echo "validation ok"
+
+# --- error feedback: residuals saved; a resume under another layout drops them and says so
+ef=(--set 'compression.rules=[{match: {group: [dp, zero], role: gradient, min_bytes: 0}, codec: {name: topk, ratio: 0.1}, error_feedback: true}]')
+train "${ef[@]}" --set parallel.zero_stage=1 --set run.name=ef --set training.steps=2 \
+  --set checkpoint.every=2 || fail "error feedback: save"
+grep -q "residual_buffers: [1-9]" "$work/ef/checkpoints/step_00000002/metadata.yaml" ||
+  fail "error feedback: no residuals in the checkpoint"
+train "${ef[@]}" --set parallel.zero_stage=1 --set parallel.tensor=2 --set run.name=ef \
+  --set training.steps=3 --resume || fail "error feedback: resume under tp2"
+grep -q "error-feedback residual buffers .* are dropped" "$work/out.txt" ||
+  fail "error feedback: reshard without the warning"
+echo "error feedback reshard ok"
 
 # --- a save that cannot be written ends every rank with one message, no hang
 : > "$work/not-a-dir"

@@ -63,10 +63,6 @@ TEST_F(ConfigTest, InconsistentDataKeysAreRefusedAtTheirKey) {
                   "every item must be a non-empty path");
   expect_error_at("data:\n  kind: indexed\n  paths: x\n  split: [1, 0]\neval:\n  every: 10\n",
                   "split", "data.split", "no documents are held out");
-  expect_error_at("parallel:\n  pipeline: 2\neval:\n  every: 10\n", "every", "eval.every",
-                  "not implemented for pipeline parallelism");
-  expect_error_at("parallel:\n  zero_stage: 3\n  zero3_gather: model\neval:\n  every: 10\n",
-                  "every", "eval.every", "not implemented with parallel.zero_stage 3");
   expect_error_at("parallel:\n  zero3_gather: shard\n", "shard", "parallel.zero3_gather",
                   "layer");
   expect_error_at("data:\n  kind: sqlite\n", "sqlite", "data.kind", "indexed");

@@ -1,11 +1,14 @@
 // Training on indexed datasets (data.kind indexed): a blend of two random
-// datasets, with validation loss. Data parallelism must not change what is
-// seen: dp2 and dp4 reproduce the single-rank training and validation losses
-// within a relative 1e-5 (only the order of float sums differs). Bad data
+// datasets, with validation loss. Parallelism must not change what is seen:
+// dp2, dp4, pp2 (validation forward through the pipeline), ZeRO-3 on dp4 and
+// pp2 x dp2 under ZeRO-3 (validation on gathered parameters) reproduce the
+// single-rank training and validation losses within a relative 1e-5 (only
+// the order of float sums differs). Bad data
 // stops every rank with the same error naming the key and the file.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <array>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -108,11 +111,19 @@ TEST(IndexedData, DataParallelReproducesTheSingleRankTrainingAndValidationLosses
   EXPECT_LT(reference.losses.back(), reference.losses.front()) << "the 1-rank run should learn";
   EXPECT_LT(reference_val[1], reference_val[0]) << "and generalise to held-out documents";
 
-  for (int dp : {2, 4}) {
+  for (const auto& [dp, pp, zero] :
+       {std::array<int, 3>{2, 1, 0}, std::array<int, 3>{4, 1, 0}, std::array<int, 3>{1, 2, 0},
+        std::array<int, 3>{4, 1, 3}, std::array<int, 3>{2, 2, 3}}) {
     parallel::ParallelDims dims;
     dims.dp = dp;
-    const auto run = cmpi::testing::train_in_groups_of(dp, config, dims);
-    const std::string what = "dp" + std::to_string(dp) + " (seed " + std::to_string(seed) + ")";
+    dims.pp = pp;
+    dims.zero_stage = zero;
+    Config layout_config = config;
+    layout_config.parallel.data = dp;
+    layout_config.parallel.pipeline = pp;
+    layout_config.parallel.zero_stage = zero;
+    const auto run = cmpi::testing::train_in_groups_of(dp * pp, layout_config, dims);
+    const std::string what = dims.to_string() + " (seed " + std::to_string(seed) + ")";
     expect_same_trajectory(reference.losses, run.losses, kTolerance, what);
     std::vector<double> val;
     for (const auto& [step, loss] : run.val_losses) val.push_back(loss);

@@ -1,0 +1,148 @@
+// Works as follows: collect_rank_state asks every group's communicator for
+// its codec state (residual float arrays and generator words, keyed by rule)
+// and LibTorch for the byte state of the default CPU generator and the
+// model's dropout generators, and stores each as a named byte string.
+// restore_rank_state splits the names again by prefix and hands every part
+// back to whoever owns it; a generator's state goes through set_state, which
+// checks its size.
+#include "trainer/rank_state.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "comm/codec_state.h"
+#include "models/gpt.h"
+#include "parallel/process_groups.h"
+
+namespace cmpi::trainer {
+namespace {
+
+constexpr comm::GroupKind kGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
+                                       comm::GroupKind::kPp,   comm::GroupKind::kSp,
+                                       comm::GroupKind::kZero, comm::GroupKind::kWorld};
+constexpr const char* kDefaultGenerator = "torch/default_generator";
+
+template <typename T>
+std::string to_bytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> from_bytes(const std::string& name, const std::string& bytes) {
+  if (bytes.size() % sizeof(T) != 0)
+    throw std::runtime_error("rank state " + name + ": " + std::to_string(bytes.size()) +
+                             " bytes, not a whole number of " + std::to_string(sizeof(T)) +
+                             "-byte values");
+  std::vector<T> values(bytes.size() / sizeof(T));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+std::string generator_bytes(at::Generator& generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  const auto state = generator.get_state();
+  return std::string(reinterpret_cast<const char*>(state.data_ptr<uint8_t>()),
+                     size_t(state.numel()));
+}
+
+void set_generator(const std::string& name, at::Generator& generator, const std::string& bytes) {
+  auto state = torch::empty({int64_t(bytes.size())}, torch::kUInt8);
+  std::memcpy(state.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  try {
+    generator.set_state(state);
+  } catch (const c10::Error& error) {
+    throw std::runtime_error("rank state " + name + ": not a generator state (" +
+                             std::to_string(bytes.size()) +
+                             " bytes): " + error.what_without_backtrace());
+  }
+}
+
+std::string group_prefix(comm::GroupKind kind) {
+  return std::string("comm/") + comm::to_string(kind) + "/";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model) {
+  checkpoint::RankState out;
+  for (auto kind : kGroups) {
+    const auto codecs = groups.group(kind).codec_state();
+    const std::string prefix = group_prefix(kind);
+    for (const auto& [key, residual] : codecs.residuals)
+      out[prefix + "residual/" + key] = to_bytes(residual);
+    for (const auto& [key, words] : codecs.random_states)
+      out[prefix + "random/" + key] = to_bytes(words);
+  }
+  auto default_generator = at::detail::getDefaultCPUGenerator();
+  out[kDefaultGenerator] = generator_bytes(default_generator);
+  for (auto& [name, generator] : model.dropout_generators())
+    out["model/" + name] = generator_bytes(generator);
+  return out;
+}
+
+RestoreReport restore_rank_state(const checkpoint::RankState& state,
+                                 parallel::ProcessGroups& groups, models::GptImpl& model) {
+  RestoreReport report;
+  std::map<std::string, at::Generator> generators;
+  for (auto& [name, generator] : model.dropout_generators())
+    generators.emplace("model/" + name, generator);
+  std::map<std::string, comm::CodecState> codecs;  // by group prefix
+  for (const auto& [name, bytes] : state) {
+    if (name == kDefaultGenerator) {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      set_generator(name, generator, bytes);
+      continue;
+    }
+    const auto generator = generators.find(name);
+    if (generator != generators.end()) {
+      set_generator(name, generator->second, bytes);
+      continue;
+    }
+    bool taken = false;
+    for (auto kind : kGroups) {
+      const std::string prefix = group_prefix(kind);
+      if (starts_with(name, prefix + "residual/")) {
+        codecs[prefix].residuals[name.substr(prefix.size() + 9)] = from_bytes<float>(name, bytes);
+        taken = true;
+      } else if (starts_with(name, prefix + "random/")) {
+        codecs[prefix].random_states[name.substr(prefix.size() + 7)] =
+            from_bytes<uint64_t>(name, bytes);
+        taken = true;
+      }
+    }
+    if (!taken) report.dropped.push_back(name);
+  }
+  // Every group's codecs are reset to the saved state, also those that saved
+  // none (their residuals start from zero as they did in the saving run).
+  for (auto kind : kGroups) {
+    const std::string prefix = group_prefix(kind);
+    std::vector<std::string> dropped;
+    try {
+      dropped = groups.group(kind).restore_codec_state(codecs[prefix]);
+    } catch (const std::invalid_argument& error) {
+      throw std::runtime_error("rank state " + prefix + ": " + error.what());
+    }
+    for (const auto& key : dropped) report.dropped.push_back(prefix + key);
+  }
+  return report;
+}
+
+std::vector<std::string> residual_names(const checkpoint::RankState& state) {
+  std::vector<std::string> out;
+  for (const auto& kv : state)
+    for (auto kind : kGroups)
+      if (starts_with(kv.first, group_prefix(kind) + "residual/")) out.push_back(kv.first);
+  return out;
+}
+
+}  // namespace cmpi::trainer

@@ -1,0 +1,45 @@
+// RankState of a training rank: what a checkpoint must hold besides the
+// parameters and optimizer state for a resumed run to continue bit for bit,
+// and what only the same rank of the same layout can use:
+//
+//   comm/<group>/residual/<rule key>/<buffer key>  f32[]  error-feedback residual
+//   comm/<group>/random/<rule key>                 u64[]  stochastic codec generator
+//   torch/default_generator                        bytes  LibTorch CPU default generator
+//   model/<name>                                   bytes  the model's own dropout generators
+//
+// Data sampling needs nothing here: every sample is a function of (run seed,
+// split, step, index). Rule keys: comm/codec_state.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checkpoint/shard_file.h"
+
+namespace cmpi::parallel {
+class ProcessGroups;
+}
+namespace cmpi::models {
+class GptImpl;
+}
+
+namespace cmpi::trainer {
+
+checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model);
+
+// What restore_rank_state could not put back.
+struct RestoreReport {
+  std::vector<std::string> dropped;  // saved keys this run has no place for
+};
+
+// Puts every saved state back into its codec or generator. Keys this run
+// does not have (another compression policy, another stage's layers) are
+// listed in the report. Throws std::runtime_error naming the key for state
+// of the wrong size.
+RestoreReport restore_rank_state(const checkpoint::RankState& state,
+                                 parallel::ProcessGroups& groups, models::GptImpl& model);
+
+// The names of the error-feedback residuals in `state` ("comm/dp/residual/...").
+std::vector<std::string> residual_names(const checkpoint::RankState& state);
+
+}  // namespace cmpi::trainer
