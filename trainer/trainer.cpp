@@ -178,10 +178,11 @@ void Trainer::Impl::restore_checkpoint() {
                                   ": model.dropout > 0 is not resumable (dropout generator "
                                   "states are not saved)");
     for (const auto& rule : groups.policy().rules())
-      if (rule.error_feedback)
+      if (rule.error_feedback || (rule.codec && comm::is_powersgd(*rule.codec)))
         throw std::invalid_argument(
             "--resume " + path + ": compression rule '" + rule.origin +
-            "' uses error_feedback, whose residuals checkpoints do not save; resuming would "
+            "' uses error_feedback or powersgd, whose residuals checkpoints do not save; "
+            "resuming would "
             "not continue the same run");
     std::set<std::string> wanted;
     for (const auto& p : checkpointed) wanted.insert(p.name);
