@@ -125,7 +125,7 @@ TEST(PowerSgd, FullRankEqualsTheRawSumAndLowRankIsRankR) {
     auto flat = gradient.clone();
     reducer.reduce_bucket(0, flat.data_ptr<float>());
     auto result = flat.narrow(0, 0, 384).reshape({24, 16}).to(torch::kDouble);
-    auto singular = torch::linalg::svdvals(result);
+    auto singular = torch::linalg::svdvals(result, c10::nullopt);
     EXPECT_LT(singular[3].item<double>(), 1e-5 * singular[0].item<double>()) << "seed " << seed;
     // It is the sum projected onto its own column space: U U^T sum.
     auto sum = want.narrow(0, 0, 384).reshape({24, 16});
