@@ -137,8 +137,6 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
     } catch (const std::exception& e) {
       rule.fail("codec", e.what());
     }
-    if (rule.has("error_feedback"))
-      rule.fail("error_feedback", "powersgd keeps its own error feedback; remove this key");
   } else if (out.codec) {
     if (!codecs.contains(out.codec->name()))
       rule.fail("codec", unknown_word_message("codec", out.codec->name(), codec_names(codecs)));
@@ -150,6 +148,8 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
   }
 
   rule.read("error_feedback", out.error_feedback);
+  if (powersgd && out.error_feedback)
+    rule.fail("error_feedback", "powersgd keeps its own error feedback; remove this key");
   if (out.error_feedback && lossless)
     rule.fail("error_feedback",
               out.codec ? "codec '" + out.codec->name() +

@@ -31,6 +31,8 @@ TEST_F(ConfigTest, PowerSgdRuleIsReadWithItsSettings) {
   EXPECT_EQ(defaults.rank, 4);
   EXPECT_EQ(defaults.start_step, 0);
   EXPECT_TRUE(defaults.warm_start);
+  // The resolved config (--print-config writes error_feedback: false) reads back.
+  EXPECT_NO_THROW(load_config(write(kRule + "      error_feedback: false\n")));
 }
 
 TEST_F(ConfigTest, BadPowerSgdRulesNameTheRuleKeyFileAndLine) {
