@@ -77,18 +77,18 @@ size_t total_of(const std::vector<size_t>& counts) {
 // The bytes a rank sends, uncompressed, in the bandwidth-optimal algorithm
 // of each operation (the ring and chain the compressed path runs), so that
 // raw and wire bytes of both paths compare like for like.
-uint64_t ring_allreduce_bytes(size_t n, int rank, int size) {
-  if (size == 1) return 0;
-  auto segment = [&](int j) { return n / size_t(size) + (size_t(j) < n % size_t(size) ? 1 : 0); };
-  return uint64_t(2 * n - segment(rank) - segment((rank + 1) % size)) * sizeof(float);
-}
-
 uint64_t chain_broadcast_bytes(size_t n, int rank, int root, int size) {
   bool last = (rank - root + size) % size == size - 1;
   return last ? 0 : uint64_t(n) * sizeof(float);
 }
 
 }  // namespace
+
+uint64_t ring_allreduce_bytes(size_t n, int rank, int size) {
+  if (size == 1) return 0;
+  auto segment = [&](int j) { return n / size_t(size) + (size_t(j) < n % size_t(size) ? 1 : 0); };
+  return uint64_t(2 * n - segment(rank) - segment((rank + 1) % size)) * sizeof(float);
+}
 
 int mpi_count(size_t n, GroupKind group) {
   if (n > size_t(INT_MAX))

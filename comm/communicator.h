@@ -210,6 +210,10 @@ class Communicator {
 // them. Collective over `comm`.
 int shared_memory_node(MPI_Comm comm);
 
+// The bytes rank `rank` of `size` sends in a ring allreduce of n floats
+// (what CommStats counts as an allreduce's raw bytes).
+uint64_t ring_allreduce_bytes(size_t n, int rank, int size);
+
 // Checks n fits an MPI count; throws std::length_error naming the group otherwise.
 int mpi_count(size_t n, GroupKind group);
 

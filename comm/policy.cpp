@@ -143,6 +143,16 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
         throw PolicyError(name + ": error_feedback needs a lossy codec, the rule sends raw");
       continue;
     }
+    if (is_powersgd(*rule.codec)) {
+      const std::string problem = powersgd_rule_problem(rule);
+      if (!problem.empty()) throw PolicyError(name + ": " + problem);
+      try {
+        parse_powersgd_settings(*rule.codec);
+      } catch (const std::exception& e) {
+        throw PolicyError(name + ": codec " + rule.codec->to_string() + ": " + e.what());
+      }
+      continue;
+    }
     if (!registry_.contains(rule.codec->name())) {
       std::string known;
       for (const auto& n : registry_.names()) known += (known.empty() ? "" : ", ") + n;
@@ -170,6 +180,7 @@ Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality loca
     if (bytes < b.min_bytes || bytes > b.max_bytes) continue;
     Plan plan;
     plan.codec = rules_[i].codec ? &*rules_[i].codec : nullptr;
+    if (plan.codec && is_powersgd(*plan.codec)) std::swap(plan.codec, plan.low_rank);
     plan.error_feedback = rules_[i].error_feedback;
     plan.chunk_bytes = b.chunk_bytes;
     plan.rule = int(i);
@@ -202,7 +213,9 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     route.chunk_elems = std::max<size_t>(1, b.chunk_bytes / sizeof(float));
     route.rule = int(i);
     route.origin = rule_name(rules[i], i);
-    if (rules[i].codec) {
+    if (rules[i].codec && is_powersgd(*rules[i].codec)) {
+      route.powersgd = parse_powersgd_settings(*rules[i].codec);  // validated by Policy
+    } else if (rules[i].codec) {
       auto codec = policy.registry().create(*rules[i].codec);  // validated by Policy
       if (rules[i].error_feedback) {
         feedbacks_.push_back(std::make_unique<compress::ErrorFeedback>(std::move(codec)));

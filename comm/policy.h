@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "comm/codec_state.h"
 #include "comm/group_kind.h"
 #include "comm/policy_config.h"
+#include "comm/powersgd_settings.h"
 #include "compress/codec.h"
 #include "compress/codec_registry.h"
 #include "compress/error_feedback.h"
@@ -49,8 +51,11 @@ std::vector<PolicyRule> preset_rules(const std::string& preset,
                                      const std::string& locality = "any");
 
 // How one message is sent. Pointers refer into the Policy that made it.
+// A powersgd rule plans raw (codec nullptr) with `low_rank` set: the
+// Communicator sends raw, the data-parallel optimizer runs PowerSGD.
 struct Plan {
-  const compress::CodecSpec* codec = nullptr;  // nullptr: raw
+  const compress::CodecSpec* codec = nullptr;     // nullptr: raw
+  const compress::CodecSpec* low_rank = nullptr;  // a powersgd rule decided
   bool error_feedback = false;
   size_t chunk_bytes = 0;   // pipelining granularity (meaningful when compressed)
   int rule = -1;            // index in Policy::rules(); -1: no rule matched
@@ -99,6 +104,9 @@ class PolicySlice {
     uint64_t min_bytes = 0, max_bytes = 0;
     compress::Codec* codec = nullptr;             // nullptr: raw
     compress::ErrorFeedback* feedback = nullptr;  // non-null: own data goes through it
+    // Set by a powersgd rule (codec stays nullptr: the message itself is
+    // sent raw); the data-parallel optimizer reads it to go low-rank.
+    std::optional<PowerSgdSettings> powersgd;
     size_t chunk_elems = 0;
     int rule = -1;  // index in the Policy's rules
     std::string origin;

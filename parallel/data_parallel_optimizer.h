@@ -76,6 +76,12 @@
 // bucket is scanned for non-finite values before its reduction over dp (one
 // read pass, on the comm thread with overlap).
 //
+// PowerSGD: when the dp group's policy sends the gradient allreduce through a
+// powersgd rule (stages 0/1 only; stages 2/3 refuse it naming the rule), each
+// bucket is reduced by parallel/powersgd_reducer.h instead: a tensor belongs
+// to the bucket holding its first element, matrices are summed as rank-r
+// approximations with per-rank error feedback, other tensors raw.
+//
 // ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
 // goes through groups.zero(); the stage 0/1 gradient allreduce through
 // groups.dp(). All optimizer state is float32.

@@ -30,6 +30,7 @@
 
 #include <cstdio>
 
+#include "comm/communicator.h"
 #include "compress/nonfinite.h"
 #include "parallel/process_groups.h"
 #include "parallel/unmaterialised.h"
@@ -128,6 +129,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
   counts_.assign(size_t(dp()), 0);
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
+  powersgd_ = make_powersgd_reducer();
   set_up_reduction();
   note_memory();
 }
@@ -442,11 +444,57 @@ MemoryUsage ZeroOptimizer::memory() const {
                       (gatherer_ ? gatherer_->live_bytes() : 0);
   m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size());
   m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
-  m.buffer_bytes = bytes(staging_.size());
+  m.buffer_bytes = bytes(staging_.size()) + int64_t(powersgd_ ? powersgd_->state_bytes() : 0);
   return m;
 }
 
 // ------------------------------------------------------------ communication
+
+std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
+  const comm::Communicator& dp_group = groups_.dp();
+  if (dp() == 1 || dp_group.policy() == nullptr) return nullptr;
+  const auto& buckets = layout_.buckets();
+  const comm::PolicySlice::Route* chosen = nullptr;
+  size_t matched = 0;
+  for (const auto& bucket : buckets) {
+    const auto* route = dp_group.policy()->route(comm::Op::kAllreduce, comm::Role::kGradient,
+                                                 bucket.piece * size_t(dp()) * sizeof(float),
+                                                 dp_group.collective_locality());
+    if (route == nullptr || !route->powersgd) continue;
+    chosen = route;
+    ++matched;
+  }
+  if (chosen == nullptr) return nullptr;
+  if (stage_ >= 2)
+    throw std::invalid_argument(chosen->origin +
+                                ": powersgd needs the gradient allreduce of parallel.zero_stage "
+                                "0 or 1; stage " +
+                                std::to_string(stage_) + " reduce-scatters the gradients");
+  // A tensor is summed by the bucket holding its first element, which may
+  // reach into the next bucket: so every bucket must take the same path.
+  if (matched != buckets.size())
+    throw std::invalid_argument(
+        chosen->origin + ": powersgd matches " + std::to_string(matched) + " of the " +
+        std::to_string(buckets.size()) +
+        " gradient buckets (by size: see its min_bytes/max_bytes and parallel.dp_bucket_bytes); "
+        "it must match all of them or none");
+  std::vector<PowerSgdTensor> tensors;
+  std::vector<std::vector<size_t>> tensors_of_bucket(buckets.size());
+  size_t b = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    PowerSgdTensor t;
+    t.offset = layout_.offsets()[i];
+    t.rows = shapes_[i].size() >= 2 ? size_t(shapes_[i][0]) : 1;
+    t.cols = layout_.params()[i].numel / t.rows;
+    while (buckets[b].start + buckets[b].piece * size_t(dp()) <= t.offset) ++b;
+    tensors_of_bucket[b].push_back(tensors.size());
+    tensors.push_back(t);
+  }
+  PowerSgdReducer::Options options;
+  options.settings = *chosen->powersgd;
+  return std::make_unique<PowerSgdReducer>(std::move(tensors), std::move(tensors_of_bucket),
+                                           options, groups_.dp());
+}
 
 void ZeroOptimizer::reduce_gradients() {
   reduce_flat_ = flat_grads_.data_ptr<float>();
@@ -473,7 +521,10 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
   }
   if (stage_ < 2) {
-    if (dp() > 1) groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
+    if (dp() > 1 && powersgd_)
+      powersgd_->reduce_bucket(b, flat);
+    else if (dp() > 1)
+      groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
   } else if (dp() == 1) {
     std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
                 span * sizeof(float));

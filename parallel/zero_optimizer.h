@@ -36,6 +36,7 @@
 #include "parallel/gradient_bucket_reducer.h"
 #include "parallel/layer_parameter_gatherer.h"
 #include "parallel/ordered_comm_queue.h"
+#include "parallel/powersgd_reducer.h"
 #include "parallel/zero_layout.h"
 
 namespace cmpi::comm {
@@ -87,6 +88,10 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void release_gradients();  // stages 2/3, after the reduce-scatter
   // Builds the reducer and, with overlap, hooks every gradient accumulator.
   void set_up_reduction();
+  // The PowerSGD reducer when the dp policy's gradient allreduce rule is
+  // powersgd (nullptr otherwise); throws std::invalid_argument naming the
+  // rule where it cannot apply (ZeRO 2/3, buckets it matches only partly).
+  std::unique_ptr<PowerSgdReducer> make_powersgd_reducer();
   // Runs bucket b's collective on `flat` (the flat gradients): on the comm
   // thread with overlap, touching no member that the main thread changes.
   void reduce_bucket(size_t b, float* flat);
@@ -141,6 +146,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   GradReductionTimes last_reduction_;
   std::unique_ptr<OrderedCommQueue> queue_;  // per layer: every zero-group collective
   std::unique_ptr<LayerParameterGatherer> gatherer_;
+  std::unique_ptr<PowerSgdReducer> powersgd_;       // used by the comm thread only
   std::unique_ptr<GradientBucketReducer> reducer_;  // last: its thread stops before the rest goes
 };
 

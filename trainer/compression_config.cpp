@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "comm/policy.h"
+#include "comm/powersgd_settings.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -43,6 +44,14 @@ std::vector<T> read_vocabulary(MapReader& match, const std::string& key, const s
     if (std::find(values.begin(), values.end(), *value) == values.end()) values.push_back(*value);
   }
   return values;
+}
+
+// The codecs a rule may name: the registry's plus powersgd, which the
+// data-parallel optimizer runs (comm/powersgd_settings.h).
+std::vector<std::string> codec_names(const compress::CodecRegistry& codecs) {
+  std::vector<std::string> names = codecs.names();
+  names.push_back(comm::kPowerSgdName);
+  return names;
 }
 
 // `policy_min_bytes` is what a rule without its own min_bytes inherits.
@@ -121,9 +130,16 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
               "raw, or e.g. {name: zfp, mode: rate, rate: 10})");
   out.codec = read_codec_spec(rule.take("codec"), rule.key_path("codec"), rule);
   bool lossless = true;
-  if (out.codec) {
+  const bool powersgd = out.codec && comm::is_powersgd(*out.codec);
+  if (powersgd) {
+    try {
+      comm::parse_powersgd_settings(*out.codec);
+    } catch (const std::exception& e) {
+      rule.fail("codec", e.what());
+    }
+  } else if (out.codec) {
     if (!codecs.contains(out.codec->name()))
-      rule.fail("codec", unknown_word_message("codec", out.codec->name(), codecs.names()));
+      rule.fail("codec", unknown_word_message("codec", out.codec->name(), codec_names(codecs)));
     try {
       lossless = codecs.create(*out.codec)->lossless();
     } catch (const std::exception& e) {
@@ -132,6 +148,8 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
   }
 
   rule.read("error_feedback", out.error_feedback);
+  if (powersgd && out.error_feedback)
+    rule.fail("error_feedback", "powersgd keeps its own error feedback; remove this key");
   if (out.error_feedback && lossless)
     rule.fail("error_feedback",
               out.codec ? "codec '" + out.codec->name() +
@@ -143,6 +161,10 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
     rule.fail("chunk_bytes", "must be a whole number of floats (a multiple of 4), got " +
                                  std::to_string(out.chunk_bytes));
   rule.finish();
+  if (powersgd) {
+    const std::string problem = comm::powersgd_rule_problem(out);
+    if (!problem.empty()) rule.fail("match", problem);
+  }
   return out;
 }
 

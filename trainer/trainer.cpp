@@ -12,6 +12,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
+#include "comm/powersgd_settings.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "models/gpt.h"
@@ -204,6 +205,11 @@ void Trainer::Impl::restore_checkpoint() {
   const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
   checkpoint::agree_or_throw(groups.world().mpi(), [&] {
     const std::string& path = options.resume_path;
+    for (const auto& rule : groups.policy().rules())
+      if (rule.codec && comm::is_powersgd(*rule.codec))
+        throw std::invalid_argument("--resume " + path + ": compression rule '" + rule.origin +
+                                    "' uses powersgd, whose residuals and Q matrices checkpoints "
+                                    "do not save; resuming would not continue the same run");
     std::set<std::string> wanted;
     for (const auto& p : checkpointed) wanted.insert(p.name);
     const auto loaded = checkpoint::LoadedCheckpoint::read(path, &wanted);

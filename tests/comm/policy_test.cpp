@@ -415,3 +415,66 @@ TEST(PolicySlice, ErrorSamplingIsEveryKthLossyCall) {
 
 }  // namespace
 }  // namespace cmpi::comm
+
+namespace cmpi::comm {
+namespace {
+
+RuleMatch dp_gradient_allreduce() {
+  RuleMatch m;
+  m.groups = {GroupKind::kDp};
+  m.ops = {Op::kAllreduce};
+  m.roles = {Role::kGradient};
+  return m;
+}
+
+TEST(Policy, PowerSgdRuleSendsRawAndMarksTheRouteLowRank) {
+  PolicyConfig config;
+  config.preset = "zhybrid";
+  config.rules.push_back(
+      rule(dp_gradient_allreduce(), CodecSpec("powersgd", {{"rank", "8"}}), "configs/run.yaml:3"));
+  const Policy policy = make_policy(config);
+  const Plan plan = policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB);
+  EXPECT_TRUE(plan.raw());
+  ASSERT_NE(plan.low_rank, nullptr);
+  EXPECT_EQ(plan.low_rank->name(), "powersgd");
+  PolicySlice dp(policy, GroupKind::kDp);
+  const PolicySlice::Route* route = dp.route(Op::kAllreduce, Role::kGradient, kMiB);
+  ASSERT_NE(route, nullptr);
+  EXPECT_EQ(route->codec, nullptr);
+  ASSERT_TRUE(route->powersgd.has_value());
+  EXPECT_EQ(route->powersgd->rank, 8);
+  // Other dp traffic still takes the preset's rule.
+  EXPECT_FALSE(policy.plan(GroupKind::kDp, Op::kAllgather, Role::kGradient, kMiB).raw());
+}
+
+TEST(Policy, PowerSgdRuleMustMatchOnlyDpGradientAllreduces) {
+  auto build = [](RuleMatch match, CodecSpec codec, bool feedback = false) {
+    return [=] {
+      PolicyConfig config;
+      config.rules.push_back(rule(match, codec, "configs/run.yaml:9"));
+      config.rules.back().error_feedback = feedback;
+      make_policy(config);
+    };
+  };
+  RuleMatch tp = dp_gradient_allreduce();
+  tp.groups = {GroupKind::kTp};
+  RuleMatch any_op = dp_gradient_allreduce();
+  any_op.ops.clear();
+  RuleMatch weights = dp_gradient_allreduce();
+  weights.roles = {Role::kWeight};
+  const CodecSpec psgd("powersgd");
+  for (const auto& [what, message] : std::vector<std::pair<std::string, std::string>>{
+           {"group", thrown_by(build(tp, psgd))},
+           {"op", thrown_by(build(any_op, psgd))},
+           {"role", thrown_by(build(weights, psgd))},
+           {"error_feedback", thrown_by(build(dp_gradient_allreduce(), psgd, true))},
+           {"rank",
+            thrown_by(build(dp_gradient_allreduce(), CodecSpec("powersgd", {{"rank", "0"}})))},
+       }) {
+    EXPECT_NE(message.find("configs/run.yaml:9"), std::string::npos) << what << ": " << message;
+    EXPECT_NE(message.find(what), std::string::npos) << what << ": " << message;
+  }
+}
+
+}  // namespace
+}  // namespace cmpi::comm
