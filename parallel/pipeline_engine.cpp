@@ -171,7 +171,7 @@ double PipelineEngine::run_forward(const PipelineStageWork& work, int64_t micro_
   double loss_sum = 0;
   for (int64_t m = 0; m < micro_batches; ++m) {
     auto input = first ? work.embed(m) : receive(m, stage_ - 1, /*gradient=*/false);
-    check_shape(input, "the stage input", m);
+    check_shape(input, "the stage input", m, input_shape_);
     auto output = work.run_blocks(input);
     if (last)
       loss_sum += work.loss(output, m).item<double>() * loss_scale;
