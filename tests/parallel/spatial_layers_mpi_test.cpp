@@ -323,9 +323,12 @@ TEST(SpatialNetwork, ThroughGatherEqualsTheSingleRankRun) {
       const std::vector<torch::Tensor> ref_params{ref_weights.w1, ref_weights.b1, ref_weights.gamma,
                                                   ref_weights.beta, ref_weights.w2};
       ASSERT_EQ(params.size(), ref_params.size());
+      // conv1's bias (parameter 1) feeds BatchNorm, which subtracts the batch
+      // mean: its gradient is zero analytically, so both sides hold only the
+      // rounding of sums over every pixel, summed in different orders here.
       for (size_t i = 0; i < params.size(); ++i)
         expect_close(params[i].grad(), ref_params[i].grad(), "parameter " + std::to_string(i),
-                     1e-4);
+                     i == 1 ? 1e-3 : 1e-4);
     }
 }
 
