@@ -15,9 +15,9 @@ work=$(mktemp -d /tmp/cmpi-cnn-bench.XXXXXX)
 common=(--config "$ROOT/configs/resnet-tiny.yaml" --set model.image_size="$size"
         --set model.depth=11 --set model.width=8 --set training.steps="$steps"
         --set training.global_batch=8 --set training.micro_batch=2 --set training.warmup_steps=1
-        --set log.every=0 --set eval.every=0 --set run.dir="$work")
+        --set log.every=1000 --set eval.every=0 --set run.dir="$work")
 echo "# bench/cnn/run.sh: ResNet-11 width 8, ${size}x${size}x3 images, global batch 8 in micro-batches of 2, $steps steps, 4 ranks"
-echo "# $(date -u '+%F %T UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u '+%F %T UTC'), $(getconf _NPROCESSORS_ONLN) cores online ($(nproc) usable), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-34s %10s %14s %14s\n' layout images/s "max RSS MiB" "min RSS MiB"
 run() {  # name, then --set overrides
   local name=$1; shift
@@ -33,5 +33,5 @@ run sp2xpp2 --set parallel.pipeline=2 --set parallel.spatial=2 --set parallel.st
 run sp4 --set parallel.spatial=4 --set parallel.spatial_slicing=square
 run sp2xpp2-bidirectional --set parallel.pipeline=2 --set parallel.spatial=2 \
   --set parallel.stage_layers="[2,3]" --set parallel.bidirectional=true
-run single-rank-share --set parallel.data=4
+run dp4-whole-image-per-rank --set parallel.data=4
 rm -rf "$work"
