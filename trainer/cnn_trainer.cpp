@@ -12,6 +12,7 @@
 #include "data/synthetic_images.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
+#include "models/cnn/activation_estimate.h"
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/resnet_plan.h"
 #include "models/cnn/spatial_conv_layer_factory.h"
@@ -75,6 +76,9 @@ struct SpatialStage {
   bool gather_output = false;
   std::optional<parallel::spatial::TileGrid> input_grid, output_grid;
   comm::Communicator* sp = nullptr;
+  // Bytes autograd keeps for backward at the schedule's peak (micro-batches
+  // in flight), estimated from the plan (models/cnn/activation_estimate.h).
+  int64_t activation_bytes = 0;
   // Parameters whose gradients are summed over sp: every spatial layer's,
   // not the classifier's (replicated after the global pool, whole gradients).
   std::vector<torch::Tensor> tiled_parameters;
@@ -265,6 +269,21 @@ void CnnTrainer::Impl::build_stage(int64_t stage_index, comm::Communicator& sp,
     models::LocalConvLayerFactory factory;
     stage = models::CnnStage(plan, range.first_layer, range.end_layer, factory, config.run.seed);
   }
+  const int rank = sp.rank();
+  const auto pixels = [&](int64_t side) {
+    if (!tiles.spatial) return side * side;
+    const parallel::spatial::TileGrid grid(side, side, sp.size(), slicing);
+    return grid.tile_pixels(rank);
+  };
+  int64_t in_flight = dims.pp > 1 ? 0 : 1;
+  if (pp) {
+    const int64_t count = config.parallel.bidirectional ? micro_batches / 2 : micro_batches;
+    in_flight = parallel::max_in_flight(parallel::make_pipeline_schedule(config.parallel.schedule)
+                                            ->actions(stage_index, dims.pp, count));
+  }
+  tiles.activation_bytes =
+      models::saved_activation_elements(plan, range.first_layer, range.end_layer, pixels) *
+      t.micro_batch * int64_t(sizeof(float)) * in_flight;
   if (!pp) return;
   const auto* input_tiles = tiles.input_grid ? &*tiles.input_grid : nullptr;
   const auto* output_tiles =
@@ -508,13 +527,15 @@ std::string CnnTrainer::Impl::groups_json() const {
 
 std::string CnnTrainer::Impl::memory_json() const {
   const auto m = optimizer->memory();
-  char buf[320];
+  char buf[384];
   std::snprintf(buf, sizeof buf,
                 "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
-                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld}",
+                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld,"
+                "\"activation_estimate_bytes\":%lld}",
                 optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
                 (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
-                (long long)optimizer->peak_bytes());
+                (long long)optimizer->peak_bytes(),
+                (long long)(spatial.activation_bytes + spatial_b.activation_bytes));
   return buf;
 }
 
