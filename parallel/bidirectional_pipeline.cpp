@@ -38,6 +38,13 @@ std::unique_ptr<comm::Communicator> reversed_pipeline_group(ProcessGroups& group
       std::make_unique<comm::PolicySlice>(groups.policy(), comm::GroupKind::kPp), groups.node());
 }
 
+std::unique_ptr<comm::Communicator> duplicate_group(ProcessGroups& groups, comm::GroupKind kind) {
+  MPI_Comm copy;
+  MPI_Comm_dup(groups.group(kind).mpi(), &copy);
+  return std::make_unique<comm::Communicator>(
+      copy, kind, std::make_unique<comm::PolicySlice>(groups.policy(), kind), groups.node());
+}
+
 void combine_with_mirror(comm::Communicator& pp, const std::vector<torch::Tensor>& a,
                          const std::vector<torch::Tensor>& b, comm::Role role, MirrorCombine how) {
   for (const auto* list : {&a, &b})

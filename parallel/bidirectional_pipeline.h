@@ -27,6 +27,10 @@ class ProcessGroups;
 // slice and node). Collective over the pp group.
 std::unique_ptr<comm::Communicator> reversed_pipeline_group(ProcessGroups& groups);
 
+// A copy of group `kind` (same ranks, policy slice and node) for replica B's
+// thread, so its collectives cannot match replica A's. Collective over it.
+std::unique_ptr<comm::Communicator> duplicate_group(ProcessGroups& groups, comm::GroupKind kind);
+
 // The pp rank holding the other replica's copy of this rank's stages.
 inline int mirror_rank(const comm::Communicator& pp) {
   return pp.size() - 1 - pp.rank();

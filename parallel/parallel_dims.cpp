@@ -51,9 +51,8 @@ ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipelin
   if (spatial > 1 && model.image_rows == 0)
     fail("sp", "parallel.spatial = " + std::to_string(spatial) +
                    " but the model has no spatial dimension to split (a GPT needs spatial: 1)");
-  if (spatial > 1 && model.image_rows % spatial != 0)
-    fail("sp", "image rows (" + std::to_string(model.image_rows) +
-                   ") are not divisible by parallel.spatial (" + std::to_string(spatial) + ")");
+  // Uneven tiles are allowed: the tile geometry (parallel/spatial/) checks
+  // whether a layout fits the model's layers, naming the layer.
 
   ParallelDims dims;
   dims.dp = int(data);

@@ -5,19 +5,25 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "data/synthetic_images.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
+#include "models/cnn/activation_estimate.h"
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/resnet_plan.h"
+#include "models/cnn/spatial_conv_layer_factory.h"
 #include "parallel/bidirectional_pipeline.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/pipeline_engine.h"
 #include "parallel/pipeline_stages.h"
 #include "parallel/process_groups.h"
+#include "parallel/spatial/sp_reductions.h"
+#include "parallel/spatial/tile_gather.h"
+#include "parallel/spatial/tile_geometry.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/nonfinite_guard.h"
@@ -61,6 +67,31 @@ struct ImageBatch {
   torch::Tensor images, labels;
 };
 
+// How one replica's pipeline stage meets spatial parallelism: whether it runs
+// on tiles, the grid of its input and output images, whether it gathers its
+// output tiles into whole images (the last spatial stage before a
+// non-spatial tail), and the sp communicator its layers use.
+struct SpatialStage {
+  bool spatial = false;
+  bool gather_output = false;
+  std::optional<parallel::spatial::TileGrid> input_grid, output_grid;
+  comm::Communicator* sp = nullptr;
+  // Bytes autograd keeps for backward at the schedule's peak (micro-batches
+  // in flight), estimated from the plan (models/cnn/activation_estimate.h).
+  int64_t activation_bytes = 0;
+  // Parameters whose gradients are summed over sp: every spatial layer's,
+  // not the classifier's (replicated after the global pool, whole gradients).
+  std::vector<torch::Tensor> tiled_parameters;
+};
+
+// [micro_batch, channels, side, side], or the tile of `rank` of that image.
+std::vector<int64_t> image_shape(int64_t micro_batch, int64_t channels, int64_t side,
+                                 const parallel::spatial::TileGrid* grid, int rank) {
+  if (!grid) return {micro_batch, channels, side, side};
+  return {micro_batch, channels, grid->row_span(grid->row_of(rank)).size,
+          grid->col_span(grid->col_of(rank)).size};
+}
+
 }  // namespace
 
 struct CnnTrainer::Impl {
@@ -68,14 +99,28 @@ struct CnnTrainer::Impl {
       : config(c), groups(g), options(std::move(o)), images(image_options(c)), model(nullptr) {}
 
   void setup();
+  // The stage `stage_index` of the pipeline (all layers without one), on
+  // tiles over `sp` if it is one of the spatial stages; its engine over `pp`
+  // (pp > 1 only).
+  void build_stage(int64_t stage_index, comm::Communicator& sp, comm::Communicator* pp,
+                   models::CnnStage& stage, SpatialStage& spatial,
+                   std::unique_ptr<parallel::PipelineEngine>& engine);
+  // The stage's forward, gathering its output tiles where it must.
+  torch::Tensor stage_forward(models::CnnStage& stage, const SpatialStage& spatial,
+                              const torch::Tensor& x) const;
+  // What the first stage is fed: the images, or this sp rank's tile of them.
+  torch::Tensor stage_input(const SpatialStage& spatial, const torch::Tensor& images) const;
+  // Sums the spatial layers' gradients over sp (before the dp reduction).
+  void reduce_spatial_gradients();
   // Replica B of the bi-directional pipeline: this rank's stage S-1-r, its
   // engine over the reversed pp group, its optimizer.
   void setup_replica_b(const parallel::DataParallelOptimizerOptions& optimizer_options);
   // Loss (mean over the global batch) of one step; counts right answers.
   double train_step(int64_t step);
   // Micro-batches [first, first + count) of the step through `engine`.
-  double pipeline_step(parallel::PipelineEngine& engine, models::CnnStage& stage, double& counter,
-                       int64_t step, int64_t first, int64_t count, double scale, bool overlap);
+  double pipeline_step(parallel::PipelineEngine& engine, models::CnnStage& stage,
+                       const SpatialStage& tiles, double& counter, int64_t step, int64_t first,
+                       int64_t count, double scale, bool overlap);
   // Both replicas, B on its own thread so each fills the other's bubbles;
   // then every stage's two copies sum their gradients.
   double bidirectional_step(int64_t step, double scale);
@@ -102,10 +147,18 @@ struct CnnTrainer::Impl {
   models::CnnStage model;
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
   std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  SpatialStage spatial;
+  parallel::spatial::Slicing slicing = parallel::spatial::Slicing::kVertical;
+  int64_t spatial_stages = 0;  // the first this many pipeline stages run on tiles
   // parallel.bidirectional only: replica B.
   std::unique_ptr<comm::Communicator> reversed_pp;
   models::CnnStage model_b{nullptr};
   std::unique_ptr<parallel::PipelineEngine> pipeline_b;
+  SpatialStage spatial_b;
+  // Replica B's halos and spatial reductions run on B's thread while A's run
+  // on this one: their own copy of the sp group, so their messages cannot
+  // match each other's.
+  std::unique_ptr<comm::Communicator> sp_b;
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer_b;
   double correct_b = 0;
   std::unique_ptr<NonfiniteGuard> guard;
@@ -131,11 +184,13 @@ void CnnTrainer::Impl::setup() {
   if (config.model.kind != "resnet")
     throw std::invalid_argument("cnn trainer: model.kind is " + config.model.kind +
                                 ", expected resnet");
-  if (dims.tp > 1 || dims.sp > 1)
+  if (dims.tp > 1)
     throw std::invalid_argument(
-        "cnn trainer: tensor and spatial parallelism are not supported "
-        "for model.kind resnet (" +
+        "cnn trainer: tensor parallelism is not supported for model.kind resnet (" +
         dims.to_string() + ")");
+  if (dims.sp > 1 && dims.zero_stage > 1)
+    throw std::invalid_argument("cnn trainer: spatial parallelism supports ZeRO stages 0 and 1 (" +
+                                dims.to_string() + ")");
   if (t.global_batch % (t.micro_batch * dims.dp) != 0)
     throw std::invalid_argument("training.global_batch (" + std::to_string(t.global_batch) +
                                 ") is not a multiple of training.micro_batch (" +
@@ -144,20 +199,12 @@ void CnnTrainer::Impl::setup() {
   micro_batches = t.global_batch / (t.micro_batch * dims.dp);
   at::set_num_threads(int(t.threads));
   plan = models::resnet_layers(resnet_options(config));
-  const auto stage = parallel::stage_of(int64_t(plan.size()), dims.pp, groups.coord().pp,
-                                        config.parallel.stage_layers);
-  models::LocalConvLayerFactory factory;
-  model = models::CnnStage(plan, stage.first_layer, stage.end_layer, factory, config.run.seed);
-  if (dims.pp > 1) {
-    const auto& first = plan[size_t(stage.first_layer)];
-    const auto& last = plan[size_t(stage.end_layer - 1)];
-    const std::vector<int64_t> input{t.micro_batch, first.in_channels, first.in_size,
-                                     first.in_size};
-    std::vector<int64_t> output{t.micro_batch, last.out_channels, last.out_size, last.out_size};
-    if (model->has_head()) output = {t.micro_batch, last.out_channels};
-    pipeline = std::make_unique<parallel::PipelineEngine>(
-        groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule), input, output);
+  if (dims.sp > 1) {
+    slicing = parallel::spatial::parse_slicing(config.parallel.spatial_slicing);
+    spatial_stages = config.parallel.spatial_stages > 0 ? config.parallel.spatial_stages : dims.pp;
   }
+  build_stage(groups.coord().pp, groups.sp(), dims.pp > 1 ? &groups.pp() : nullptr, model, spatial,
+              pipeline);
   const auto infos = model->param_infos();
   broadcast_parameters(model);
 
@@ -167,7 +214,9 @@ void CnnTrainer::Impl::setup() {
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
   // The two replicas' gradients are summed after backward: nothing may be
   // reduced over dp before that.
-  optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce && !config.parallel.bidirectional;
+  // So must the spatial gradients be summed over sp first.
+  optimizer_options.overlap_grad_reduce =
+      t.overlap_grad_reduce && !config.parallel.bidirectional && dims.sp == 1;
   optimizer = parallel::make_data_parallel_optimizer(infos, optimizer_options, groups);
   if (config.parallel.bidirectional) setup_replica_b(optimizer_options);
   schedule.peak = t.lr;
@@ -179,7 +228,6 @@ void CnnTrainer::Impl::setup() {
 
 void CnnTrainer::Impl::setup_replica_b(
     const parallel::DataParallelOptimizerOptions& optimizer_options) {
-  const auto& t = config.training;
   const auto& dims = groups.dims();
   if (dims.pp < 2 || micro_batches % 2 != 0)
     throw std::invalid_argument(
@@ -187,20 +235,90 @@ void CnnTrainer::Impl::setup_replica_b(
         "micro-batches per data-parallel rank, got " +
         dims.to_string() + " and " + std::to_string(micro_batches) + " micro-batches");
   reversed_pp = parallel::reversed_pipeline_group(groups);
-  const auto stage = parallel::stage_of(int64_t(plan.size()), dims.pp, reversed_pp->rank(),
-                                        config.parallel.stage_layers);
-  models::LocalConvLayerFactory factory;
-  model_b = models::CnnStage(plan, stage.first_layer, stage.end_layer, factory, config.run.seed);
-  const auto& first = plan[size_t(stage.first_layer)];
-  const auto& last = plan[size_t(stage.end_layer - 1)];
-  const std::vector<int64_t> input{t.micro_batch, first.in_channels, first.in_size, first.in_size};
-  std::vector<int64_t> output{t.micro_batch, last.out_channels, last.out_size, last.out_size};
-  if (model_b->has_head()) output = {t.micro_batch, last.out_channels};
-  pipeline_b = std::make_unique<parallel::PipelineEngine>(
-      *reversed_pp, parallel::make_pipeline_schedule(config.parallel.schedule), input, output);
+  if (dims.sp > 1) sp_b = parallel::duplicate_group(groups, comm::GroupKind::kSp);
+  build_stage(reversed_pp->rank(), sp_b ? *sp_b : groups.sp(), reversed_pp.get(), model_b,
+              spatial_b, pipeline_b);
   broadcast_parameters(model_b);
   optimizer_b =
       parallel::make_data_parallel_optimizer(model_b->param_infos(), optimizer_options, groups);
+}
+
+void CnnTrainer::Impl::build_stage(int64_t stage_index, comm::Communicator& sp,
+                                   comm::Communicator* pp, models::CnnStage& stage,
+                                   SpatialStage& tiles,
+                                   std::unique_ptr<parallel::PipelineEngine>& engine) {
+  const auto& t = config.training;
+  const auto& dims = groups.dims();
+  const auto range =
+      parallel::stage_of(int64_t(plan.size()), dims.pp, stage_index, config.parallel.stage_layers);
+  const auto& first = plan[size_t(range.first_layer)];
+  const auto& last = plan[size_t(range.end_layer - 1)];
+  tiles.spatial = stage_index < spatial_stages;
+  tiles.sp = &sp;
+  if (tiles.spatial) {
+    models::SpatialConvLayerFactory factory(sp, slicing);
+    stage = models::CnnStage(plan, range.first_layer, range.end_layer, factory, config.run.seed);
+    tiles.input_grid.emplace(first.in_size, first.in_size, sp.size(), slicing);
+    if (!stage->has_head())
+      tiles.output_grid.emplace(last.out_size, last.out_size, sp.size(), slicing);
+    tiles.gather_output = !stage->has_head() && stage_index + 1 == spatial_stages;
+    for (const auto& info : stage->param_infos())
+      if (info.name.find(".classifier.") == std::string::npos)
+        tiles.tiled_parameters.push_back(info.tensor);
+  } else {
+    models::LocalConvLayerFactory factory;
+    stage = models::CnnStage(plan, range.first_layer, range.end_layer, factory, config.run.seed);
+  }
+  const int rank = sp.rank();
+  const auto pixels = [&](int64_t side) {
+    if (!tiles.spatial) return side * side;
+    const parallel::spatial::TileGrid grid(side, side, sp.size(), slicing);
+    return grid.tile_pixels(rank);
+  };
+  int64_t in_flight = dims.pp > 1 ? 0 : 1;
+  if (pp) {
+    const int64_t count = config.parallel.bidirectional ? micro_batches / 2 : micro_batches;
+    in_flight = parallel::max_in_flight(parallel::make_pipeline_schedule(config.parallel.schedule)
+                                            ->actions(stage_index, dims.pp, count));
+  }
+  tiles.activation_bytes =
+      models::saved_activation_elements(plan, range.first_layer, range.end_layer, pixels) *
+      t.micro_batch * int64_t(sizeof(float)) * in_flight;
+  if (!pp) return;
+  const auto* input_tiles = tiles.input_grid ? &*tiles.input_grid : nullptr;
+  const auto* output_tiles =
+      tiles.output_grid && !tiles.gather_output ? &*tiles.output_grid : nullptr;
+  const auto input =
+      image_shape(t.micro_batch, first.in_channels, first.in_size, input_tiles, sp.rank());
+  auto output =
+      image_shape(t.micro_batch, last.out_channels, last.out_size, output_tiles, sp.rank());
+  if (stage->has_head()) output = {t.micro_batch, last.out_channels};
+  engine = std::make_unique<parallel::PipelineEngine>(
+      *pp, parallel::make_pipeline_schedule(config.parallel.schedule), input, output);
+}
+
+// The tail after the last spatial stage is replicated over sp: every sp rank
+// gathers the whole image and runs the same tail on it (Megatron's
+// gather_from_tp_region; backward keeps the own tile, no message).
+torch::Tensor CnnTrainer::Impl::stage_forward(models::CnnStage& stage, const SpatialStage& tiles,
+                                              const torch::Tensor& x) const {
+  auto out = stage->forward(x);
+  if (tiles.gather_output)
+    out = parallel::spatial::gather_tiles(out.contiguous(), *tiles.output_grid, *tiles.sp);
+  return out;
+}
+
+torch::Tensor CnnTrainer::Impl::stage_input(const SpatialStage& tiles,
+                                            const torch::Tensor& images) const {
+  if (!tiles.spatial) return images;
+  return parallel::spatial::tile_of(images, *tiles.input_grid, tiles.sp->rank()).contiguous();
+}
+
+void CnnTrainer::Impl::reduce_spatial_gradients() {
+  if (spatial.spatial)
+    parallel::spatial::allreduce_spatial_gradients(spatial.tiled_parameters, groups.sp());
+  if (spatial_b.spatial)
+    parallel::spatial::allreduce_spatial_gradients(spatial_b.tiled_parameters, groups.sp());
 }
 
 // Every DP replica starts from DP rank 0's weights and statistics.
@@ -269,17 +387,20 @@ double CnnTrainer::Impl::train_step(int64_t step) {
   if (optimizer_b) {
     local_loss = bidirectional_step(step, scale);
   } else if (pipeline) {
-    local_loss = pipeline_step(*pipeline, model, correct, step, 0, micro_batches, scale, true);
+    local_loss =
+        pipeline_step(*pipeline, model, spatial, correct, step, 0, micro_batches, scale, true);
   } else {
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto batch = micro_batch(data::ImageSplit::kTrain, step, m);
-      auto loss = classify_loss(model->forward(batch.images), batch.labels, correct);
+      auto logits = stage_forward(model, spatial, stage_input(spatial, batch.images));
+      auto loss = classify_loss(logits, batch.labels, correct);
       if (m + 1 == micro_batches) optimizer->begin_last_micro_batch();
       (loss * scale).backward();
       local_loss += loss.item<double>() * scale;
     }
   }
   last_local_loss = local_loss;
+  reduce_spatial_gradients();
   last_grad_norm = optimizer->step(schedule.at(step), config.training.grad_clip);
   average_running_statistics(model);
   if (optimizer_b) {
@@ -300,14 +421,14 @@ double CnnTrainer::Impl::train_step(int64_t step) {
 
 // The first stage draws the images, the last one their labels.
 double CnnTrainer::Impl::pipeline_step(parallel::PipelineEngine& engine, models::CnnStage& stage,
-                                       double& counter, int64_t step, int64_t first, int64_t count,
-                                       double scale, bool overlap) {
+                                       const SpatialStage& tiles, double& counter, int64_t step,
+                                       int64_t first, int64_t count, double scale, bool overlap) {
   parallel::PipelineStageWork work;
   if (overlap) work.before_last_backward = [&] { optimizer->begin_last_micro_batch(); };
   work.embed = [&, first](int64_t m) {
-    return micro_batch(data::ImageSplit::kTrain, step, first + m).images;
+    return stage_input(tiles, micro_batch(data::ImageSplit::kTrain, step, first + m).images);
   };
-  work.run_blocks = [&](const torch::Tensor& x) { return stage->forward(x); };
+  work.run_blocks = [&](const torch::Tensor& x) { return stage_forward(stage, tiles, x); };
   work.loss = [&, first](const torch::Tensor& logits, int64_t m) {
     return classify_loss(logits, micro_batch(data::ImageSplit::kTrain, step, first + m).labels,
                          counter);
@@ -329,14 +450,15 @@ double CnnTrainer::Impl::bidirectional_step(int64_t step, double scale) {
   std::exception_ptr failure_b;
   std::thread replica_b([&] {
     try {
-      loss_b = pipeline_step(*pipeline_b, model_b, correct_b, step, half, half, scale, false);
+      loss_b =
+          pipeline_step(*pipeline_b, model_b, spatial_b, correct_b, step, half, half, scale, false);
     } catch (...) {
       failure_b = std::current_exception();
     }
   });
   double loss_a = 0;
   try {
-    loss_a = pipeline_step(*pipeline, model, correct, step, 0, half, scale, false);
+    loss_a = pipeline_step(*pipeline, model, spatial, correct, step, 0, half, scale, false);
   } catch (...) {
     // B may be waiting on a rank that will never send: the caller aborts
     // the job (main), which ends it.
@@ -368,7 +490,8 @@ std::pair<double, double> CnnTrainer::Impl::evaluate() {
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t m = 0; m < micro_batches; ++m) {
       const auto batch = micro_batch(data::ImageSplit::kValid, b, m);
-      loss += classify_loss(model->forward(batch.images), batch.labels, correct).item<double>();
+      const auto logits = stage_forward(model, spatial, stage_input(spatial, batch.images));
+      loss += classify_loss(logits, batch.labels, correct).item<double>();
     }
   model->train();
   float totals[2] = {float(loss / double(batches * micro_batches * dp)), float(correct)};
@@ -381,6 +504,7 @@ comm::OpCounters CnnTrainer::Impl::comm_totals() const {
   comm::OpCounters sum;
   for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
   if (reversed_pp) sum += reversed_pp->stats().total();
+  if (sp_b) sum += sp_b->stats().total();
   return sum;
 }
 
@@ -396,18 +520,22 @@ std::string CnnTrainer::Impl::groups_json() const {
   if (reversed_pp && reversed_pp->stats().total().calls > 0)
     out += (out.size() > 1 ? "," : "") + std::string("\"pp_reverse\":") +
            reversed_pp->stats().to_json();
+  if (sp_b && sp_b->stats().total().calls > 0)
+    out += (out.size() > 1 ? "," : "") + std::string("\"sp_reverse\":") + sp_b->stats().to_json();
   return out + "}";
 }
 
 std::string CnnTrainer::Impl::memory_json() const {
   const auto m = optimizer->memory();
-  char buf[320];
+  char buf[384];
   std::snprintf(buf, sizeof buf,
                 "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
-                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld}",
+                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld,"
+                "\"activation_estimate_bytes\":%lld}",
                 optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
                 (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
-                (long long)optimizer->peak_bytes());
+                (long long)optimizer->peak_bytes(),
+                (long long)(spatial.activation_bytes + spatial_b.activation_bytes));
   return buf;
 }
 

@@ -11,6 +11,11 @@
 // micro-batch size. The running statistics (used by evaluation only) are
 // averaged over dp after every step so the replicas agree.
 //
+// With sp > 1 the first parallel.spatial_stages stages run on tiles of the
+// images (SpatialConvLayerFactory); the last of them gathers the tiles and
+// the stages after it are replicated over sp. The spatial layers' gradients
+// are summed over sp before the optimizer (docs/cnn.md).
+//
 // The header is torch-free; Trainer dispatches here on model.kind.
 #pragma once
 

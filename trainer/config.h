@@ -61,6 +61,11 @@ struct ParallelConfig {
   // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
   // rank's micro-batches; their gradients are summed with each other.
   bool bidirectional = false;
+  // Spatial parallelism (model.kind resnet): how the images are cut over the
+  // `spatial` ranks (square | vertical | horizontal), and how many pipeline
+  // stages, from the first, run on tiles (0 = all of them).
+  std::string spatial_slicing = "vertical";
+  int64_t spatial_stages = 0;
 };
 
 struct TrainingConfig {

@@ -16,9 +16,11 @@
 #include "compress/codec_registry.h"
 #include "models/cnn/resnet_plan.h"
 #include "parallel/pipeline_stages.h"
+#include "parallel/spatial/tile_geometry.h"
 #include "trainer/compression_config.h"
 #include "trainer/config_limits.h"
 #include "trainer/config_overrides.h"
+#include "trainer/spatial_resnet_check.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -106,6 +108,8 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   read_stage_layers(r, parallel.stage_layers);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
   r.read("bidirectional", parallel.bidirectional);
+  r.read("spatial_slicing", parallel.spatial_slicing, {"square", "vertical", "horizontal"});
+  r.read("spatial_stages", parallel.spatial_stages, IntRange{0, kMaxRanks});
   r.finish();
 }
 
@@ -278,11 +282,16 @@ void check_resnet(const Config& c) {
     fail_at(c, "parallel.tensor",
             "model.kind resnet has no tensor-parallel layers; use parallel.tensor 1, got " +
                 std::to_string(c.parallel.tensor));
-  if (c.parallel.spatial > 1)
-    fail_at(c, "parallel.spatial",
-            "spatial parallelism is not implemented for model.kind resnet yet; use "
-            "parallel.spatial 1, got " +
-                std::to_string(c.parallel.spatial));
+  if (c.parallel.spatial > 1 && c.parallel.zero_stage > 1)
+    fail_at(c, "parallel.zero_stage",
+            "spatial parallelism (parallel.spatial " + std::to_string(c.parallel.spatial) +
+                ") supports ZeRO stages 0 and 1 (the spatial gradients are summed over sp "
+                "before the dp reduction), got " +
+                std::to_string(c.parallel.zero_stage));
+  if (c.parallel.spatial_stages > c.parallel.pipeline)
+    fail_at(c, "parallel.spatial_stages",
+            "cannot exceed parallel.pipeline (" + std::to_string(c.parallel.pipeline) + "), got " +
+                std::to_string(c.parallel.spatial_stages));
   if (c.checkpoint.every > 0)
     fail_at(c, "checkpoint.every",
             "checkpoints are not implemented for model.kind resnet (BatchNorm running "
@@ -293,6 +302,34 @@ void check_resnet(const Config& c) {
             "model.kind resnet supports only abort (a skipped step would still have updated "
             "the BatchNorm running statistics), got " +
                 c.training.on_nonfinite);
+}
+
+// Every layer of the spatial stages must fit the tile grid (named errors of
+// the tile geometry, reported at the key the user can change).
+void check_spatial_geometry(const Config& c) {
+  const ParallelConfig& p = c.parallel;
+  models::ResnetOptions o;
+  o.depth = c.model.depth;
+  o.width = c.model.width;
+  o.image_size = c.model.image_size;
+  o.channels = c.model.channels;
+  o.classes = c.model.classes;
+  const auto plan = models::resnet_layers(o);
+  const int64_t spatial_stages = p.spatial_stages > 0 ? p.spatial_stages : p.pipeline;
+  const auto stages = parallel::partition_layers(int64_t(plan.size()), p.pipeline, p.stage_layers);
+  const auto slicing = parallel::spatial::parse_slicing(p.spatial_slicing);
+  try {
+    for (int64_t s = 0; s < spatial_stages; ++s)
+      models::check_spatial_resnet_layers(plan, stages[size_t(s)].first_layer,
+                                          stages[size_t(s)].end_layer, int(p.spatial), slicing);
+  } catch (const parallel::spatial::GeometryError& e) {
+    const std::string why = e.what();
+    const bool slicing_at_fault = why.find("square number") != std::string::npos;
+    const std::string key = slicing_at_fault                      ? "parallel.spatial_slicing"
+                            : c.origins.count("parallel.spatial") ? "parallel.spatial"
+                                                                  : "model.image_size";
+    fail_at(c, key, why);
+  }
 }
 
 void check_bidirectional(const Config& c) {
@@ -385,6 +422,7 @@ void check_consistency(const Config& c) {
       fail_at(c, "parallel.stage_layers", why);
     }
   }
+  if (c.model.kind == "resnet" && p.spatial > 1) check_spatial_geometry(c);
 }
 
 Config parse_tree(YAML::Node root, const std::string& source,
@@ -550,6 +588,8 @@ std::string to_yaml(const Config& c) {
     out << YAML::EndSeq;
   }
   put(out, "dp_bucket_bytes", format_size(c.parallel.dp_bucket_bytes));
+  put(out, "spatial_slicing", c.parallel.spatial_slicing);
+  put(out, "spatial_stages", int64_t(c.parallel.spatial_stages));
   put(out, "bidirectional", c.parallel.bidirectional);
   out << YAML::EndMap;
 

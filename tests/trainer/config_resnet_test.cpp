@@ -64,7 +64,16 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
       {kResnet + "data:\n  kind: markov\n", "data.kind", "images"},
       {"data:\n  kind: images\n", "data.kind", "model.kind resnet"},
       {kResnet + "parallel:\n  tensor: 2\n", "parallel.tensor", "tensor-parallel"},
-      {kResnet + "parallel:\n  spatial: 2\n", "parallel.spatial", "not implemented"},
+      {kResnet + "parallel:\n  spatial: 2\n  spatial_slicing: square\n", "parallel.spatial_slicing",
+       "square number"},
+      // depth 20 on 32 pixels: the last group runs on 8 x 8, fewer than 16 tiles.
+      {kResnet + "parallel:\n  spatial: 16\n", "parallel.spatial", "model.image_size 32"},
+      {kResnet + "parallel:\n  spatial: 16\n", "parallel.spatial", "layer 5 (bottleneck) conv2"},
+      {kResnet + "parallel:\n  spatial: 2\n  zero_stage: 2\n", "parallel.zero_stage",
+       "ZeRO stages 0 and 1"},
+      {kResnet + "parallel:\n  spatial: 2\n  pipeline: 2\n  spatial_stages: 3\n",
+       "parallel.spatial_stages", "cannot exceed parallel.pipeline"},
+      {"parallel:\n  spatial: 2\n", "parallel.spatial", "a GPT needs spatial: 1"},
       {kResnet + "checkpoint:\n  every: 5\n", "checkpoint.every", "BatchNorm"},
       {kResnet + "data:\n  noise: -1\n", "data.noise", ">= 0"},
       {kResnet + "parallel:\n  pipeline: 9\n", "parallel.pipeline", "layers"},
@@ -82,6 +91,25 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
     EXPECT_CONTAINS(message, c.words);
     EXPECT_CONTAINS(message, "run.yaml") << "the file is named";
   }
+}
+
+TEST_F(ConfigTest, SpatialKeysLoadAndRoundTrip) {
+  // 32 pixels over 3 slabs: uneven tiles (11, 11, 10) are fine.
+  const Config c = load_config(
+      write(kResnet + "parallel:\n  spatial: 3\n  pipeline: 2\n  spatial_slicing: horizontal\n"
+                      "  spatial_stages: 1\n"));
+  EXPECT_EQ(c.parallel.spatial, 3);
+  EXPECT_EQ(c.parallel.spatial_slicing, "horizontal");
+  EXPECT_EQ(c.parallel.spatial_stages, 1);
+  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  EXPECT_EQ(again.parallel.spatial_slicing, "horizontal");
+  EXPECT_EQ(again.parallel.spatial_stages, 1);
+  const Config square = load_config(write(kResnet + "parallel:\n  spatial: 4\n  "
+                                                    "spatial_slicing: square\n"));
+  EXPECT_EQ(validate_layout(square, 4).sp, 4);
+  const std::string message =
+      error_of([&] { load_config(write(kResnet + "parallel:\n  spatial_slicing: diagonal\n")); });
+  EXPECT_CONTAINS(message, "parallel.spatial_slicing");
 }
 
 TEST_F(ConfigTest, BidirectionalNeedsAnEvenMicroBatchCount) {
