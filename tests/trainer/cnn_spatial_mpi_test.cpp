@@ -30,7 +30,10 @@
 namespace cmpi::trainer {
 namespace {
 
-constexpr double kTolerance = 1e-4;  // relative, per step
+// Relative, per step. At some seeds every fully spatial layout lands 1.1e-4
+// from the single-rank run at step 6 (CMPI_TEST_SEED=6380815224583), while
+// mutations (no sp gradient sum) miss by 2e-3 and more: see the issue note.
+constexpr double kTolerance = 5e-4;
 
 Config tiny_resnet_config(uint64_t seed) {
   Config c;
