@@ -24,6 +24,12 @@ namespace cmpi::testing {
 // bucket size stay at the Config defaults: each test sets what it exercises.
 trainer::Config tiny_gpt_config(uint64_t seed);
 
+// ResNet depth 11 (stem, 3 bottleneck blocks, head), width 4, 16x16 images of
+// 3 channels in 4 classes (noise 0.5); 8 steps on a global batch of 16 in
+// micro-batches of 4; Adam's eps 1e-3 (why: tiny_gpt_run.cpp); buckets of
+// 4 KiB so dp reduces several.
+trainer::Config tiny_resnet_config(uint64_t seed);
+
 struct TinyGptRun {
   std::vector<double> losses;                          // per step
   std::vector<std::pair<int64_t, double>> val_losses;  // (step, loss) per evaluation

@@ -27,34 +27,6 @@ namespace {
 
 constexpr double kTolerance = 1e-5;  // relative, per step
 
-Config tiny_resnet_config(uint64_t seed) {
-  Config c;
-  c.run.seed = seed;
-  c.model.kind = "resnet";
-  c.model.depth = 11;  // stem, 3 blocks, head: 5 layers
-  c.model.width = 4;
-  c.model.image_size = 16;
-  c.model.channels = 3;
-  c.model.classes = 4;
-  c.data.kind = "images";
-  c.data.seed = seed + 1;
-  c.data.noise = 0.5;
-  c.training.steps = 8;
-  c.training.global_batch = 16;
-  c.training.micro_batch = 4;
-  c.training.lr = 3e-3;
-  c.training.min_lr = 3e-4;
-  c.training.warmup_steps = 1;
-  c.training.weight_decay = 0.0;
-  // Adam's step has slope lr / eps in a gradient near 0: with eps 1e-8 a
-  // gradient element that nearly cancels (rounded differently by another
-  // summation order) moves its weight by ~1e-5 and the loss by ~1e-4 within a
-  // few steps; eps 1e-3 caps the slope at 3 (see cnn_spatial_mpi_test.cpp).
-  c.training.eps = 1e-3;
-  c.parallel.dp_bucket_bytes = 4 << 10;  // several buckets
-  return c;
-}
-
 parallel::ParallelDims dims_of(int dp, int pp, int zero_stage = 0) {
   parallel::ParallelDims d;
   d.dp = dp;
@@ -119,7 +91,7 @@ class CnnTrajectory : public ::testing::Test {
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     ASSERT_EQ(world, 4) << "run this test on 4 ranks";
     seed_ = cmpi::testing::test_seed() % 100000;
-    config_ = tiny_resnet_config(seed_);
+    config_ = cmpi::testing::tiny_resnet_config(seed_);
   }
   uint64_t seed_ = 0;
   Config config_;
