@@ -6,7 +6,6 @@
 #include "compress/natural_codec.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -60,18 +59,11 @@ void NaturalCodec::decode_body(const uint8_t* in, size_t size, float* out, size_
 }
 
 std::vector<uint64_t> NaturalCodec::random_state() const {
-  const auto words = random_.state();
-  return {words.begin(), words.end()};
+  return random_.state();
 }
 
 void NaturalCodec::restore_random_state(const std::vector<uint64_t>& words) {
-  std::array<uint64_t, 8> state{};
-  if (words.size() != state.size())
-    throw std::invalid_argument("codec " + spec().to_string() + ": random state of " +
-                                std::to_string(words.size()) + " words, expected " +
-                                std::to_string(state.size()));
-  std::copy(words.begin(), words.end(), state.begin());
-  random_.set_state(state);
+  random_.set_state(words, "codec " + spec().to_string());
 }
 
 }  // namespace cmpi::compress

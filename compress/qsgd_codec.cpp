@@ -7,7 +7,6 @@
 #include "compress/qsgd_codec.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -140,18 +139,11 @@ void QsgdCodec::decode_body(const uint8_t* in, size_t size, float* out, size_t n
 }
 
 std::vector<uint64_t> QsgdCodec::random_state() const {
-  const auto words = random_.state();
-  return {words.begin(), words.end()};
+  return random_.state();
 }
 
 void QsgdCodec::restore_random_state(const std::vector<uint64_t>& words) {
-  std::array<uint64_t, 8> state{};
-  if (words.size() != state.size())
-    throw std::invalid_argument("codec " + spec().to_string() + ": random state of " +
-                                std::to_string(words.size()) + " words, expected " +
-                                std::to_string(state.size()));
-  std::copy(words.begin(), words.end(), state.begin());
-  random_.set_state(state);
+  random_.set_state(words, "codec " + spec().to_string());
 }
 
 }  // namespace cmpi::compress

@@ -47,8 +47,8 @@ RandomBlocks::RandomBlocks(uint64_t seed) {
   }
 }
 
-std::array<uint64_t, 8> RandomBlocks::state() const {
-  std::array<uint64_t, 8> words{};
+std::vector<uint64_t> RandomBlocks::state() const {
+  std::vector<uint64_t> words(8);
   for (int w = 0; w < 4; ++w)
     for (int pair = 0; pair < 2; ++pair)
       words[size_t(2 * w + pair)] =
@@ -56,7 +56,10 @@ std::array<uint64_t, 8> RandomBlocks::state() const {
   return words;
 }
 
-void RandomBlocks::set_state(const std::array<uint64_t, 8>& words) {
+void RandomBlocks::set_state(const std::vector<uint64_t>& words, const std::string& owner) {
+  if (words.size() != 8)
+    throw std::invalid_argument(owner + ": random state of " + std::to_string(words.size()) +
+                                " words, expected 8");
   for (int w = 0; w < 4; ++w)
     for (int pair = 0; pair < 2; ++pair) {
       const uint64_t word = words[size_t(2 * w + pair)];

@@ -10,9 +10,10 @@
 // produces the same numbers.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace cmpi::compress {
 
@@ -24,10 +25,12 @@ class RandomBlocks {
   // each 32-bit output) to out. The state advances by ceil(count / 4) steps.
   void fill(uint32_t* out, size_t count, unsigned bits);
 
-  // The whole state as four 64-bit words (lane pairs), and back; checkpoints
+  // The whole state as eight 64-bit words (lane pairs), and back; checkpoints
   // save it so a resumed run draws what the uninterrupted one would.
-  std::array<uint64_t, 8> state() const;
-  void set_state(const std::array<uint64_t, 8>& words);
+  // set_state throws std::invalid_argument "<owner>: random state of N words,
+  // expected 8" for any other count.
+  std::vector<uint64_t> state() const;
+  void set_state(const std::vector<uint64_t>& words, const std::string& owner);
 
   // The same numbers from plain scalar code (the reference the SSE2 path is
   // tested against, and the path on CPUs without SSE2).
