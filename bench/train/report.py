@@ -319,6 +319,10 @@ def main(out):
         plot(out, meta, rows, curves)
     except ImportError as e:
         print(f"report: no plots ({e}); install python3-matplotlib")
+    if meta.get("link_schedule"):
+        import link_change_report
+
+        link_change_report.main(out)
     failed = [r for r in rows if r["status"] != "ok"]
     with open(os.path.join(out, "train_bench.md")) as f:
         print(f.read(), end="")

@@ -19,6 +19,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +78,56 @@ def parse_policies(items, defs):
         else:
             out.append({"name": name, "sets": [f"compression.preset={name}"]})
     return out
+
+
+def parse_link_schedule(text):
+    """'10:100mbit,20:1gbit' -> [(10, '100mbit'), (20, '1gbit')], steps strictly increasing."""
+    schedule = []
+    for item in csv_list(text):
+        step, sep, rate = item.partition(":")
+        if not sep or not step.strip().isdigit() or not rate.strip():
+            raise ValueError(f"--link-schedule item {item!r}: expected STEP:RATE, e.g. 10:100mbit")
+        if schedule and int(step) <= schedule[-1][0]:
+            raise ValueError(f"--link-schedule item {item!r}: steps must increase")
+        schedule.append((int(step), rate.strip()))
+    return schedule
+
+
+class LinkScheduler:
+    """Changes the emulated links while a run trains: after the run's metrics.jsonl (rank 0 writes
+    one line per finished step, cmpi-train and the DDP peer alike) reaches STEP lines, every node
+    link is set to RATE (emulated_cluster.sh rate). Records when each change took effect."""
+
+    def __init__(self, schedule, metrics_path, set_rate):
+        self.schedule, self.metrics_path, self.set_rate = schedule, metrics_path, set_rate
+        self.changes = []
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self.watch, daemon=True)
+
+    def steps_done(self):
+        try:
+            with open(self.metrics_path) as f:
+                return sum(1 for line in f if line.strip())
+        except OSError:
+            return 0
+
+    def watch(self):
+        pending = list(self.schedule)
+        while pending and not self.stop_event.wait(0.05):
+            done = self.steps_done()
+            while pending and done >= pending[0][0]:
+                step, rate = pending.pop(0)
+                self.set_rate(rate)
+                self.changes.append({"after_step": step, "rate": rate, "seen_at_step": done,
+                                     "time": round(time.time(), 3)})
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_event.set()
+        self.thread.join()
 
 
 def csv_list(text):
@@ -162,6 +213,10 @@ class Runner:
         except ProcessLookupError:
             pass
 
+    def set_rate(self, rate):
+        words = ["rate", rate] + (["--delay", self.args.delay] if self.args.delay else [])
+        self.cluster(*words)
+
     def cluster(self, *words, check=True):
         cmd = ["bash", CLUSTER, *words]
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -224,6 +279,13 @@ class Runner:
         if not os.access(self.trainer, os.X_OK) and any(c["system"] == "cmpi-train" for c in self.cells):
             sys.exit(f"run_bench: {self.trainer} not found; build it (--build-dir)")
         self.links = csv_list(a.links)
+        try:
+            self.schedule = parse_link_schedule(a.link_schedule)
+        except ValueError as e:
+            sys.exit(f"run_bench: {e}")
+        if self.schedule and self.schedule[-1][0] >= a.steps:
+            sys.exit(f"run_bench: --link-schedule changes the link after step {self.schedule[-1][0]}, "
+                     f"but runs train only {a.steps} steps")
 
         meta = {"started": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M:%S UTC"),
                 "load_start": loadavg(), "machine": machine_info(),
@@ -231,7 +293,7 @@ class Runner:
                 "config": self.config, "build_dir": os.path.abspath(a.build_dir),
                 "links": self.links, "cells": [c["id"] for c in self.cells], "reps": a.reps,
                 "steps": a.steps, "warmup": a.warmup, "nodes": nodes, "delay": a.delay,
-                "sets": list(a.set), "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start}
+                "sets": list(a.set), "link_schedule": a.link_schedule, "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start}
         meta_path = os.path.join(self.out, "meta.json")
         if a.resume and os.path.exists(meta_path):  # keep the first session's start; log the resume
             with open(meta_path) as f:
@@ -337,7 +399,15 @@ class Runner:
                  os.path.join(self.runs_dir, name), "log": log_path, "load_before": loadavg(),
                  "command": " ".join(shlex.quote(c) for c in cmd)}
         start = time.time()
-        rc = self.run_logged(cmd, log_path, self.args.timeout)
+        if self.schedule:
+            self.set_rate(link)  # every run starts on the session's link
+            scheduler = LinkScheduler(self.schedule, os.path.join(entry["run_dir"], "metrics.jsonl"),
+                                      self.set_rate)
+            with scheduler:
+                rc = self.run_logged(cmd, log_path, self.args.timeout)
+            entry["link_changes"] = scheduler.changes
+        else:
+            rc = self.run_logged(cmd, log_path, self.args.timeout)
         if rc != 0 and cell["system"] == "pytorch-ddp" and "Address already in use" in open(log_path).read():
             inner = self.ddp_command(cell, name)  # rendezvous port taken: once more on another port
             cmd = cmd[:cmd.index("--") + 1] + inner
@@ -423,6 +493,10 @@ def main():
     ap.add_argument("--config", default=os.path.join(HERE, "gpt-3m.yaml"), help="base config")
     ap.add_argument("--links", default=DEFAULT_LINKS, help="comma list of tc rates (default: %(default)s)")
     ap.add_argument("--delay", default="", help="one-way delay per node uplink (tc syntax, e.g. 1ms)")
+    ap.add_argument("--link-schedule", default="", metavar="STEP:RATE,...",
+                    help="change every node link during each run: after STEP steps to RATE, e.g. "
+                         "'10:100mbit,20:1gbit' (each run starts at its --links rate); the report "
+                         "then adds whole-run times and a step-time plot")
     ap.add_argument("--policies", default=DEFAULT_POLICIES,
                     help="comma list: presets, or labels from --policy-def (default: %(default)s)")
     ap.add_argument("--policy-def", action="append", default=[], metavar="LABEL=K=V;K=V",
