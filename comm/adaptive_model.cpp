@@ -9,6 +9,7 @@ namespace {
 constexpr double kLinkWeight = 0.5;     // EWMA weight of a new link sample
 constexpr double kMeasureWeight = 0.5;  // EWMA weight of a new measured time
 constexpr double kRegimeChange = 0.25;  // relative link move that starts a new regime
+constexpr double kJump = 2;             // a sample this far off replaces the estimate
 
 }  // namespace
 
@@ -37,9 +38,12 @@ bool within_error_budget(const CandidateKind& kind, const CandidateMeasure& meas
 
 void LinkEstimate::update(double sample, double lower_bound, int64_t step,
                           const AutoSettings& settings) {
+  // Within a factor of two a sample is noise to smooth; beyond it the link
+  // itself changed, and the estimate jumps so that decisions follow at once.
+  const bool near = sample * kJump > bytes_per_second && sample < kJump * bytes_per_second;
   if (sample > 0)
     bytes_per_second =
-        bytes_per_second > 0 ? (1 - kLinkWeight) * bytes_per_second + kLinkWeight * sample : sample;
+        near ? (1 - kLinkWeight) * bytes_per_second + kLinkWeight * sample : sample;
   if (lower_bound > bytes_per_second) bytes_per_second = lower_bound;
   if (!(bytes_per_second > 0)) return;
   const bool moved = !(regime_bytes_per_second > 0) ||

@@ -6,8 +6,10 @@
 //
 // Works as follows:
 //   link     achieved bytes per second of the group's calls of one
-//            locality, an EWMA (weight 1/2: a change shows within a step or
-//            two) of the samples that tell the link's speed (raw calls, and
+//            locality: an EWMA (weight 1/2) of the samples that tell the
+//            link's speed, except that a sample off by more than 2x replaces
+//            the estimate (the link changed: decisions follow at once)
+//            (samples: raw calls, and
 //            compressed calls whose codec time was under half their wall
 //            time); a compressed call that was codec-bound only says the
 //            link is at least that fast. A move of more than 25 % from the
