@@ -57,17 +57,18 @@ TEST(AdaptivePolicy, RanksOfAGroupAgreeWhateverEachMeasured) {
   std::mt19937_64 rng(seed + uint64_t(comm.rank()));
   std::normal_distribution<float> normal(0.f, 1e-3f);
 
-  std::vector<std::string> seen;
+  std::vector<double> links;
   for (int64_t step = 0; step < 8; ++step) {
-    // Fake what this rank measured in the last period: rank 0 a link 1000x
-    // faster than the others; on odd steps the ranks swap roles.
+    // Fake what this rank measured in the last period: rank 0 a link 10^5x
+    // faster than the others; on odd steps the ranks swap roles. Alone, a
+    // fast rank would stay raw and a slow one take a codec.
     const bool fast = (comm.rank() == 0) == (step % 2 == 0);
     const auto* route = comm.policy()->route(Op::kAllreduce, Role::kGradient, kFloats * 4,
                                              comm.collective_locality());
     ASSERT_NE(route, nullptr);
     AutoCallSample sample;
     sample.raw_bytes = sample.wire_bytes = 64 << 20;
-    sample.seconds = fast ? 0.0064 : 6.4;  // 10 GB/s or 10 MB/s
+    sample.seconds = fast ? 6.4e-5 : 6.4;  // 1 TB/s or 10 MB/s
     comm.adaptive()->record(*route, Op::kAllreduce, Role::kGradient, comm.collective_locality(),
                             sample);
     // This rank's data: smooth on rank 0, noise elsewhere (ratios differ).
@@ -84,7 +85,7 @@ TEST(AdaptivePolicy, RanksOfAGroupAgreeWhateverEachMeasured) {
           << "step " << step << ": rank " << r << " chose candidate " << choices[r]
           << ", rank 0 candidate " << choices[0] << " (seed " << seed << ")";
     for (const auto& d : decisions)
-      if (d.op == Op::kAllreduce) seen.push_back(d.codec);
+      if (d.op == Op::kAllreduce) links.push_back(d.link_mbit_s);
 
     // The route the group agreed on carries a real allreduce.
     std::vector<float> values(kFloats, float(comm.rank() + 1));
@@ -93,10 +94,10 @@ TEST(AdaptivePolicy, RanksOfAGroupAgreeWhateverEachMeasured) {
     EXPECT_NEAR(values[0], expected, 0.05f * expected) << "step " << step;
     EXPECT_NEAR(values[kFloats - 1], expected, 0.05f * expected) << "step " << step;
   }
-  // The agreed link is the best any rank saw (MAX): fast every step, so the
-  // group stays raw throughout, though most ranks measured a slow link.
-  ASSERT_FALSE(seen.empty());
-  for (const auto& codec : seen) EXPECT_EQ(codec, "raw");
+  // The agreed link is the best any rank saw (MAX): fast every step, though
+  // most ranks measured a slow link.
+  ASSERT_EQ(links.size(), 8u);
+  for (double mbit_s : links) EXPECT_GT(mbit_s, 1e3) << "slow ranks saw ~84 Mbit/s";
 }
 
 TEST(AdaptivePolicy, SlowLinkEverywhereSwitchesEveryRankToACodec) {
@@ -110,8 +111,8 @@ TEST(AdaptivePolicy, SlowLinkEverywhereSwitchesEveryRankToACodec) {
                                            comm.collective_locality());
   std::vector<float> data(kFloats);
   for (size_t i = 0; i < kFloats; ++i) data[i] = std::sin(float(i) * 1e-2f) * 1e-3f;
-  comm.adaptive()->probe_if_due(*route, Op::kAllreduce, Role::kGradient,
-                                comm.collective_locality(), data.data(), data.size());
+  comm.adaptive()->probe_if_due(*route, Op::kAllreduce, Role::kGradient, comm.collective_locality(),
+                                data.data(), data.size());
   AutoCallSample sample;
   sample.raw_bytes = sample.wire_bytes = 64 << 20;
   sample.seconds = 64.0 * (1 + comm.rank());  // ~1 MB/s, different on every rank

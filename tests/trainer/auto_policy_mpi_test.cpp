@@ -74,9 +74,9 @@ void expect_decisions_logged(const std::string& metrics, const std::string& grou
     ASSERT_NE(line.find(",\"auto\":{\"ms\":"), std::string::npos) << line;
     if (line.find("\"group\":\"" + group + "\"") == std::string::npos) continue;
     ++with_decisions;
-    for (const char* field : {"\"op\":", "\"role\":", "\"codec\":", "\"reason\":",
-                              "\"predicted_ms\":", "\"raw_ms\":", "\"link_mbit_s\":",
-                              "\"previous_predicted_ms\":", "\"measured_ms\":"})
+    for (const char* field :
+         {"\"op\":", "\"role\":", "\"codec\":", "\"reason\":", "\"predicted_ms\":", "\"raw_ms\":",
+          "\"link_mbit_s\":", "\"previous_predicted_ms\":", "\"measured_ms\":"})
       EXPECT_NE(line.find(field), std::string::npos) << field << " missing in " << line;
   }
   EXPECT_EQ(records, 10);
@@ -104,8 +104,7 @@ TEST(AutoPolicy, DataAndTensorParallelTrainsAndLogsDecisions) {
   dims.tp = 2;
   const Run raw = train(4, config, dims, policy("none"));
   const Run adaptive = train(4, config, dims, policy("auto"));
-  cmpi::testing::expect_same_trajectory(raw.losses, adaptive.losses, kTolerance,
-                                        "dp2 x tp2 auto");
+  cmpi::testing::expect_same_trajectory(raw.losses, adaptive.losses, kTolerance, "dp2 x tp2 auto");
   expect_decisions_logged(adaptive.metrics, "dp");
   if (world_rank() == 0)
     EXPECT_NE(adaptive.metrics.find("\"group\":\"tp\""), std::string::npos)
