@@ -87,7 +87,7 @@ class AdaptiveCall {
         role_(role),
         locality_(locality),
         counters_(counters),
-        before_(counters),
+        before_(adaptive_ != nullptr ? counters : OpCounters{}),
         received_bytes_(received_bytes),
         blocking_(blocking) {
     if (adaptive_ != nullptr) adaptive_->probe_if_due(*route, op, role, locality, own, own_n);

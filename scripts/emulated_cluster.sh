@@ -138,10 +138,14 @@ cmd_rate() {
       ceil "$rate" quantum 60000
     tc class change dev "$VETH_PREFIX$i" parent 1: classid 1:10 htb rate "$rate" ceil "$rate" \
       quantum 60000
-    [[ -n $delay ]] && set_delay "$ns" eth0 "$delay"
   done
   sed -i "s/^rate=.*/rate=$rate/" "$STATE_DIR/config"
-  [[ -n $delay ]] && sed -i "s/^delay=.*/delay=$delay/" "$STATE_DIR/config"
+  # Delays after every rate: a kernel without netem fails here with the
+  # rates already consistent on every link.
+  if [[ -n $delay ]]; then
+    for ((i = 0; i < nodes; ++i)); do set_delay "$NS_PREFIX$i" eth0 "$delay"; done
+    sed -i "s/^delay=.*/delay=$delay/" "$STATE_DIR/config"
+  fi
   echo "emulated cluster: $nodes node links now $rate each way${delay:+, +$delay on each uplink}"
 }
 
