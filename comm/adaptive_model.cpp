@@ -42,8 +42,7 @@ void LinkEstimate::update(double sample, double lower_bound, int64_t step,
   // itself changed, and the estimate jumps so that decisions follow at once.
   const bool near = sample * kJump > bytes_per_second && sample < kJump * bytes_per_second;
   if (sample > 0)
-    bytes_per_second =
-        near ? (1 - kLinkWeight) * bytes_per_second + kLinkWeight * sample : sample;
+    bytes_per_second = near ? (1 - kLinkWeight) * bytes_per_second + kLinkWeight * sample : sample;
   if (lower_bound > bytes_per_second) bytes_per_second = lower_bound;
   if (!(bytes_per_second > 0)) return;
   const bool moved = !(regime_bytes_per_second > 0) ||
@@ -83,13 +82,30 @@ Choice choose(const SlotTraffic& traffic, const std::vector<CandidateKind>& kind
     out.reason = "link unknown";
     return out;
   }
+  const auto measured = [&](size_t c) {
+    return c < memory.seconds_per_byte.size() && memory.regime_of[c] == regime &&
+           memory.seconds_per_byte[c] >= 0;
+  };
+  // What the last period's calls took beyond both their wire time (model)
+  // and their codec time (measured) was waiting -- for slower ranks, for
+  // latency -- which any candidate would pay: it is added to the models of
+  // the candidates not measured, so that they compete on equal terms. (Not
+  // codec time: a codec slower than its probe, on a contended core, is its
+  // own candidate's cost.)
+  const size_t current_index = memory.chosen < count ? memory.chosen : 0;
+  double offset = 0;
+  if (traffic.seconds > 0) {
+    CandidateMeasure wire_only = measures[current_index];
+    wire_only.codec_seconds_per_byte = 0;
+    const double wire = predict_seconds(traffic, kinds[current_index], wire_only, link);
+    if (std::isfinite(wire))
+      offset = std::max(0.0, traffic.seconds - std::max(wire, traffic.codec_seconds));
+  }
   for (size_t c = 0; c < count; ++c) {
     if (!within_error_budget(kinds[c], measures[c], settings)) continue;
-    const bool measured = c < memory.seconds_per_byte.size() && memory.regime_of[c] == regime &&
-                          memory.seconds_per_byte[c] >= 0;
-    out.from_measurement[c] = measured;
-    out.predicted[c] = measured ? memory.seconds_per_byte[c] * traffic.raw_bytes
-                                : predict_seconds(traffic, kinds[c], measures[c], link);
+    out.from_measurement[c] = measured(c);
+    out.predicted[c] = measured(c) ? memory.seconds_per_byte[c] * traffic.raw_bytes
+                                   : predict_seconds(traffic, kinds[c], measures[c], link) + offset;
   }
   size_t best = 0;
   for (size_t c = 1; c < count; ++c)

@@ -23,7 +23,10 @@
 //            codec term: sender encodes while receiver decodes.
 //   measure  once a candidate has run in the current regime, its measured
 //            seconds per byte (EWMA) replace the model: it then competes
-//            with what it really cost, skew and all.
+//            with what it really cost, skew and all. What the last period's
+//            calls took beyond their wire time (model) and codec time
+//            (measured) was waiting, which every candidate would pay: it is
+//            added to the models of the candidates not measured.
 //   choose   among candidates within the error budget (raw and lossless
 //            always; lossy ones once measured, below max_rel_error, or
 //            max_rel_error_feedback when they run with error feedback), the
@@ -61,7 +64,8 @@ struct CandidateMeasure {
 struct SlotTraffic {
   double raw_bytes = 0;
   double calls = 0;
-  double seconds = 0;
+  double seconds = 0;        // wall time
+  double codec_seconds = 0;  // of which inside codecs
 };
 
 struct LinkModel {

@@ -12,7 +12,7 @@ constexpr size_t kProbeFloats = size_t(64) << 10;  // 256 KiB of the message
 constexpr double kLinkSampleBytes = 64 << 10;      // smaller calls are latency-bound
 constexpr double kCodecBoundShare = 0.5;  // codec time share beyond which a call is codec-bound
 constexpr size_t kLinkFields = 2;         // per locality: sample, lower bound
-constexpr size_t kSlotFields = 3;         // raw bytes, calls, seconds (per step)
+constexpr size_t kSlotFields = 4;         // raw bytes, calls, seconds, codec seconds (per step)
 constexpr size_t kCandidateFields = 3;    // wire fraction, codec s/byte, error
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -94,6 +94,7 @@ void AdaptivePolicy::record(const PolicySlice::Route& route, Op op, Role role, L
   slot.period.raw_bytes += double(sample.raw_bytes);
   if (sample.raw_bytes > 0) slot.period.calls += 1;
   slot.period.seconds += sample.seconds;
+  slot.period.codec_seconds += sample.codec_seconds;
   if (!sample.blocking || !(sample.seconds > 0)) return;
   double bytes = double(sample.wire_bytes);
   if (bytes == 0 && sample.received_bytes > 0) {
@@ -179,6 +180,7 @@ std::vector<double> AdaptivePolicy::local_inputs() const {
     out.push_back(slot.period.raw_bytes);
     out.push_back(slot.period.calls);
     out.push_back(slot.period.seconds);
+    out.push_back(slot.period.codec_seconds);
     for (const CandidateMeasure& m : slot.measured) {
       out.push_back(m.measured ? m.wire_fraction : -1.0);
       out.push_back(m.measured ? m.codec_seconds_per_byte : -1.0);
@@ -221,6 +223,7 @@ std::vector<AutoDecision> AdaptivePolicy::decide_from(const std::vector<double>&
     traffic[s].raw_bytes = *next++ / period_steps;
     traffic[s].calls = *next++ / period_steps;
     traffic[s].seconds = *next++ / period_steps;
+    traffic[s].codec_seconds = *next++ / period_steps;
     for (size_t c = 0; c < candidate_count(slot); ++c) {
       CandidateMeasure m;
       m.measured = next[0] >= 0;

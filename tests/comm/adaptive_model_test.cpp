@@ -126,14 +126,16 @@ TEST(AdaptiveModel, HysteresisHoldsBackSmallGains) {
 
 TEST(AdaptiveModel, MeasuredTimeOverridesTheModel) {
   // The model likes zfp8 on a slow link; zfp8 measured 3x slower than the
-  // model (a contended core, say) loses to what bf16 is predicted to take.
+  // model, most of it inside the codec (a contended core, say), loses to
+  // what bf16 is predicted to take.
   SlotMemory memory(5);
   memory.chosen = kZfp8Feedback;
   const double model = pick(25 * kMB).predicted[kZfp8Feedback];
   SlotTraffic carried = traffic();
   carried.seconds = 3 * model;
+  carried.codec_seconds = 0.9 * carried.seconds;
   memory.remember(carried, /*regime=*/1);
-  const Choice c = pick(25 * kMB, {}, memory);
+  const Choice c = choose(carried, kinds(), measures(), link(25 * kMB), 1, memory, {});
   EXPECT_TRUE(c.from_measurement[kZfp8Feedback]);
   EXPECT_DOUBLE_EQ(c.predicted[kZfp8Feedback], 3 * model);
   EXPECT_EQ(c.chosen, kBf16) << c.reason;
@@ -142,6 +144,21 @@ TEST(AdaptiveModel, MeasuredTimeOverridesTheModel) {
       choose(traffic(), kinds(), measures(), link(25 * kMB), 2, memory, AutoSettings{});
   EXPECT_FALSE(later.from_measurement[kZfp8Feedback]);
   EXPECT_EQ(later.chosen, kZfp8Feedback);
+}
+
+TEST(AdaptiveModel, WaitingIsPaidByEveryCandidate) {
+  // Raw on a fast link, its calls 0.2 s slower than the wire (waiting for a
+  // slower rank's backward). Without charging that wait to the others'
+  // models, bf16's model alone would look faster than raw's measured time.
+  SlotMemory memory(5);
+  const double bps = 20000 * kMB;
+  SlotTraffic carried = traffic();
+  carried.seconds = traffic().raw_bytes / bps + 0.2;
+  memory.remember(carried, 1);
+  const Choice c = choose(carried, kinds(), measures(), link(bps), 1, memory, {});
+  EXPECT_TRUE(c.from_measurement[kRaw]);
+  EXPECT_GT(c.predicted[kBf16], 0.2);
+  EXPECT_EQ(c.chosen, kRaw) << c.reason;
 }
 
 TEST(AdaptiveModel, LinkEstimateFollowsChangesAndStartsRegimes) {

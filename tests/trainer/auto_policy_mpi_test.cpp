@@ -33,19 +33,19 @@ int world_rank() {
   return rank;
 }
 
-struct Run {
+struct AutoRun {
   std::vector<double> losses;
   std::string metrics;  // world rank 0's metrics.jsonl
 };
 
 // Trains on groups of `group_size` consecutive world ranks; world rank 0
 // writes metrics.jsonl.
-Run train(int group_size, const Config& config, const parallel::ParallelDims& dims,
+AutoRun train(int group_size, const Config& config, const parallel::ParallelDims& dims,
           const comm::PolicyConfig& policy) {
   io::testing::ScratchDir dir;
   MPI_Comm group;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank() / group_size, world_rank(), &group);
-  Run run;
+  AutoRun run;
   {
     parallel::ProcessGroups groups(group, dims, policy);
     TrainerOptions options;
@@ -91,8 +91,8 @@ TEST(AutoPolicy, DataParallelTrainsAndLogsDecisions) {
   const Config config = cmpi::testing::tiny_gpt_config(cmpi::testing::test_seed() % 100000);
   parallel::ParallelDims dims;
   dims.dp = 2;
-  const Run raw = train(2, config, dims, policy("none"));
-  const Run adaptive = train(2, config, dims, policy("auto"));
+  const AutoRun raw = train(2, config, dims, policy("none"));
+  const AutoRun adaptive = train(2, config, dims, policy("auto"));
   cmpi::testing::expect_same_trajectory(raw.losses, adaptive.losses, kTolerance, "dp2 auto");
   expect_decisions_logged(adaptive.metrics, "dp");
 }
@@ -102,8 +102,8 @@ TEST(AutoPolicy, DataAndTensorParallelTrainsAndLogsDecisions) {
   parallel::ParallelDims dims;
   dims.dp = 2;
   dims.tp = 2;
-  const Run raw = train(4, config, dims, policy("none"));
-  const Run adaptive = train(4, config, dims, policy("auto"));
+  const AutoRun raw = train(4, config, dims, policy("none"));
+  const AutoRun adaptive = train(4, config, dims, policy("auto"));
   cmpi::testing::expect_same_trajectory(raw.losses, adaptive.losses, kTolerance, "dp2 x tp2 auto");
   expect_decisions_logged(adaptive.metrics, "dp");
   if (world_rank() == 0)
