@@ -70,6 +70,55 @@ class CompressedCall {
   double start_;
 };
 
+// Charges one call through an adaptive candidate to its slot
+// (AdaptivePolicy::record) from the counters' growth over the call, and
+// probes the slot's candidates on the caller's data first when due.
+// Constructed before the call's PlainCall/CompressedCall, so that it ends
+// after them and sees everything they charged.
+class AdaptiveCall {
+ public:
+  AdaptiveCall(AdaptivePolicy* adaptive, const PolicySlice::Route* route, Op op, Role role,
+               Locality locality, const OpCounters& counters, const float* own, size_t own_n,
+               uint64_t received_bytes = 0, bool blocking = true)
+      : adaptive_(adaptive != nullptr && route != nullptr && route->auto_rule >= 0 ? adaptive
+                                                                                   : nullptr),
+        route_(route),
+        op_(op),
+        role_(role),
+        locality_(locality),
+        counters_(counters),
+        before_(adaptive_ != nullptr ? counters : OpCounters{}),
+        received_bytes_(received_bytes),
+        blocking_(blocking) {
+    if (adaptive_ != nullptr) adaptive_->probe_if_due(*route, op, role, locality, own, own_n);
+  }
+  ~AdaptiveCall() {
+    if (adaptive_ == nullptr) return;
+    AutoCallSample sample;
+    sample.raw_bytes = counters_.raw_bytes - before_.raw_bytes;
+    sample.wire_bytes = counters_.wire_bytes - before_.wire_bytes;
+    sample.received_bytes = received_bytes_;
+    sample.seconds = counters_.seconds - before_.seconds;
+    sample.codec_seconds = (counters_.encode_seconds - before_.encode_seconds) +
+                           (counters_.decode_seconds - before_.decode_seconds);
+    sample.blocking = blocking_;
+    adaptive_->record(*route_, op_, role_, locality_, sample);
+  }
+  AdaptiveCall(const AdaptiveCall&) = delete;
+  AdaptiveCall& operator=(const AdaptiveCall&) = delete;
+
+ private:
+  AdaptivePolicy* adaptive_;
+  const PolicySlice::Route* route_;
+  Op op_;
+  Role role_;
+  Locality locality_;
+  const OpCounters& counters_;
+  OpCounters before_;
+  uint64_t received_bytes_;
+  bool blocking_;
+};
+
 size_t total_of(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t(0));
 }
@@ -221,6 +270,8 @@ Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<Policy
     plain_ring_.chunk_elems = policy_->plain_ring_chunk_elems();
     plain_ring_.origin = "plain ring (compression.plain_ring_min_bytes)";
   }
+  if (policy_ && !policy_->auto_rules().empty())
+    adaptive_ = std::make_unique<AdaptivePolicy>(*policy_, policy_->auto_settings());
   if (node < 0) node = shared_memory_node(comm_);
   node_of_rank_.assign(size_t(size_), 0);
   MPI_Allgather(&node, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, comm_);
@@ -234,6 +285,11 @@ Communicator::~Communicator() {
   if (finalized) return;
   if (internal_ != MPI_COMM_NULL) MPI_Comm_free(&internal_);
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+std::vector<AutoDecision> Communicator::adapt(int64_t step) {
+  if (!adaptive_) return {};
+  return adaptive_->decide(comm_, step);
 }
 
 std::vector<std::string> Communicator::restore_codec_state(const CodecState& state) {
@@ -355,8 +411,10 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
 
 void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
   const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
-  if (const Route* route =
-          compressing_route(Op::kAllreduce, role, n * sizeof(float), collective_locality())) {
+  const Route* found = find_route(Op::kAllreduce, role, n * sizeof(float), collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllreduce, role, collective_locality(),
+                        stats_.at(Op::kAllreduce), data, n);
+  if (const Route* route = compressing(found)) {
     if (route->codec->id() != compress::CodecId::kBlockSparse) {
       CompressedCall call(stats_.at(Op::kAllreduce), collective_locality());
       begin_compressed(*route, Op::kAllreduce, bytes, data, n);
@@ -472,8 +530,11 @@ void Communicator::reduce_scatter(const float* in, float* out, const std::vector
   check_counts(counts, "reduce_scatter");
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[rank_]) * sizeof(float);
-  if (const Route* route = compressing_route(Op::kReduceScatter, role, total * sizeof(float),
-                                             collective_locality())) {
+  const Route* found =
+      find_route(Op::kReduceScatter, role, total * sizeof(float), collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kReduceScatter, role, collective_locality(),
+                        stats_.at(Op::kReduceScatter), in, total);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kReduceScatter), collective_locality());
     begin_compressed(*route, Op::kReduceScatter, bytes, in, total);
     CompressedContext ctx = context(*route, Op::kReduceScatter, internal_, next_tag(), buffer_key);
@@ -489,8 +550,11 @@ void Communicator::allgather(const float* in, float* out, const std::vector<size
   check_counts(counts, "allgather");
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[(rank_ + 1) % size_]) * sizeof(float);
-  if (const Route* route =
-          compressing_route(Op::kAllgather, role, total * sizeof(float), collective_locality())) {
+  const Route* found =
+      find_route(Op::kAllgather, role, total * sizeof(float), collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllgather, role, collective_locality(),
+                        stats_.at(Op::kAllgather), in, counts[rank_]);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kAllgather), collective_locality());
     begin_compressed(*route, Op::kAllgather, bytes, in, counts[rank_]);
     CompressedContext ctx = context(*route, Op::kAllgather, internal_, next_tag(), buffer_key);
@@ -506,8 +570,10 @@ void Communicator::allgather(const float* in, float* out, const std::vector<size
 void Communicator::broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key) {
   check_peer(root, "root", "broadcast");
   const uint64_t bytes = chain_broadcast_bytes(n, rank_, root, size_);
-  if (const Route* route =
-          compressing_route(Op::kBroadcast, role, n * sizeof(float), collective_locality())) {
+  const Route* found = find_route(Op::kBroadcast, role, n * sizeof(float), collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kBroadcast, role, collective_locality(),
+                        stats_.at(Op::kBroadcast), rank_ == root ? data : nullptr, n);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kBroadcast), collective_locality());
     begin_compressed(*route, Op::kBroadcast, bytes, rank_ == root ? data : nullptr, n);
     CompressedContext ctx = context(*route, Op::kBroadcast, internal_, next_tag(), buffer_key);
@@ -526,8 +592,10 @@ void Communicator::alltoall(const float* in, const std::vector<size_t>& send_cou
   const size_t send_total = total_of(send_counts);
   const uint64_t bytes = uint64_t(send_total - send_counts[rank_]) * sizeof(float);
   const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
-  if (const Route* route =
-          compressing_route(Op::kAlltoall, role, policy_bytes, collective_locality())) {
+  const Route* found = find_route(Op::kAlltoall, role, policy_bytes, collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAlltoall, role, collective_locality(),
+                        stats_.at(Op::kAlltoall), in, send_total);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kAlltoall), collective_locality());
     // The first block this rank actually sends elsewhere is its sample.
     size_t offset = 0, sample_n = 0;
@@ -558,8 +626,11 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
   const uint64_t bytes = uint64_t(send_lo + send_hi) * sizeof(float);
   const size_t largest = std::max(std::max(send_lo, send_hi), std::max(recv_lo, recv_hi));
   const size_t policy_bytes = agreed_bytes(Op::kHalo, role, largest * sizeof(float));
-  if (const Route* route =
-          compressing_route(Op::kHalo, role, policy_bytes, collective_locality())) {
+  const Route* found = find_route(Op::kHalo, role, policy_bytes, collective_locality());
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kHalo, role, collective_locality(),
+                        stats_.at(Op::kHalo), send_lo ? b.send_lo : b.send_hi,
+                        send_lo ? send_lo : send_hi, (recv_lo + recv_hi) * sizeof(float));
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kHalo), collective_locality());
     begin_compressed(*route, Op::kHalo, bytes, send_lo ? b.send_lo : b.send_hi,
                      send_lo ? send_lo : send_hi);
@@ -595,7 +666,10 @@ void Communicator::send(const float* data, size_t n, int dest, int tag, Role rol
                         uint64_t buffer_key) {
   check_peer(dest, "dest", "send");
   const uint64_t bytes = uint64_t(n) * sizeof(float);
-  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest))) {
+  const Route* found = find_route(Op::kSendRecv, role, bytes, peer_locality(dest));
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(dest),
+                        stats_.at(Op::kSendRecv), data, n);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(dest));
     begin_compressed(*route, Op::kSendRecv, bytes, data, n);
     CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
@@ -609,8 +683,10 @@ void Communicator::send(const float* data, size_t n, int dest, int tag, Role rol
 void Communicator::recv(float* data, size_t n, int source, int tag, Role role) {
   check_peer(source, "source", "recv");
   // Received bytes are counted by the sender; only time is added here.
-  if (const Route* route =
-          compressing_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source))) {
+  const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(source),
+                        stats_.at(Op::kSendRecv), nullptr, 0, n * sizeof(float));
+  if (const Route* route = compressing(found)) {
     CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(source));
     CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
     compressed_recv(ctx, data, n, source);
@@ -649,6 +725,10 @@ void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, flo
     wait(out);
     return;
   }
+  AdaptiveCall adaptive(adaptive_.get(),
+                        find_route(Op::kSendRecv, role, bytes, peer_locality(dest)), Op::kSendRecv,
+                        role, peer_locality(dest), stats_.at(Op::kSendRecv), send_data, send_n,
+                        dest == rank_ ? 0 : recv_n * sizeof(float));
   PlainCall call(stats_.at(Op::kSendRecv), dest == rank_ ? 0 : bytes, peer_locality(dest));
   MPI_Sendrecv(send_data, mpi_count(send_n, kind_), MPI_FLOAT, dest, tag, recv_data,
                mpi_count(recv_n, kind_), MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE);
@@ -660,7 +740,10 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
   const uint64_t bytes = uint64_t(n) * sizeof(float);
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
-  if (const Route* route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest))) {
+  const Route* found = find_route(Op::kSendRecv, role, bytes, peer_locality(dest));
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(dest), counters,
+                        data, n, 0, /*blocking=*/false);
+  if (const Route* route = compressing(found)) {
     CompressedCall call(counters, peer_locality(dest));
     begin_compressed(*route, Op::kSendRecv, bytes, data, n);
     auto pending = std::make_unique<CompressedSendPending>();
@@ -691,8 +774,10 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
   check_peer(source, "source", "irecv");
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
-  if (const Route* route =
-          compressing_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source))) {
+  const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(source),
+                        counters, nullptr, 0, 0, /*blocking=*/false);
+  if (const Route* route = compressing(found)) {
     auto pending = std::make_unique<CompressedRecvPending>();
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
     check_context(pending->ctx, TransferOp::kSendRecv);

@@ -34,6 +34,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/adaptive_policy.h"
 #include "comm/algorithms/compressed_collectives.h"
 #include "comm/block_sparse_calibration.h"
 #include "comm/comm_stats.h"
@@ -149,8 +150,25 @@ class Communicator {
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
 
+  // Preset auto (comm/adaptive_policy.h): the step-boundary decision of this
+  // group's adaptive routes. Collective over the group; every rank calls it
+  // at the same point with the same step, between operations. Returns
+  // nothing and communicates nothing when the policy has no adaptive rule
+  // for this group.
+  std::vector<AutoDecision> adapt(int64_t step);
+  // nullptr when the group has no adaptive rule.
+  AdaptivePolicy* adaptive() { return adaptive_.get(); }
+
  private:
   using Route = PolicySlice::Route;
+
+  // The route the policy gives a message (raw routes included), or nullptr.
+  const Route* find_route(Op op, Role role, size_t bytes, Locality locality) const {
+    return policy_ ? policy_->route(op, role, bytes, locality) : nullptr;
+  }
+  static const Route* compressing(const Route* route) {
+    return route != nullptr && route->codec != nullptr ? route : nullptr;
+  }
 
   // The compressing route for a message, or nullptr for the plain path.
   const Route* compressing_route(Op op, Role role, size_t bytes, Locality locality) const {
@@ -190,6 +208,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   std::unique_ptr<PolicySlice> policy_;
+  std::unique_ptr<AdaptivePolicy> adaptive_;  // preset auto only
   // The identity-framed route of large raw allreduces (plain_ring_min_bytes).
   std::unique_ptr<compress::Codec> ring_codec_;
   Route plain_ring_;

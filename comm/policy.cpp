@@ -45,6 +45,41 @@ std::string rule_name(const PolicyRule& rule, size_t index) {
   return rule.origin.empty() ? "compression rule #" + std::to_string(index + 1) : rule.origin;
 }
 
+PolicyRule auto_rule(std::vector<GroupKind> groups, std::vector<Role> roles,
+                     std::vector<AutoCandidate> candidates, std::string origin) {
+  PolicyRule rule;
+  rule.match.groups = std::move(groups);
+  rule.match.roles = std::move(roles);
+  rule.candidates = std::move(candidates);
+  rule.origin = std::move(origin);
+  return rule;
+}
+
+AutoCandidate candidate(std::optional<compress::CodecSpec> codec, bool error_feedback = false) {
+  return AutoCandidate{std::move(codec), error_feedback};
+}
+
+// What preset auto may choose from. Each list holds every setting the fixed
+// presets use for that traffic (so auto can always do what the best of them
+// does) plus settings worth having on a slow link: bf16 (2x at ~10 GB/s per
+// core, an error near a bf16 mixed-precision step's) and, for gradients
+// only, zfp rate 4 with error feedback (8x). Raw comes first: the route
+// before anything is measured, and the winner of a tie.
+std::vector<AutoCandidate> auto_gradient_candidates() {
+  return {candidate(std::nullopt),
+          candidate(zfp_rate(16)),
+          candidate(zfp_rate(8), true),
+          candidate(compress::CodecSpec("mpc")),
+          candidate(compress::CodecSpec("bf16")),
+          candidate(zfp_rate(4), true)};
+}
+// Activations flow on through the layers, so no error feedback and no
+// coarse setting: the errors of these stay below a bf16 cast's.
+std::vector<AutoCandidate> auto_model_candidates() {
+  return {candidate(std::nullopt), candidate(compress::CodecSpec("mpc")), candidate(zfp_rate(16)),
+          candidate(compress::CodecSpec("bf16"))};
+}
+
 // The preset's rules as the research defined them, for every message.
 std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
   // DP gradients travel in the dp group (allreduce) and, under ZeRO, in the
@@ -73,8 +108,15 @@ std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
                         "preset zhybrid: dp gradients"),
             preset_rule(model_groups, {}, zfp_rate(16), false, "preset zhybrid: tp/pp traffic")};
   }
+  if (preset == "auto") {
+    // The same traffic as the fixed presets; each group picks per (op, role,
+    // locality) from measurements (comm/adaptive_policy.h).
+    return {auto_rule(dp_groups, {Role::kGradient}, auto_gradient_candidates(),
+                      "preset auto: dp gradients"),
+            auto_rule(model_groups, {}, auto_model_candidates(), "preset auto: tp/pp traffic")};
+  }
   throw PolicyError("compression preset '" + preset +
-                    "' is unknown (known: none, mzhybrid, zhybrid)");
+                    "' is unknown (known: none, mzhybrid, zhybrid, auto)");
 }
 
 }  // namespace
@@ -138,6 +180,29 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     b.chunk_bytes = size_t(rule.chunk_bytes >= 0 ? rule.chunk_bytes : config_.chunk_bytes);
     bounds_.push_back(b);
 
+    if (!rule.candidates.empty()) {
+      if (rule.codec || rule.error_feedback)
+        throw PolicyError(name + ": an adaptive rule names its candidates, not one codec");
+      if (rule.candidates.front().codec)
+        throw PolicyError(name + ": an adaptive rule's first candidate must send raw");
+      if (rule.candidates.size() > 255)
+        throw PolicyError(name + ": an adaptive rule takes at most 255 candidates");
+      for (const AutoCandidate& c : rule.candidates) {
+        if (!c.codec) continue;
+        if (is_powersgd(*c.codec) || c.codec->name() == "block_sparse")
+          throw PolicyError(name + ": " + c.codec->name() + " cannot be an adaptive candidate");
+        std::unique_ptr<compress::Codec> probe;
+        try {
+          probe = registry_.create(*c.codec);
+        } catch (const std::exception& e) {
+          throw PolicyError(name + ": candidate " + c.codec->to_string() + ": " + e.what());
+        }
+        if (c.error_feedback && probe->lossless())
+          throw PolicyError(name + ": candidate " + c.codec->to_string() +
+                            ": error feedback needs a lossy codec");
+      }
+      continue;
+    }
     if (!rule.codec) {
       if (rule.error_feedback)
         throw PolicyError(name + ": error_feedback needs a lossy codec, the rule sends raw");
@@ -179,6 +244,7 @@ Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality loca
       continue;
     if (bytes < b.min_bytes || bytes > b.max_bytes) continue;
     Plan plan;
+    // An adaptive rule's route is chosen while the job runs: raw until then.
     plan.codec = rules_[i].codec ? &*rules_[i].codec : nullptr;
     if (plan.codec && is_powersgd(*plan.codec)) std::swap(plan.codec, plan.low_rank);
     plan.error_feedback = rules_[i].error_feedback;
@@ -199,6 +265,7 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
   plain_ring_min_bytes_ = uint64_t(std::max<int64_t>(0, policy.config().plain_ring_min_bytes));
   plain_ring_chunk_elems_ =
       std::max<size_t>(1, size_t(policy.config().chunk_bytes) / sizeof(float));
+  auto_settings_ = policy.config().auto_settings;
 
   const auto& rules = policy.rules();
   for (size_t i = 0; i < rules.size(); ++i) {
@@ -213,7 +280,10 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     route.chunk_elems = std::max<size_t>(1, b.chunk_bytes / sizeof(float));
     route.rule = int(i);
     route.origin = rule_name(rules[i], i);
-    if (rules[i].codec && is_powersgd(*rules[i].codec)) {
+    if (!rules[i].candidates.empty()) {
+      route.auto_rule = int(auto_rules_.size());
+      auto_rules_.push_back(make_auto_rule(policy.registry(), rules[i], route));
+    } else if (rules[i].codec && is_powersgd(*rules[i].codec)) {
       route.powersgd = parse_powersgd_settings(*rules[i].codec);  // validated by Policy
     } else if (rules[i].codec) {
       auto codec = policy.registry().create(*rules[i].codec);  // validated by Policy
@@ -244,6 +314,43 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
       }
     }
   }
+}
+
+PolicySlice::AutoRule PolicySlice::make_auto_rule(const compress::CodecRegistry& registry,
+                                                  const PolicyRule& rule, const Route& base) {
+  AutoRule out;
+  out.rule = base.rule;
+  out.origin = base.origin;
+  out.ops = base.ops;
+  out.roles = base.roles;
+  out.localities = base.localities;
+  out.residuals = std::make_shared<compress::ErrorFeedback::Residuals>();
+  for (size_t c = 0; c < rule.candidates.size(); ++c) {
+    const AutoCandidate& candidate = rule.candidates[c];
+    Route route = base;
+    route.candidate = int(c);
+    if (candidate.codec) {
+      auto codec = registry.create(*candidate.codec);  // validated by Policy
+      if (candidate.error_feedback) {
+        feedbacks_.push_back(
+            std::make_unique<compress::ErrorFeedback>(std::move(codec), out.residuals));
+        route.feedback = feedbacks_.back().get();
+        route.codec = &route.feedback->codec();
+      } else {
+        codecs_.push_back(std::move(codec));
+        route.codec = codecs_.back().get();
+      }
+    }
+    out.candidates.push_back(std::move(route));
+  }
+  return out;
+}
+
+void PolicySlice::choose(size_t auto_rule, Locality locality, Op op, Role role, size_t candidate) {
+  AutoRule& rule = auto_rules_.at(auto_rule);
+  if (candidate >= rule.candidates.size())
+    throw std::out_of_range(rule.origin + ": no candidate " + std::to_string(candidate));
+  rule.choice[int(locality)][int(op)][int(role)] = uint8_t(candidate);
 }
 
 const PolicySlice::Route* PolicySlice::scan(Op op, Role role, size_t bytes,

@@ -15,6 +15,13 @@
 // codec instances of the rules that can apply to its group, built once, so
 // that choosing a route on the hot path is a table lookup plus a short scan
 // over precomputed masks, with no allocation and no string comparison.
+//
+// Preset `auto` adds adaptive rules (PolicyRule::candidates): such a rule
+// matches like any other, and its group then sends what it matches through
+// the candidate chosen for the message's (op, role, locality). The slice
+// holds every candidate's route, built once; a choice is an index that
+// comm/adaptive_policy.h sets at step boundaries, from numbers every rank of
+// the group agreed on, so all ranks of the group take the same route.
 #pragma once
 
 #include <array>
@@ -43,7 +50,8 @@ class PolicyError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The rules a preset adds after the user's ("none", "mzhybrid", "zhybrid"),
+// The rules a preset adds after the user's ("none", "mzhybrid", "zhybrid",
+// "auto"),
 // matching only inter-node messages when `locality` is "inter", every
 // message when it is "any". Throws PolicyError naming the preset (or the
 // locality) and the known ones for anything else.
@@ -110,6 +118,28 @@ class PolicySlice {
     size_t chunk_elems = 0;
     int rule = -1;  // index in the Policy's rules
     std::string origin;
+    // An adaptive rule: index in auto_rules(). The rule's own route (in
+    // routes()) is never returned by route(); its candidates' are, and they
+    // carry their index in `candidate`.
+    int auto_rule = -1;
+    int candidate = -1;
+  };
+
+  using ChoiceTable =
+      std::array<std::array<std::array<uint8_t, kRoleCount>, kOpCount>, kLocalityCount>;
+  // An adaptive rule of this group: its candidates' routes (candidates[0]
+  // sends raw) and, per (locality, op, role), the candidate chosen now.
+  // Candidates with error feedback share one residual store, so switching
+  // between them carries what was left unsent over to the next codec; a
+  // switch to a candidate without feedback leaves the residuals parked
+  // until a candidate with feedback is chosen again.
+  struct AutoRule {
+    int rule = -1;
+    std::string origin;
+    uint32_t ops = 0, roles = 0, localities = 0;  // what the rule can match
+    std::vector<Route> candidates;
+    std::shared_ptr<compress::ErrorFeedback::Residuals> residuals;
+    ChoiceTable choice{};
   };
 
   PolicySlice(const Policy& policy, GroupKind group);
@@ -120,9 +150,12 @@ class PolicySlice {
   // (raw). A route whose codec is nullptr also means raw.
   const Route* route(Op op, Role role, size_t bytes, Locality locality = Locality::kInter) const {
     int fixed = fixed_[int(locality)][int(op)][int(role)];
-    if (fixed >= 0) return &routes_[size_t(fixed)];
-    if (fixed == kNoRoute) return nullptr;
-    return scan(op, role, bytes, locality);
+    const Route* found = fixed >= 0          ? &routes_[size_t(fixed)]
+                         : fixed == kNoRoute ? nullptr
+                                             : scan(op, role, bytes, locality);
+    if (found == nullptr || found->auto_rule < 0) return found;
+    const AutoRule& rule = auto_rules_[size_t(found->auto_rule)];
+    return &rule.candidates[rule.choice[int(locality)][int(op)][int(role)]];
   }
 
   // True when the route for (op, role) does not depend on the message size,
@@ -133,6 +166,10 @@ class PolicySlice {
 
   GroupKind group() const { return group_; }
   const std::vector<Route>& routes() const { return routes_; }
+  const std::vector<AutoRule>& auto_rules() const { return auto_rules_; }
+  // Sets the candidate adaptive rule `auto_rule` uses for (locality, op,
+  // role). Only between operations, and the same on every rank of the group.
+  void choose(size_t auto_rule, Locality locality, Op op, Role role, size_t candidate);
 
   // The error-feedback residuals and codec random generators of this group
   // (comm/codec_state.h), for checkpoints.
@@ -150,17 +187,23 @@ class PolicySlice {
   // PolicyConfig::plain_ring_min_bytes.
   uint64_t plain_ring_min_bytes() const { return plain_ring_min_bytes_; }
   size_t plain_ring_chunk_elems() const { return plain_ring_chunk_elems_; }
+  // compression.auto, for the group's AdaptivePolicy.
+  const AutoSettings& auto_settings() const { return auto_settings_; }
 
  private:
   static constexpr int kNoRoute = -1;
   static constexpr int kBySize = -2;
   const Route* scan(Op op, Role role, size_t bytes, Locality locality) const;
+  AutoRule make_auto_rule(const compress::CodecRegistry& registry, const PolicyRule& rule,
+                          const Route& base);
 
   GroupKind group_;
   uint64_t sample_every_ = 0;
   uint64_t plain_ring_min_bytes_ = 0;
   size_t plain_ring_chunk_elems_ = 1;
+  AutoSettings auto_settings_;
   std::vector<Route> routes_;
+  std::vector<AutoRule> auto_rules_;
   std::vector<std::unique_ptr<compress::Codec>> codecs_;
   std::vector<std::unique_ptr<compress::ErrorFeedback>> feedbacks_;
   // Per (locality, op, role): a route index when the size cannot change the

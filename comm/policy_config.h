@@ -23,16 +23,44 @@ struct RuleMatch {
   std::vector<Locality> localities;  // empty = any (intra- and inter-node)
 };
 
+// One way an adaptive rule may send what it matches.
+struct AutoCandidate {
+  std::optional<compress::CodecSpec> codec;  // nullopt = raw
+  bool error_feedback = false;
+};
+
 struct PolicyRule {
   RuleMatch match;
   std::optional<compress::CodecSpec> codec;  // nullopt = send raw (plain MPI)
   bool error_feedback = false;
   int64_t chunk_bytes = -1;  // -1 = the policy's chunk_bytes
   std::string origin;        // "configs/x.yaml:12" or "preset zhybrid", for messages
+  // Non-empty: an adaptive rule (preset auto). `codec` and `error_feedback`
+  // are unused; each group picks one candidate per (op, role, locality) at
+  // every step boundary (comm/adaptive_policy.h). The first candidate is
+  // raw, the route before any measurement.
+  std::vector<AutoCandidate> candidates;
+};
+
+// compression.auto: the adaptive policy's settings (preset auto;
+// comm/adaptive_policy.h says how they are used).
+struct AutoSettings {
+  // The largest measured relative error ||D(C(x)) - x|| / ||x|| a lossy
+  // candidate may have: without error feedback (what it loses is lost for
+  // good: activations, and gradients through zfp rate 16 or bf16), and with
+  // error feedback (what one step loses is sent with the next: gradients
+  // through zfp rate 8 or 4).
+  double max_rel_error = 0.01;
+  double max_rel_error_feedback = 0.1;
+  int64_t decide_every = 1;   // steps between two decisions (each one small allreduce per group)
+  int64_t probe_every = 100;  // steps between measurements of the codecs on the run's data
+  // A decision changes only when the new choice is predicted faster by more
+  // than this fraction of the current one's time.
+  double min_gain = 0.05;
 };
 
 struct PolicyConfig {
-  std::string preset = "none";  // none | mzhybrid | zhybrid
+  std::string preset = "none";  // none | mzhybrid | zhybrid | auto
   // Which messages the preset's rules match: "inter" (default) compresses
   // only traffic that crosses a node boundary, where the wire is slow; "any"
   // compresses intra-node traffic too (the presets as the research defined
@@ -52,6 +80,7 @@ struct PolicyConfig {
   int64_t chunk_bytes = 1 << 20;    // pipelining granularity of compressed transfers
   double error_sample_rate = 0.01;  // fraction of lossy calls whose error is measured
   std::vector<PolicyRule> rules;
+  AutoSettings auto_settings;  // read with preset auto only
 };
 
 }  // namespace cmpi::comm

@@ -3,7 +3,10 @@
 // the route's error-feedback residuals are listed under that name plus their
 // buffer key in hex, its codec's random generator under the name alone.
 // Restoring groups the saved residuals by route name, so a route's residuals
-// are replaced as a whole (no mix of saved and fresh keys).
+// are replaced as a whole (no mix of saved and fresh keys). An adaptive
+// rule's candidates share one residual store, named "rule<i>:auto"; their
+// generators are named "rule<i>:auto:<spec>". Which candidate was chosen is
+// not saved: a resumed run measures and decides afresh.
 #include <cstdio>
 #include <stdexcept>
 
@@ -14,6 +17,14 @@ namespace {
 
 std::string route_key(const PolicySlice::Route& route) {
   return "rule" + std::to_string(route.rule) + ":" + route.codec->spec().to_string();
+}
+
+std::string auto_store_key(const PolicySlice::AutoRule& rule) {
+  return "rule" + std::to_string(rule.rule) + ":auto";
+}
+
+std::string auto_random_key(const PolicySlice::AutoRule& rule, const PolicySlice::Route& route) {
+  return auto_store_key(rule) + ":" + route.codec->spec().to_string();
 }
 
 std::string buffer_key_hex(uint64_t key) {
@@ -35,6 +46,15 @@ CodecState PolicySlice::codec_state() const {
     for (const auto& [key, residual] : route.feedback->residuals())
       state.residuals[name + "/" + buffer_key_hex(key)] = residual;
   }
+  for (const AutoRule& rule : auto_rules_) {
+    for (const auto& [key, residual] : *rule.residuals)
+      state.residuals[auto_store_key(rule) + "/" + buffer_key_hex(key)] = residual;
+    for (const Route& route : rule.candidates) {
+      if (route.codec == nullptr) continue;
+      auto random = route.codec->random_state();
+      if (!random.empty()) state.random_states[auto_random_key(rule, route)] = std::move(random);
+    }
+  }
   return state;
 }
 
@@ -46,6 +66,15 @@ std::vector<std::string> PolicySlice::restore_codec_state(const CodecState& stat
       if (route.feedback != nullptr) residuals_of[route_key(route)];
       known_random[route_key(route)] = !route.codec->random_state().empty();
     }
+  std::map<std::string, Route*> auto_random_routes;
+  for (AutoRule& rule : auto_rules_) {
+    residuals_of[auto_store_key(rule)];
+    for (Route& route : rule.candidates)
+      if (route.codec != nullptr) {
+        known_random[auto_random_key(rule, route)] = !route.codec->random_state().empty();
+        auto_random_routes[auto_random_key(rule, route)] = &route;
+      }
+  }
 
   std::vector<std::string> dropped;
   for (const auto& [key, values] : state.residuals) {
@@ -75,6 +104,16 @@ std::vector<std::string> PolicySlice::restore_codec_state(const CodecState& stat
       }
     }
     if (route.feedback != nullptr) route.feedback->import_residuals(residuals_of[name]);
+  }
+  for (AutoRule& rule : auto_rules_) *rule.residuals = residuals_of[auto_store_key(rule)];
+  for (auto& [name, route] : auto_random_routes) {
+    const auto random = state.random_states.find(name);
+    if (random == state.random_states.end() || !known_random[name]) continue;
+    try {
+      route->codec->restore_random_state(random->second);
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument("codec state " + name + ": " + error.what());
+    }
   }
   return dropped;
 }

@@ -13,7 +13,9 @@
 
 namespace cmpi::compress {
 
-ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner) : inner_(std::move(inner)) {
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner, std::shared_ptr<Residuals> shared)
+    : inner_(std::move(inner)),
+      residuals_(shared ? std::move(shared) : std::make_shared<Residuals>()) {
   if (!inner_) throw std::invalid_argument("ErrorFeedback: null codec");
 }
 
@@ -21,13 +23,13 @@ size_t ErrorFeedback::encode(uint64_t key, const float* in, size_t n, uint8_t* o
                              size_t capacity) {
   if (in == nullptr && n != 0)
     throw std::invalid_argument("ErrorFeedback: null input for key " + std::to_string(key));
-  auto found = residuals_.find(key);
-  if (found != residuals_.end() && found->second.size() != n)
+  auto found = residuals_->find(key);
+  if (found != residuals_->end() && found->second.size() != n)
     throw std::invalid_argument("ErrorFeedback: key " + std::to_string(key) +
                                 " holds a residual of " + std::to_string(found->second.size()) +
                                 " values, encode was given " + std::to_string(n));
   work_.resize(n);
-  if (found == residuals_.end()) {
+  if (found == residuals_->end()) {
     for (size_t i = 0; i < n; ++i) work_[i] = in[i];
   } else {
     const float* r = found->second.data();
@@ -37,7 +39,7 @@ size_t ErrorFeedback::encode(uint64_t key, const float* in, size_t n, uint8_t* o
 
   decoded_.resize(n);
   inner_->decode(out, size, decoded_.data(), n);
-  std::vector<float>& r = found != residuals_.end() ? found->second : residuals_[key];
+  std::vector<float>& r = found != residuals_->end() ? found->second : (*residuals_)[key];
   r.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const float left = work_[i] - decoded_[i];
@@ -46,8 +48,8 @@ size_t ErrorFeedback::encode(uint64_t key, const float* in, size_t n, uint8_t* o
   return size;
 }
 
-void ErrorFeedback::import_residuals(std::map<uint64_t, std::vector<float>> residuals) {
-  residuals_ = std::move(residuals);
+void ErrorFeedback::import_residuals(Residuals residuals) {
+  *residuals_ = std::move(residuals);
 }
 
 }  // namespace cmpi::compress

@@ -5,6 +5,10 @@
 // of accumulating), which keeps biased codecs (top-k, sign, low-rate zfp)
 // convergent for gradients. Residuals are exportable so checkpoints can hold
 // them.
+//
+// Several wrappers may share one residual store (the adaptive policy's
+// candidates for one kind of traffic): what one codec left unsent is then
+// sent by whichever codec encodes that buffer next.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +22,10 @@ namespace cmpi::compress {
 
 class ErrorFeedback {
  public:
-  explicit ErrorFeedback(std::unique_ptr<Codec> inner);
+  using Residuals = std::map<uint64_t, std::vector<float>>;
+
+  // `shared`: a residual store other wrappers use too (nullptr: its own).
+  explicit ErrorFeedback(std::unique_ptr<Codec> inner, std::shared_ptr<Residuals> shared = nullptr);
 
   Codec& codec() { return *inner_; }
   const Codec& codec() const { return *inner_; }
@@ -30,13 +37,13 @@ class ErrorFeedback {
 
   // Payloads decode with the inner codec: codec().decode(...).
 
-  const std::map<uint64_t, std::vector<float>>& residuals() const { return residuals_; }
-  void import_residuals(std::map<uint64_t, std::vector<float>> residuals);
-  void clear() { residuals_.clear(); }
+  const Residuals& residuals() const { return *residuals_; }
+  void import_residuals(Residuals residuals);
+  void clear() { residuals_->clear(); }
 
  private:
   std::unique_ptr<Codec> inner_;
-  std::map<uint64_t, std::vector<float>> residuals_;
+  std::shared_ptr<Residuals> residuals_;
   std::vector<float> work_;     // x + r, reused between calls
   std::vector<float> decoded_;  // the receiver's view of work_, reused
 };

@@ -36,6 +36,10 @@ PipelineTiedEmbedding::PipelineTiedEmbedding(comm::Communicator& pp, const comm:
 
 PipelineTiedEmbedding::~PipelineTiedEmbedding() = default;
 
+std::vector<comm::AutoDecision> PipelineTiedEmbedding::adapt(int64_t step) {
+  return own_ ? own_->adapt(step) : std::vector<comm::AutoDecision>{};
+}
+
 void PipelineTiedEmbedding::sync_gradients(const torch::Tensor& weight) {
   if (!group_) return;
   const std::string stage = "pipeline stage " + std::to_string(pp_.rank());

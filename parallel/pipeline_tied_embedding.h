@@ -20,6 +20,9 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
+
+#include "comm/adaptive_policy.h"
 
 namespace cmpi::comm {
 class Communicator;
@@ -44,6 +47,10 @@ class PipelineTiedEmbedding {
   // (float32, the same shape on both; an undefined gradient counts as zero);
   // elsewhere it is ignored. Collective over the first and last stage.
   void sync_gradients(const torch::Tensor& weight);
+  // Preset auto: the two-rank group's step-boundary decision (only when it
+  // is a group of its own; the pp group decides with ProcessGroups::adapt).
+  // Call on every rank after ProcessGroups::adapt.
+  std::vector<comm::AutoDecision> adapt(int64_t step);
 
  private:
   comm::Communicator& pp_;

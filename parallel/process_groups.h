@@ -38,6 +38,12 @@ class ProcessGroups {
   comm::Communicator& zero() { return *zero_; }
   comm::Communicator& group(comm::GroupKind kind);
 
+  // Preset auto: every group's step-boundary decision
+  // (comm::Communicator::adapt), in one fixed order (dp, zero, tp, pp, sp,
+  // world) so that no two ranks wait on different groups. Collective over
+  // the world; call between steps, when no operation is in flight.
+  std::vector<comm::AutoDecision> adapt(int64_t step);
+
  private:
   ParallelDims dims_;
   comm::Policy policy_;

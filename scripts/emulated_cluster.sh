@@ -18,6 +18,11 @@
 #            owning the address. BTL and OOB are pinned to the test subnet and
 #            the BTLs to tcp,self, so every rank-to-rank byte crosses the
 #            shaped links (ranks on the same node talk over TCP inside it).
+#   rate     changes the rate (and, with --delay, the delay) of every node
+#            link of the running cluster in place: `tc class change` of the
+#            HTB class on both sides of each link, and the netem leaf
+#            changed, added or removed; running jobs keep their connections
+#            (to emulate a link that slows down or recovers mid-run).
 #   down     deletes the namespaces (their veth ends go with them), the bridge
 #            and the state directory; safe to call when nothing is up.
 #   session  up, run, down in one go; the teardown runs on any exit (trap).
@@ -49,6 +54,9 @@ usage: emulated_cluster.sh COMMAND ...
   check K
         print every rank's namespace and address (K nodes x 1 rank) and the
         achieved node0 -> node1 rate of a timed 64 MiB TCP transfer
+  rate RATE [--delay DELAY]
+        change every node link of the running cluster to RATE each way (and
+        the uplink delay to DELAY) in place, while jobs run
   status
         show the nodes, their addresses and their qdiscs
   down  remove every namespace, veth, bridge and state file this script made
@@ -92,6 +100,53 @@ shape() {  # shape NETNS-OR-EMPTY DEV RATE DELAY
     "${ns_exec[@]}" tc qdisc add dev "$dev" parent 1:10 handle 10: netem delay "$delay" limit 100000 ||
       die "--delay needs tc's netem qdisc (kernel module sch_netem), which this kernel does not provide"
   fi
+}
+
+# Sets a node link's uplink delay: changes, adds or removes its netem leaf.
+set_delay() {  # set_delay NETNS DEV DELAY
+  local ns=$1 dev=$2 delay=$3 has_netem=0
+  ip netns exec "$ns" tc qdisc show dev "$dev" | grep -q '^qdisc netem 10:' && has_netem=1
+  if [[ $delay == 0 || $delay == 0ms || $delay == 0us || $delay == 0s ]]; then
+    ((has_netem)) && ip netns exec "$ns" tc qdisc del dev "$dev" parent 1:10 handle 10:
+    return 0
+  fi
+  local verb=add
+  ((has_netem)) && verb=change
+  ip netns exec "$ns" tc qdisc "$verb" dev "$dev" parent 1:10 handle 10: netem delay "$delay" \
+    limit 100000 ||
+    die "--delay needs tc's netem qdisc (kernel module sch_netem), which this kernel does not provide"
+}
+
+cmd_rate() {
+  (($# >= 1)) || die "rate: usage: rate RATE [--delay DELAY]"
+  local rate=$1 delay=""
+  shift
+  while (($#)); do
+    case $1 in
+      --delay) delay=${2:?--delay needs a value}; shift 2 ;;
+      *) die "rate: unknown option '$1'" ;;
+    esac
+  done
+  require_root_and_tools
+  [[ $rate =~ ^[0-9.]+([kmg]?bit|[kmg]?bps)$ ]] || die "rate must look like 200mbit or 1gbit, got '$rate'"
+  [[ -z $delay || $delay =~ ^[0-9.]+(us|ms|s)?$ ]] || die "--delay must look like 0ms or 2ms, got '$delay'"
+  local nodes i ns
+  nodes=$(state_value nodes)
+  for ((i = 0; i < nodes; ++i)); do
+    ns=$NS_PREFIX$i
+    ip netns exec "$ns" tc class change dev eth0 parent 1: classid 1:10 htb rate "$rate" \
+      ceil "$rate" quantum 60000
+    tc class change dev "$VETH_PREFIX$i" parent 1: classid 1:10 htb rate "$rate" ceil "$rate" \
+      quantum 60000
+  done
+  sed -i "s/^rate=.*/rate=$rate/" "$STATE_DIR/config"
+  # Delays after every rate: a kernel without netem fails here with the
+  # rates already consistent on every link.
+  if [[ -n $delay ]]; then
+    for ((i = 0; i < nodes; ++i)); do set_delay "$NS_PREFIX$i" eth0 "$delay"; done
+    sed -i "s/^delay=.*/delay=$delay/" "$STATE_DIR/config"
+  fi
+  echo "emulated cluster: $nodes node links now $rate each way${delay:+, +$delay on each uplink}"
 }
 
 cmd_up() {
@@ -301,6 +356,7 @@ main() {
       ;;
     session) cmd_session "$@" ;;
     check) cmd_check "$@" ;;
+    rate) cmd_rate "$@" ;;
     status) cmd_status ;;
     -h | --help | help) usage ;;
     *) usage >&2; die "unknown command '$command'" ;;

@@ -24,6 +24,7 @@
 #include "parallel/spatial/sp_reductions.h"
 #include "parallel/spatial/tile_gather.h"
 #include "parallel/spatial/tile_geometry.h"
+#include "trainer/auto_report.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/nonfinite_guard.h"
@@ -587,9 +588,19 @@ TrainResult CnnTrainer::run() {
   }
 
   const auto run_start = Clock::now();
+  const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = 0; step < t.steps; ++step) {
     const auto before = s.comm_totals();
     const auto step_start = Clock::now();
+    // Preset auto: the process groups settle their routes (the bidirectional
+    // pipeline's mirrored groups keep raw routes).
+    std::vector<comm::AutoDecision> decisions;
+    if (adaptive) decisions = s.groups.adapt(step);
+    const double adapt_ms = seconds_since(step_start) * 1e3;
+    if (is_root && print_every > 0)
+      for (const auto& d : decisions)
+        if (d.changed) std::printf("%s\n", auto_change_line(step + 1, d).c_str());
+    if (is_root && !decisions.empty()) std::fflush(stdout);
     const double loss = s.train_step(step);
     const double step_seconds = seconds_since(step_start);
     const auto after = s.comm_totals();
@@ -628,6 +639,7 @@ TrainResult CnnTrainer::run() {
     if (is_root && (!metrics_path.empty() || print_every > 0)) {
       r.groups_json = s.groups_json();
       r.memory_json = s.memory_json();
+      if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
     }
     if (verdict.stop) throw TrainingStopped(verdict.message, is_root);

@@ -10,7 +10,7 @@
 namespace cmpi::trainer {
 namespace {
 
-const std::vector<std::string> kPresets = {"none", "mzhybrid", "zhybrid"};
+const std::vector<std::string> kPresets = {"none", "mzhybrid", "zhybrid", "auto"};
 
 template <typename T, typename Name>
 std::vector<std::string> names_of(int count, Name name) {
@@ -168,6 +168,18 @@ comm::PolicyRule read_rule(const YAML::Node& node, MapReader rule, int64_t polic
   return out;
 }
 
+// compression.auto (preset auto only).
+comm::AutoSettings read_auto_settings(MapReader section) {
+  comm::AutoSettings out;
+  section.read("max_rel_error", out.max_rel_error, RealRange{0.0, 1e3});
+  section.read("max_rel_error_feedback", out.max_rel_error_feedback, RealRange{0.0, 1e3});
+  section.read("decide_every", out.decide_every, IntRange{1, 1 << 30});
+  section.read("probe_every", out.probe_every, IntRange{0, 1 << 30});
+  section.read("min_gain", out.min_gain, RealRange{0.0, 0.99});
+  section.finish();
+  return out;
+}
+
 }  // namespace
 
 comm::PolicyConfig read_compression_config(MapReader section,
@@ -183,6 +195,10 @@ comm::PolicyConfig read_compression_config(MapReader section,
     section.fail("chunk_bytes", "must be a whole number of floats (a multiple of 4), got " +
                                     std::to_string(out.chunk_bytes));
   section.read("error_sample_rate", out.error_sample_rate, RealRange{0.0, 1.0});
+  if (section.has("auto") && out.preset != "auto")
+    section.fail("auto",
+                 "is read only with `preset: auto` (this config's preset is " + out.preset + ")");
+  out.auto_settings = read_auto_settings(section.section("auto"));
 
   const bool has_rules = section.has("rules");
   const YAML::Node rules = section.take("rules");
@@ -235,6 +251,17 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
   out << YAML::Key << "min_bytes" << YAML::Value << format_size(config.min_bytes);
   out << YAML::Key << "chunk_bytes" << YAML::Value << format_size(config.chunk_bytes);
   out << YAML::Key << "error_sample_rate" << YAML::Value << format_real(config.error_sample_rate);
+  if (config.preset == "auto") {
+    const comm::AutoSettings& a = config.auto_settings;
+    out << YAML::Key << "auto" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "max_rel_error" << YAML::Value << format_real(a.max_rel_error);
+    out << YAML::Key << "max_rel_error_feedback" << YAML::Value
+        << format_real(a.max_rel_error_feedback);
+    out << YAML::Key << "decide_every" << YAML::Value << a.decide_every;
+    out << YAML::Key << "probe_every" << YAML::Value << a.probe_every;
+    out << YAML::Key << "min_gain" << YAML::Value << format_real(a.min_gain);
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "rules" << YAML::Value;
   if (config.rules.empty()) {
     out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;

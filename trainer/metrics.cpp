@@ -67,6 +67,7 @@ std::string MetricsLog::to_json(const StepRecord& r) {
   out += nonfinite_json(nonfinite);
   if (!r.memory_json.empty()) out += ",\"memory\":" + r.memory_json;
   if (!r.groups_json.empty()) out += ",\"groups\":" + r.groups_json;
+  if (!r.auto_json.empty()) out += ",\"auto\":" + r.auto_json;
   return out + "}";
 }
 

@@ -54,6 +54,7 @@ struct StepRecord {
   uint64_t wire_bytes = 0;              // what actually went on the wire, all groups
   std::string groups_json;              // {"dp":{...},...} cumulative per-group stats
   std::string memory_json;              // {"parameters_bytes":...,...} or empty
+  std::string auto_json;                // preset auto: trainer/auto_report.h; else empty
 };
 
 class MetricsLog {

@@ -23,6 +23,7 @@
 #include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_grad_norm.h"
+#include "trainer/auto_report.h"
 #include "trainer/checkpoint_hooks.h"
 #include "trainer/cnn_trainer.h"
 #include "trainer/lr_schedule.h"
@@ -560,9 +561,23 @@ TrainResult Trainer::run() {
 
   const auto run_start = Clock::now();
   const int64_t first_step = s.steps_done;
+  const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = first_step; step < t.steps; ++step) {
     const auto before = s.comm_totals();
     const auto step_start = Clock::now();
+    // Preset auto: every group settles its routes for this step (part of
+    // the step's time, so that auto's own cost shows in tokens_per_s).
+    std::vector<comm::AutoDecision> decisions;
+    if (adaptive) {
+      decisions = s.groups.adapt(step);
+      if (s.tied_embedding)
+        for (auto& d : s.tied_embedding->adapt(step)) decisions.push_back(std::move(d));
+    }
+    const double adapt_ms = seconds_since(step_start) * 1e3;
+    if (is_root && print_every > 0)
+      for (const auto& d : decisions)
+        if (d.changed) std::printf("%s\n", auto_change_line(step + 1, d).c_str());
+    if (is_root && !decisions.empty()) std::fflush(stdout);
     const double loss = s.train_step(step);
     const double step_seconds = seconds_since(step_start);
     const auto after = s.comm_totals();
@@ -597,6 +612,7 @@ TrainResult Trainer::run() {
     if (is_root && (!metrics_path.empty() || print_every > 0)) {
       r.groups_json = s.groups_json();
       r.memory_json = s.memory_json();
+      if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
     }
     if (verdict.stop) throw TrainingStopped(verdict.message, is_root);

@@ -152,3 +152,57 @@ TEST_F(ConfigTest, ZfpParametersAreValidatedWhenZfpIsBuiltIn) {
 
 }  // namespace
 }  // namespace cmpi::trainer
+
+namespace cmpi::trainer {
+namespace {
+
+using namespace config_testing;
+
+TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
+  const std::string text = R"(compression:
+  preset: auto
+  auto: {max_rel_error: 0.002, max_rel_error_feedback: 0.2, decide_every: 2, probe_every: 0,
+         min_gain: 0.1}
+)";
+  const comm::PolicyConfig p = load_config(write(text)).compression;
+  EXPECT_EQ(p.preset, "auto");
+  EXPECT_DOUBLE_EQ(p.auto_settings.max_rel_error, 0.002);
+  EXPECT_DOUBLE_EQ(p.auto_settings.max_rel_error_feedback, 0.2);
+  EXPECT_EQ(p.auto_settings.decide_every, 2);
+  EXPECT_EQ(p.auto_settings.probe_every, 0);
+  EXPECT_DOUBLE_EQ(p.auto_settings.min_gain, 0.1);
+
+  const comm::PolicyConfig back =
+      load_config(write(to_yaml(load_config(write(text))), "resolved.yaml")).compression;
+  EXPECT_DOUBLE_EQ(back.auto_settings.max_rel_error, 0.002);
+  EXPECT_DOUBLE_EQ(back.auto_settings.max_rel_error_feedback, 0.2);
+  EXPECT_EQ(back.auto_settings.decide_every, 2);
+  EXPECT_EQ(back.auto_settings.probe_every, 0);
+  EXPECT_DOUBLE_EQ(back.auto_settings.min_gain, 0.1);
+
+  // Defaults without the section.
+  const comm::PolicyConfig plain = load_config(write("compression: {preset: auto}\n")).compression;
+  EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error, 0.01);
+  EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error_feedback, 0.1);
+  EXPECT_EQ(plain.auto_settings.decide_every, 1);
+}
+
+TEST_F(ConfigTest, AutoSectionBadValuesAreNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"compression: {preset: zhybrid, auto: {min_gain: 0.1}}\n", "compression.auto"},
+      {"compression: {preset: auto, auto: {max_rel_error: -1}}\n",
+       "compression.auto.max_rel_error"},
+      {"compression: {preset: auto, auto: {decide_every: 0}}\n", "compression.auto.decide_every"},
+      {"compression: {preset: auto, auto: {min_gain: 1.5}}\n", "compression.auto.min_gain"},
+      {"compression: {preset: auto, auto: {budget: 1}}\n", "compression.auto.budget"},
+  };
+  for (const auto& [text, key] : cases) {
+    const std::string path = write(text);
+    const std::string message = error_of([&] { load_config(path); });
+    EXPECT_NE(message.find(key), std::string::npos) << text << " -> " << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace cmpi::trainer

@@ -1,0 +1,143 @@
+// AdaptivePolicy: preset auto's measurements and decisions for one group
+// (one Communicator and its PolicySlice). Works as follows:
+//
+//   slots     a slot is the traffic of one (op, role, locality) that one of
+//             the slice's adaptive rules governs; each has the rule's
+//             candidates and, in the slice, the candidate chosen now.
+//   record    every call routed through a candidate adds to its slot, on
+//             this rank, since the last decision: raw bytes, calls, wall
+//             seconds; blocking calls that moved >= 64 KiB also add a link
+//             sample for the slot's locality (bytes on the wire / seconds
+//             outside codecs, or only a lower bound when codec-bound).
+//   probe     the first call of a slot that sends its own data after a probe
+//             is due (at the start, then every probe_every steps) encodes
+//             and decodes the first 256 KiB of that data with every
+//             candidate codec, on the side, twice (the faster time counts):
+//             ratio, codec seconds per byte, relative error. Stochastic
+//             codecs get their generator back; error feedback is not touched.
+//   decide    at a step boundary, on every rank of the group, in the same
+//             order as the group's other collectives: one MPI_Allreduce (MAX)
+//             of a fixed-layout array of doubles -- per slot the period's
+//             traffic, per candidate its measures, per locality the link
+//             samples -- so every rank holds the group's worst codec, largest
+//             traffic and best link figure. Then, from those numbers only,
+//             comm/adaptive_model.h picks per slot and the slice is set: every
+//             rank of the group reaches the same choice, whatever it measured
+//             itself. A point-to-point message's two ends are in the group,
+//             so they agree too.
+//
+// Not thread-safe: record/probe run inside the group's operations, decide
+// between them (as the Communicator's contract already requires).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/adaptive_model.h"
+#include "comm/group_kind.h"
+#include "comm/policy.h"
+
+namespace cmpi::comm {
+
+// What one call through a candidate did on this rank.
+struct AutoCallSample {
+  uint64_t raw_bytes = 0;       // what this rank sent, uncompressed (CommStats' raw_bytes)
+  uint64_t wire_bytes = 0;      // what it put on the wire
+  uint64_t received_bytes = 0;  // a receive: the raw bytes it took in
+  double seconds = 0;           // the call's wall time on this rank
+  double codec_seconds = 0;     // of which inside codecs
+  bool blocking = true;         // false: a nonblocking post (its time is not a transfer's)
+};
+
+// One slot's decision, as metrics.jsonl and the console report it.
+struct AutoDecision {
+  GroupKind group = GroupKind::kWorld;
+  Op op = Op::kAllreduce;
+  Role role = Role::kOther;
+  Locality locality = Locality::kInter;
+  std::string codec;           // the candidate chosen for the coming steps
+  std::string previous_codec;  // the one that carried the last period
+  std::string runner_up;       // the fastest other eligible one ("" when none)
+  bool changed = false;
+  std::string reason;
+  double predicted_ms = 0;            // per step, the chosen candidate
+  double runner_up_ms = -1;           // -1: none
+  double raw_ms = -1;                 // -1: not predictable
+  double previous_predicted_ms = -1;  // what was predicted for the last period's choice
+  double measured_ms = 0;             // what the last period's calls took per step (group max)
+  double link_mbit_s = 0;             // the link estimate of the slot's locality
+  double rel_error = 0;               // the chosen candidate's measured error (0: lossless)
+  bool predicted_from_measurement = false;
+};
+
+class AdaptivePolicy {
+ public:
+  AdaptivePolicy(PolicySlice& slice, const AutoSettings& settings);
+
+  // Whether the slice has adaptive rules at all.
+  bool active() const { return !slots_.empty(); }
+
+  // `route` is what the slice returned for the call; calls through routes
+  // that are no adaptive candidates are ignored.
+  void record(const PolicySlice::Route& route, Op op, Role role, Locality locality,
+              const AutoCallSample& sample);
+  // Probes the slot's candidates on own[0..n) if a probe is due for it.
+  void probe_if_due(const PolicySlice::Route& route, Op op, Role role, Locality locality,
+                    const float* own, size_t n);
+
+  // The step-boundary decision. Collective over `comm` (the group's
+  // communicator); returns every slot that had traffic in the period, with
+  // `changed` set where the route changed. `step` is the 0-based step about
+  // to run; decisions happen every decide_every steps, otherwise this
+  // returns nothing and communicates nothing.
+  std::vector<AutoDecision> decide(MPI_Comm comm, int64_t step);
+
+  // The agreement alone, for tests: the local array this rank would
+  // contribute, and the decision from an agreed one.
+  std::vector<double> local_inputs() const;
+  std::vector<AutoDecision> decide_from(const std::vector<double>& agreed, int64_t step);
+
+ private:
+  struct Slot {
+    size_t rule = 0;  // index in the slice's auto_rules()
+    Locality locality = Locality::kInter;
+    Op op = Op::kAllreduce;
+    Role role = Role::kOther;
+    SlotTraffic period;  // this rank's, since the last decision
+    bool probe_due = true;
+    std::vector<CandidateMeasure> measured;  // this rank's last probe
+    SlotMemory memory;
+  };
+  struct LinkSamples {
+    double bytes = 0, seconds = 0;              // informative samples, this rank
+    double bound_bytes = 0, bound_seconds = 0;  // codec-bound calls: lower bounds only
+  };
+
+  static size_t slot_index(Locality locality, Op op, Role role) {
+    return (size_t(locality) * kOpCount + size_t(op)) * kRoleCount + size_t(role);
+  }
+  size_t candidate_count(const Slot& slot) const;
+  void probe(Slot& slot, const float* own, size_t n);
+  void reset_period();
+
+  PolicySlice& slice_;
+  AutoSettings settings_;
+  std::vector<Slot> slots_;
+  std::vector<int> slot_of_;                       // slot_index(...) -> index in slots_, or -1
+  std::vector<std::vector<CandidateKind>> kinds_;  // per auto rule
+  std::vector<std::vector<std::string>> names_;    // per auto rule
+  LinkSamples samples_[kLocalityCount];
+  LinkEstimate links_[kLocalityCount];
+  int64_t last_decision_step_ = -1;
+  int64_t last_probe_step_ = 0;
+  std::vector<float> probe_decoded_;
+  std::vector<uint8_t> probe_payload_;
+};
+
+// "raw", "mpc", "zfp:mode=rate,rate=8 + error feedback".
+std::string candidate_name(const PolicySlice::Route& route);
+
+}  // namespace cmpi::comm
