@@ -637,6 +637,7 @@ TrainResult CnnTrainer::run() {
     }
   }
   result.seconds = seconds_since(run_start);
+  result.peak_state_bytes = s.optimizer->peak_bytes();
   log.close();
   if (is_root && !s.options.run_dir.empty()) {
     if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");

@@ -610,6 +610,7 @@ TrainResult Trainer::run() {
   }
   result.seconds = seconds_since(run_start);
   result.peak_gathered_parameter_bytes = s.optimizer->peak_gathered_parameter_bytes();
+  result.peak_state_bytes = s.optimizer->peak_bytes();
   log.close();
   if (!s.options.dump_tensors_dir.empty()) s.dump_parameters();
   if (is_root && !s.options.run_dir.empty()) {
