@@ -33,7 +33,9 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     const Real gathered_bytes = std::min(gathered * kFloat, param_bytes);
     e.parameter_bytes = param_bytes / dp + (in.zero3_per_layer ? gathered_bytes : param_bytes);
   }
-  e.gradient_bytes = param_bytes;
+  // The flat buffer micro-batches accumulate into, plus (ZeRO 2/3) the shard
+  // its reduce-scatter fills: both are alive at the step's peak.
+  e.gradient_bytes = param_bytes + (in.zero_stage >= 2 ? param_bytes / dp : 0);
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 
   const Real tokens = Real(in.micro_batch) * seq;
@@ -46,18 +48,28 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
   e.activation_bytes = per_micro_batch * in_flight * kFloat;
-  e.buffer_bytes = std::min(2 * Real(in.bucket_bytes), param_bytes);
+  // ZeRO 1/2 stage one bucket's piece of the updated weights for its
+  // allgather; the other stages reduce and gather in place.
+  if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
+    e.buffer_bytes = std::min(Real(in.bucket_bytes), param_bytes) / dp;
   return e;
 }
 
 }  // namespace
 
-MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in) {
+std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in) {
   const auto stages = partition_layers(in.layers, in.pp, in.stage_layers);
+  std::vector<MemoryEstimate> out;
+  for (size_t s = 0; s < stages.size(); ++s) out.push_back(estimate_stage(in, stages[s], int(s)));
+  return out;
+}
+
+MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in) {
   MemoryEstimate worst;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const MemoryEstimate e = estimate_stage(in, stages[s], int(s));
-    if (s == 0 || e.total() > worst.total()) worst = e;
+  bool first = true;
+  for (const MemoryEstimate& e : estimate_stage_memory(in)) {
+    if (first || e.total() > worst.total()) worst = e;
+    first = false;
   }
   return worst;
 }

@@ -9,16 +9,19 @@
 //               largest of two blocks, a block and the embedding unit, or a
 //               block and the head's use (final LayerNorm and the tied
 //               table); gathering per model, the whole stage's weights;
-//   gradients   a flat buffer the size of the parameters (ZeRO-2/3 shrink
-//               only what is held between steps, not the peak);
+//   gradients   a flat buffer the size of the parameters, plus under
+//               ZeRO-2/3 the 1/dp shard its reduce-scatter fills (both are
+//               alive at the peak; the stages shrink only what is held
+//               between steps);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
 //   activations what autograd keeps per micro-batch in flight: per token and
 //               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
 //               attention scores (2 x heads / tp x seq_len), and the logits
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them;
-//   buffers     communication staging: a gradient bucket, twice (one being
-//               reduced while the next fills), capped at the gradients;
+//   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
+//               bucket's 1/dp piece of the updated weights for its allgather;
+//               stage 0 and 3 reduce and gather in place (none);
 //   runtime     what a rank holds before the model exists (LibTorch, MPI,
 //               BLAS buffers): ~190 MiB measured (max RSS of a 120k-parameter
 //               run), counted as kRuntimeBytes.
@@ -56,11 +59,19 @@ struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
               buffer_bytes = 0, runtime_bytes = kRuntimeBytes;
   int stage = 0;  // the pipeline stage these are for
+  // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
+  // parameters, gradients, optimizer state and staging buffers.
+  long double state() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
+  }
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
            runtime_bytes;
   }
 };
+
+// One estimate per pipeline stage, in stage order.
+std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in);
 
 // The estimate for the pipeline stage with the largest total.
 MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in);

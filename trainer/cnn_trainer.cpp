@@ -589,9 +589,11 @@ TrainResult CnnTrainer::run() {
   const auto run_start = Clock::now();
   for (int64_t step = 0; step < t.steps; ++step) {
     const auto before = s.comm_totals();
+    const double cpu_start = process_cpu_seconds();
     const auto step_start = Clock::now();
     const double loss = s.train_step(step);
     const double step_seconds = seconds_since(step_start);
+    const double cpu_end = process_cpu_seconds();
     const auto after = s.comm_totals();
     result.losses.push_back(loss);
     result.accuracies.push_back(s.last_accuracy);
@@ -607,6 +609,7 @@ TrainResult CnnTrainer::run() {
     r.skipped = verdict.skipped;
     r.skipped_steps = result.skipped_steps;
     r.step_ms = step_seconds * 1e3;
+    if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     r.accuracy = s.last_accuracy;
     r.images_per_second = double(t.global_batch) / step_seconds;
     r.comm_ms = (after.seconds - before.seconds) * 1e3;

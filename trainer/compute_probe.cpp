@@ -1,0 +1,75 @@
+#include "trainer/compute_probe.h"
+
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "models/gpt.h"
+#include "parallel/process_groups.h"
+#include "plan/step_plan.h"
+#include "trainer/model_shape.h"
+
+namespace cmpi::trainer {
+namespace {
+
+// Caps that keep one probe under about a second on a CPU core.
+constexpr int64_t kMaxHidden = 1024, kMaxVocab = 8192, kMaxSeq = 512, kMaxTokens = 2048;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+ComputeProbe probe_compute(const Config& config) {
+  Config c = config;
+  c.model.layers = 1;
+  c.model.dropout = 0;
+  ComputeProbe probe;
+  if (c.model.hidden > kMaxHidden) {
+    const int64_t head_size = c.model.hidden / c.model.heads;
+    c.model.heads = std::max<int64_t>(1, kMaxHidden / head_size);
+    c.model.hidden = c.model.heads * head_size;
+    probe.shrunk = true;
+  }
+  if (c.model.vocab_size > kMaxVocab) c.model.vocab_size = kMaxVocab, probe.shrunk = true;
+  if (c.model.seq_len > kMaxSeq) c.model.seq_len = kMaxSeq, probe.shrunk = true;
+  int64_t batch = c.training.micro_batch;
+  if (batch * c.model.seq_len > kMaxTokens) {
+    batch = std::max<int64_t>(1, kMaxTokens / c.model.seq_len);
+    probe.shrunk = true;
+  }
+  char shape[160];
+  std::snprintf(shape, sizeof shape, "hidden %lld, seq %lld, micro-batch %lld, vocab %lld",
+                (long long)c.model.hidden, (long long)c.model.seq_len, (long long)batch,
+                (long long)c.model.vocab_size);
+  probe.shape = shape;
+
+  at::set_num_threads(int(std::max<int64_t>(1, c.training.threads)));
+  torch::manual_seed(1);
+  parallel::ProcessGroups groups(MPI_COMM_SELF, parallel::ParallelDims{});
+  models::Gpt model(gpt_options(c.model), groups);
+  const auto tokens = torch::randint(c.model.vocab_size, {batch, c.model.seq_len}, torch::kLong);
+  const auto targets = torch::randint(c.model.vocab_size, {batch, c.model.seq_len}, torch::kLong);
+  double best = 1e30;
+  for (int rep = 0; rep < 4; ++rep) {  // the first is a warm-up
+    model->zero_grad();
+    const auto start = std::chrono::steady_clock::now();
+    model->loss(tokens, targets).backward();
+    const double s = seconds_since(start);
+    if (rep > 0) best = std::min(best, s);
+  }
+  plan::StageShape one_layer;
+  one_layer.layers = 1;
+  one_layer.has_embedding = one_layer.has_head = true;
+  const double flops =
+      3 * plan::forward_flops_per_token(c, one_layer, 1) * double(batch * c.model.seq_len);
+  probe.seconds = best;
+  probe.flops_per_second = flops / std::max(best, 1e-9);
+  return probe;
+}
+
+}  // namespace cmpi::trainer
