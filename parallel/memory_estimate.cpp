@@ -52,6 +52,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // allgather; the other stages reduce and gather in place.
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
     e.buffer_bytes = std::min(Real(in.bucket_bytes), param_bytes) / dp;
+  if (in.dp > 1) e.scratch_bytes = std::min(Real(in.bucket_bytes), param_bytes);
   return e;
 }
 

@@ -22,6 +22,10 @@
 //   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
 //               bucket's 1/dp piece of the updated weights for its allgather;
 //               stage 0 and 3 reduce and gather in place (none);
+//   scratch     what communication allocates beside the optimizer's state
+//               for the largest gradient reduction: a bucket (MPI's
+//               temporary for the reduction, or the codec's payloads), with
+//               dp > 1 only;
 //   runtime     what a rank holds before the model exists (LibTorch, MPI,
 //               BLAS buffers): ~190 MiB measured (max RSS of a 120k-parameter
 //               run), counted as kRuntimeBytes.
@@ -57,7 +61,7 @@ constexpr long double kRuntimeBytes = 200.0L * (1 << 20);
 
 struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
-              buffer_bytes = 0, runtime_bytes = kRuntimeBytes;
+              buffer_bytes = 0, scratch_bytes = 0, runtime_bytes = kRuntimeBytes;
   int stage = 0;  // the pipeline stage these are for
   // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
   // parameters, gradients, optimizer state and staging buffers.
@@ -66,7 +70,7 @@ struct MemoryEstimate {
   }
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
-           runtime_bytes;
+           scratch_bytes + runtime_bytes;
   }
 };
 

@@ -21,9 +21,10 @@ std::string memory_json(const parallel::MemoryEstimate& m) {
   std::snprintf(buf, sizeof buf,
                 "{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
                 "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
-                "\"runtime_bytes\":%.0Lf,\"state_bytes\":%.0Lf,\"total_bytes\":%.0Lf}",
+                "\"scratch_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,\"state_bytes\":%.0Lf,"
+                "\"total_bytes\":%.0Lf}",
                 m.stage, m.parameter_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes,
-                m.buffer_bytes, m.runtime_bytes, m.state(), m.total());
+                m.buffer_bytes, m.scratch_bytes, m.runtime_bytes, m.state(), m.total());
   return buf;
 }
 
@@ -59,7 +60,8 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
          trainer::human_bytes(double(m.gradient_bytes)) + ", optimizer " +
          trainer::human_bytes(double(m.optimizer_bytes)) + ", activations " +
          trainer::human_bytes(double(m.activation_bytes)) + ", buffers " +
-         trainer::human_bytes(double(m.buffer_bytes)) + ", runtime " +
+         trainer::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
+         trainer::human_bytes(double(m.scratch_bytes)) + ", runtime " +
          trainer::human_bytes(double(m.runtime_bytes)) + " = " +
          trainer::human_bytes(double(m.total())) + "\n";
   for (const StagePlan& sp : p.stages) {

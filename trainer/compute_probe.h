@@ -4,7 +4,8 @@
 // It builds a one-layer model of the config's shape on one process
 // (embedding, one block, final LayerNorm and tied head; no tensor or pipeline
 // split, no communication), times forward + backward of one micro-batch
-// (best of three after a warm-up) and divides the planner's FLOP count for
+// (the best of 3 to 11 after a warm-up, so a busy machine's slow runs are
+// left out) and divides the planner's FLOP count for
 // that model (plan::forward_flops_per_token x 3 x tokens) by the time. So
 // what the small GEMMs, attention, LayerNorm, GELU and autograd's overhead
 // achieve on this core is measured, not assumed from a large GEMM's rate.
