@@ -12,9 +12,12 @@ taken. Projected: the plan's step time, and the same stage's state and total mem
 told what the emulated cluster is: ranks per node as the layout put them, the shaped link
 (RATE/100us between nodes; TCP inside a node's namespace as 10gbit/20us), and that all ranks
 share this machine's cores (--plan-cores, default the nproc the benchmark recorded). The compute
-rate is measured once (the planner's probe) and passed to every cell with --plan-flops, so all
-cells see the same figure; --flops sets it instead.
+rate is the planner's probe (one layer of the model timed here), run 5 times and the fastest
+taken, i.e. what a core does when it runs alone (other work on a shared machine slows a probe, not
+the core), then passed to every cell with --plan-flops so all cells see the same figure; --flops
+sets it instead. Run it after the benchmark, not beside it.
 """
+PROBES = 5
 
 import argparse
 import json
@@ -101,6 +104,11 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--cores", type=float, default=None,
                     help="cores the ranks shared (default: the nproc meta.json recorded)")
+    ap.add_argument("--background-load", type=float, default=0,
+                    help="runnable processes of other users beside the benchmark (e.g. the load "
+                         "average before it started): the job then gets cores x ranks / (ranks + "
+                         "load) of the cores, as a fair scheduler shares them (default 0: the "
+                         "cores are the job's)")
     ap.add_argument("--flops", type=float, default=None,
                     help="achieved FLOP/s per rank on one core (default: the planner's probe, once)")
     args = ap.parse_args()
@@ -117,6 +125,13 @@ def main():
     for run in runs:
         cells.setdefault((run["link"], run["layout"], run["policy"]), []).append(run)
     flops = args.flops
+    if not flops:
+        first = runs[0]
+        cluster = shlex.split(first["command"])
+        nodes, per_node = (int(w) for w in cluster[cluster.index("run") + 1:cluster.index("run") + 3])
+        words = plan_words(trainer_words(first["command"]), exe, nodes, per_node, first["link"],
+                           cores, None)
+        flops = max(run_plan(words)["flops_per_second"] for _ in range(PROBES))
     rows = []
     for (link, layout, policy), reps in cells.items():
         step_ms = statistics.median(measured(r, warmup)[0] for r in reps)
@@ -124,11 +139,13 @@ def main():
         words = trainer_words(reps[-1]["command"])
         cluster = shlex.split(reps[-1]["command"])
         nodes, per_node = (int(w) for w in cluster[cluster.index("run") + 1:cluster.index("run") + 3])
-        plan = run_plan(plan_words(words, exe, nodes, per_node, link, cores, flops))
-        flops = flops or plan["flops_per_second"]
+        ranks = nodes * per_node
+        job_cores = cores * ranks / (ranks + args.background_load)
+        plan = run_plan(plan_words(words, exe, nodes, per_node, link, round(job_cores, 3), flops))
         rows.append((link, layout, policy, step_ms, plan["step_seconds"] * 1e3, busiest(stages, plan)))
 
-    print(f"plan_check: {args.out} | {cores:g} cores shared | compute {flops / 1e9:.3g} GFLOP/s per "
+    print(f"plan_check: {args.out} | {cores:g} cores shared, background load "
+          f"{args.background_load:g} | compute {flops / 1e9:.3g} GFLOP/s per "
           f"rank | links inter RATE/{INTER_LATENCY}, intra {INTRA_LINK}")
     print(f"benchmark load average at start {meta.get('load_start', '?')}, at end {meta.get('load_end', '?')}")
     print("| link | layout | preset | measured step ms | projected ms | projected / measured | "
