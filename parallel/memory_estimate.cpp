@@ -30,6 +30,12 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
     if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);
     if (stage.has_head) gathered = std::max(gathered, head_use + per_block);
+    // Where a forward follows a forward (GPipe; 1F1B's warm-up on every
+    // stage but the last) the last use stays gathered for its backward while
+    // the next micro-batch's first two are gathered.
+    const bool forward_after_forward =
+        in.pp > 1 && in.micro_batches > 1 && (in.gpipe || stage_index < in.pp - 1);
+    if (forward_after_forward) gathered += stage.has_head ? head_use : per_block;
     const Real gathered_bytes = std::min(gathered * kFloat, param_bytes);
     e.parameter_bytes = param_bytes / dp + (in.zero3_per_layer ? gathered_bytes : param_bytes);
   }

@@ -8,7 +8,11 @@
 //               layer (zero3_per_layer), about two layers' weights: the
 //               largest of two blocks, a block and the embedding unit, or a
 //               block and the head's use (final LayerNorm and the tied
-//               table); gathering per model, the whole stage's weights;
+//               table), plus where a forward follows a forward (GPipe,
+//               1F1B's warm-up on all but the last stage) the stage's last
+//               use, kept for its backward while the next micro-batch's
+//               forward gathers; capped at the stage; gathering per model, the
+//               whole stage's weights;
 //   gradients   a flat buffer the size of the parameters, plus under
 //               ZeRO-2/3 the 1/dp shard its reduce-scatter fills (both are
 //               alive at the peak; the stages shrink only what is held
@@ -30,12 +34,14 @@
 //               BLAS buffers): ~190 MiB measured (max RSS of a 120k-parameter
 //               run), counted as kRuntimeBytes.
 // All arithmetic is in long double, so absurd shapes give huge numbers rather
-// than overflow. It is an estimate: within a factor of ~1.5 of what LibTorch
-// allocates for the shapes in configs/, which is what a pre-flight check
-// needs (the planner of a later issue will calibrate it). Measured on one
-// rank (max RSS): hidden 512, 4 layers, seq 256, micro-batch 8 used 848 MiB
+// than overflow. Checked against the trainer: parameters + gradients +
+// optimizer + buffers (state()) equal what the optimizer counts, per stage,
+// for dp/tp/pp and ZeRO 0-3 (test plan_traffic_matches_trainer); the total
+// came within 10 % of the peak resident set of every rank of gpt-3m's
+// benchmark cells (docs/planner.md). Activations are the rough part: on one
+// rank, hidden 512, 4 layers, seq 256, micro-batch 8 used 848 MiB of RSS
 // against 750 MiB estimated; hidden 256, 2 layers, seq 512, micro-batch 16,
-// vocab 8192 used 1292 MiB against 1568 MiB.
+// vocab 8192 used 1292 MiB against 1568 MiB (before scratch was counted).
 #pragma once
 
 #include <cstdint>
