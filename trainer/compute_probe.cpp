@@ -15,8 +15,9 @@
 namespace cmpi::trainer {
 namespace {
 
-// Caps that keep one probe under about a second on a CPU core.
-constexpr int64_t kMaxHidden = 1024, kMaxVocab = 8192, kMaxSeq = 512, kMaxTokens = 2048;
+// Caps that keep one probe run near 20 GFLOP (a few tenths of a second on a
+// CPU core): hidden 512, vocab 4096, 512 tokens.
+constexpr int64_t kMaxHidden = 512, kMaxVocab = 4096, kMaxSeq = 512, kMaxTokens = 512;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
