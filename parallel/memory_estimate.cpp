@@ -30,10 +30,18 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
     if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);
     if (stage.has_head) gathered = std::max(gathered, head_use + per_block);
+    // Where a forward follows a forward (GPipe; 1F1B's warm-up on every
+    // stage but the last) the last use stays gathered for its backward while
+    // the next micro-batch's first two are gathered.
+    const bool forward_after_forward =
+        in.pp > 1 && in.micro_batches > 1 && (in.gpipe || stage_index < in.pp - 1);
+    if (forward_after_forward) gathered += stage.has_head ? head_use : per_block;
     const Real gathered_bytes = std::min(gathered * kFloat, param_bytes);
     e.parameter_bytes = param_bytes / dp + (in.zero3_per_layer ? gathered_bytes : param_bytes);
   }
-  e.gradient_bytes = param_bytes;
+  // The flat buffer micro-batches accumulate into, plus (ZeRO 2/3) the shard
+  // its reduce-scatter fills: both are alive at the step's peak.
+  e.gradient_bytes = param_bytes + (in.zero_stage >= 2 ? param_bytes / dp : 0);
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 
   const Real tokens = Real(in.micro_batch) * seq;
@@ -46,18 +54,29 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
   e.activation_bytes = per_micro_batch * in_flight * kFloat;
-  e.buffer_bytes = std::min(2 * Real(in.bucket_bytes), param_bytes);
+  // ZeRO 1/2 stage one bucket's piece of the updated weights for its
+  // allgather; the other stages reduce and gather in place.
+  if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
+    e.buffer_bytes = std::min(Real(in.bucket_bytes), param_bytes) / dp;
+  if (in.dp > 1) e.scratch_bytes = std::min(Real(in.bucket_bytes), param_bytes);
   return e;
 }
 
 }  // namespace
 
-MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in) {
+std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in) {
   const auto stages = partition_layers(in.layers, in.pp, in.stage_layers);
+  std::vector<MemoryEstimate> out;
+  for (size_t s = 0; s < stages.size(); ++s) out.push_back(estimate_stage(in, stages[s], int(s)));
+  return out;
+}
+
+MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in) {
   MemoryEstimate worst;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const MemoryEstimate e = estimate_stage(in, stages[s], int(s));
-    if (s == 0 || e.total() > worst.total()) worst = e;
+  bool first = true;
+  for (const MemoryEstimate& e : estimate_stage_memory(in)) {
+    if (first || e.total() > worst.total()) worst = e;
+    first = false;
   }
   return worst;
 }

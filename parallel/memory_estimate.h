@@ -8,27 +8,40 @@
 //               layer (zero3_per_layer), about two layers' weights: the
 //               largest of two blocks, a block and the embedding unit, or a
 //               block and the head's use (final LayerNorm and the tied
-//               table); gathering per model, the whole stage's weights;
-//   gradients   a flat buffer the size of the parameters (ZeRO-2/3 shrink
-//               only what is held between steps, not the peak);
+//               table), plus where a forward follows a forward (GPipe,
+//               1F1B's warm-up on all but the last stage) the stage's last
+//               use, kept for its backward while the next micro-batch's
+//               forward gathers; capped at the stage; gathering per model, the
+//               whole stage's weights;
+//   gradients   a flat buffer the size of the parameters, plus under
+//               ZeRO-2/3 the 1/dp shard its reduce-scatter fills (both are
+//               alive at the peak; the stages shrink only what is held
+//               between steps);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
 //   activations what autograd keeps per micro-batch in flight: per token and
 //               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
 //               attention scores (2 x heads / tp x seq_len), and the logits
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them;
-//   buffers     communication staging: a gradient bucket, twice (one being
-//               reduced while the next fills), capped at the gradients;
+//   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
+//               bucket's 1/dp piece of the updated weights for its allgather;
+//               stage 0 and 3 reduce and gather in place (none);
+//   scratch     what communication allocates beside the optimizer's state
+//               for the largest gradient reduction: a bucket (MPI's
+//               temporary for the reduction, or the codec's payloads), with
+//               dp > 1 only;
 //   runtime     what a rank holds before the model exists (LibTorch, MPI,
 //               BLAS buffers): ~190 MiB measured (max RSS of a 120k-parameter
 //               run), counted as kRuntimeBytes.
 // All arithmetic is in long double, so absurd shapes give huge numbers rather
-// than overflow. It is an estimate: within a factor of ~1.5 of what LibTorch
-// allocates for the shapes in configs/, which is what a pre-flight check
-// needs (the planner of a later issue will calibrate it). Measured on one
-// rank (max RSS): hidden 512, 4 layers, seq 256, micro-batch 8 used 848 MiB
+// than overflow. Checked against the trainer: parameters + gradients +
+// optimizer + buffers (state()) equal what the optimizer counts, per stage,
+// for dp/tp/pp and ZeRO 0-3 (test plan_traffic_matches_trainer); the total
+// came within 10 % of the peak resident set of every rank of gpt-3m's
+// benchmark cells (docs/planner.md). Activations are the rough part: on one
+// rank, hidden 512, 4 layers, seq 256, micro-batch 8 used 848 MiB of RSS
 // against 750 MiB estimated; hidden 256, 2 layers, seq 512, micro-batch 16,
-// vocab 8192 used 1292 MiB against 1568 MiB.
+// vocab 8192 used 1292 MiB against 1568 MiB (before scratch was counted).
 #pragma once
 
 #include <cstdint>
@@ -54,13 +67,21 @@ constexpr long double kRuntimeBytes = 200.0L * (1 << 20);
 
 struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
-              buffer_bytes = 0, runtime_bytes = kRuntimeBytes;
+              buffer_bytes = 0, scratch_bytes = 0, runtime_bytes = kRuntimeBytes;
   int stage = 0;  // the pipeline stage these are for
+  // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
+  // parameters, gradients, optimizer state and staging buffers.
+  long double state() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
+  }
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
-           runtime_bytes;
+           scratch_bytes + runtime_bytes;
   }
 };
+
+// One estimate per pipeline stage, in stage order.
+std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in);
 
 // The estimate for the pipeline stage with the largest total.
 MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in);

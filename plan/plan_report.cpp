@@ -16,6 +16,18 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+std::string memory_json(const parallel::MemoryEstimate& m) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
+                "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
+                "\"scratch_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,\"state_bytes\":%.0Lf,"
+                "\"total_bytes\":%.0Lf}",
+                m.stage, m.parameter_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes,
+                m.buffer_bytes, m.scratch_bytes, m.runtime_bytes, m.state(), m.total());
+  return buf;
+}
+
 }  // namespace
 
 std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::string& source) {
@@ -34,13 +46,22 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
       o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
       o.codec_scale);
   out += buf;
+  if (o.cores > 0) {
+    std::snprintf(
+        buf, sizeof buf, "cores: %d ranks share %.3g cores%s\n", o.world_size, o.cores,
+        p.cpu_bound_seconds > 0
+            ? (" | time-sharing bound " + trainer::human_seconds(p.cpu_bound_seconds)).c_str()
+            : "");
+    out += buf;
+  }
   const auto& m = p.memory;
   out += "memory per rank (pipeline stage " + std::to_string(m.stage) + "): parameters " +
          trainer::human_bytes(double(m.parameter_bytes)) + ", gradients " +
          trainer::human_bytes(double(m.gradient_bytes)) + ", optimizer " +
          trainer::human_bytes(double(m.optimizer_bytes)) + ", activations " +
          trainer::human_bytes(double(m.activation_bytes)) + ", buffers " +
-         trainer::human_bytes(double(m.buffer_bytes)) + ", runtime " +
+         trainer::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
+         trainer::human_bytes(double(m.scratch_bytes)) + ", runtime " +
          trainer::human_bytes(double(m.runtime_bytes)) + " = " +
          trainer::human_bytes(double(m.total())) + "\n";
   for (const StagePlan& sp : p.stages) {
@@ -74,28 +95,26 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
 
 std::string plan_json(const StepPlan& p, const PlanOptions& o) {
   char buf[768];
-  const auto& m = p.memory;
   std::snprintf(buf, sizeof buf,
                 "{\"preset\":%s,\"layout\":%s,\"ranks\":%d,\"ranks_per_node\":%d,"
                 "\"micro_batches\":%lld,\"step_seconds\":%.6g,\"compute_seconds\":%.6g,"
                 "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
-                "\"memory\":{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
-                "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
-                "\"runtime_bytes\":%.0Lf,\"total_bytes\":%.0Lf},\"stages\":[",
+                "\"cpu_bound_seconds\":%.6g,\"flops_per_second\":%.6g,\"cores\":%.6g,"
+                "\"codec_scale\":%.6g,\"memory\":",
                 json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
-                json_string(p.bound_by).c_str(), m.stage, m.parameter_bytes, m.gradient_bytes,
-                m.optimizer_bytes, m.activation_bytes, m.buffer_bytes, m.runtime_bytes, m.total());
-  std::string out = buf;
+                json_string(p.bound_by).c_str(), p.cpu_bound_seconds, o.flops_per_second, o.cores,
+                o.codec_scale);
+  std::string out = std::string(buf) + memory_json(p.memory) + ",\"stages\":[";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const StagePlan& sp = p.stages[s];
     std::snprintf(buf, sizeof buf,
                   "%s{\"stage\":%d,\"layers\":%lld,\"parameters\":%lld,\"forward_seconds\":%.6g,"
-                  "\"backward_seconds\":%.6g,\"groups\":{",
+                  "\"backward_seconds\":%.6g,\"memory\":",
                   s ? "," : "", sp.shape.stage, (long long)sp.shape.layers,
                   (long long)sp.shape.parameters, sp.forward_seconds, sp.backward_seconds);
-    out += buf;
+    out += std::string(buf) + memory_json(sp.memory) + ",\"groups\":{";
     for (size_t i = 0; i < sp.groups.size(); ++i) {
       const GroupCost& g = sp.groups[i];
       std::snprintf(buf, sizeof buf,

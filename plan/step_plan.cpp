@@ -52,6 +52,30 @@ bool group_is_intra_node(GroupKind kind, const parallel::ParallelDims& dims, int
   return true;
 }
 
+// Ranks on the node of the rank at (dp 0, tp 0, sp 0, `stage`) that belong
+// to the same pipeline stage: they run the stage's micro-batches in lockstep,
+// so their dp, zero, tp and pp messages leave the node at the same time and
+// share its uplink. (Ranks of other stages on the node send at other times.)
+int ranks_sharing_uplink(const parallel::ParallelDims& dims, int stage, int ranks_per_node) {
+  parallel::GridCoord first;
+  first.pp = stage;
+  const int node = dims.rank_of(first) / ranks_per_node;
+  int sharing = 0;
+  for (int dp = 0; dp < dims.dp; ++dp)
+    for (int sp = 0; sp < dims.sp; ++sp)
+      for (int tp = 0; tp < dims.tp; ++tp) {
+        parallel::GridCoord c;
+        c.dp = dp;
+        c.sp = sp;
+        c.tp = tp;
+        c.pp = stage;
+        if (dims.rank_of(c) / ranks_per_node == node) ++sharing;
+      }
+  return std::max(1, sharing);
+}
+
+}  // namespace
+
 double forward_flops_per_token(const trainer::Config& c, const StageShape& s, int tp) {
   const double h = double(c.model.hidden), seq = double(c.model.seq_len);
   // Matmul weights of the blocks (LayerNorms and biases carry no matmul).
@@ -63,8 +87,6 @@ double forward_flops_per_token(const trainer::Config& c, const StageShape& s, in
   return flops;
 }
 
-}  // namespace
-
 StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
                    const PlanOptions& o, CodecCostTable& codecs) {
   StepPlan plan;
@@ -72,28 +94,35 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = trainer::estimate_memory(c, dims);
+  const std::vector<parallel::MemoryEstimate> stage_memory =
+      trainer::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
   const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
   const double m = double(plan.micro_batches);
 
   double slot_seconds = 0;  // the slowest stage's micro-batch (compute + blocking comm)
   std::vector<double> per_step_seconds(size_t(dims.pp), 0.0);
+  // CPU seconds all ranks spend per step (compute and codecs), for the
+  // time-sharing bound when the ranks share fewer cores than they are.
+  double cpu_seconds_all_ranks = 0;
+  const double ranks_per_stage = double(o.world_size) / double(dims.pp);
   for (int stage = 0; stage < dims.pp; ++stage) {
     StagePlan sp;
     sp.shape = stage_shape(c, dims, stage);
+    sp.memory = stage_memory[size_t(stage)];
     const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
     sp.forward_seconds = fwd / o.flops_per_second;
     sp.backward_seconds = 2 * sp.forward_seconds;
 
     std::map<GroupKind, GroupCost> groups;
     double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0, prefetched = 0;
+    double codec_cpu_seconds = 0;
     int64_t dp_buckets = 0;
+    const double uplink_share = double(ranks_sharing_uplink(dims, stage, o.ranks_per_node));
     for (const MessageClass& msg : step_traffic(c, dims, stage)) {
       const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
       const Link& link = intra ? o.intra : o.inter;
-      // Ranks of one node run their dp/zero/tp collectives at the same time.
-      const bool shared = !intra && msg.group != GroupKind::kPp;
-      const double share = shared ? double(std::min(o.ranks_per_node, o.world_size)) : 1.0;
+      const double share = intra ? 1.0 : uplink_share;
       const comm::Plan route = policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes),
                                            intra ? comm::Locality::kIntra : comm::Locality::kInter);
       const double sent = msg.sent_bytes();
@@ -104,6 +133,8 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
         codec_seconds = sent / cost.encode_bytes_per_s + sent / cost.decode_bytes_per_s;
         const double chunk = std::min(double(route.chunk_bytes), double(msg.bytes));
         fill_seconds = chunk / cost.encode_bytes_per_s + chunk / cost.decode_bytes_per_s;
+        // A rank with less than a core spends only its share of it.
+        codec_cpu_seconds += codec_seconds * std::min(1.0, o.codec_scale);
       }
       const double wire = sent * ratio;
       const double wire_seconds = wire * 8 / (link.bits_per_second * o.link_efficiency / share);
@@ -156,6 +187,8 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
         if (buckets_here) g.exposed_seconds += dp_exposed;
       }
     per_step_seconds[size_t(stage)] = per_step + dp_exposed;
+    cpu_seconds_all_ranks +=
+        ranks_per_stage * (m * (sp.forward_seconds + sp.backward_seconds) + codec_cpu_seconds);
     slot_seconds =
         std::max(slot_seconds, sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch);
     for (auto& [kind, g] : groups) sp.groups.push_back(g);
@@ -167,8 +200,21 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
   for (const StagePlan& sp : plan.stages)
     compute_slot = std::max(compute_slot, sp.forward_seconds + sp.backward_seconds);
   plan.compute_seconds = slots * compute_slot;
-  plan.step_seconds =
-      slots * slot_seconds + *std::max_element(per_step_seconds.begin(), per_step_seconds.end());
+  const double per_step_exposed =
+      *std::max_element(per_step_seconds.begin(), per_step_seconds.end());
+  plan.step_seconds = slots * slot_seconds + per_step_exposed;
+  // Fewer cores than ranks: the ranks time-share them, so a step takes at
+  // least all ranks' CPU work spread over the cores, plus the communication
+  // at the step's end during which no rank has work (the bubble and the
+  // waits in between are filled by other ranks' work).
+  plan.cpu_bound_seconds = 0;
+  if (o.cores > 0 && o.cores < double(o.world_size)) {
+    plan.cpu_bound_seconds = cpu_seconds_all_ranks / o.cores + per_step_exposed;
+    if (plan.cpu_bound_seconds > plan.step_seconds) {
+      plan.compute_seconds *= plan.cpu_bound_seconds / plan.step_seconds;
+      plan.step_seconds = plan.cpu_bound_seconds;
+    }
+  }
   plan.tokens_per_second = double(c.training.global_batch * c.model.seq_len) / plan.step_seconds;
 
   // The bound: compute, or the group with the most exposed time on any stage.

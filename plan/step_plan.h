@@ -13,7 +13,15 @@
 //             micro-batch's backward: all but the last bucket can hide behind
 //             it, the last one (or all of them without overlap) is exposed;
 //   step      + per-step collectives (loss, norms, tied embedding, ZeRO's
-//             weight allgather).
+//             weight allgather);
+//   cores     ranks that share fewer cores than they are (`cores` < world
+//             size, e.g. an emulated cluster on one machine) time-share them:
+//             the step takes at least every rank's CPU work (compute and
+//             codecs) / cores + the per-step communication at its end, when
+//             no rank has work (the pipeline bubble and the waits between
+//             ranks are filled by other ranks' work, so they do not add).
+// Links: the ranks of one pipeline stage on a node move their dp, zero, tp
+// and pp messages in lockstep, so they share the node's uplink.
 // The group that contributes most after compute is named as the bound.
 #pragma once
 
@@ -35,6 +43,9 @@ struct PlanOptions {
   Link inter{25e9, 5e-6};
   double flops_per_second = 50e9;  // per rank, achieved on this model's kernels
   double codec_scale = 1.0;        // codec throughput per rank, in cores of this machine
+  // Cores all ranks share (the machine of an emulated cluster); 0: every
+  // rank has its own.
+  double cores = 0;
   // Goodput over link rate: MPI over TCP on the emulated cluster's shaped
   // links measured 0.81 (1 Gbit/s) and 0.84 (200 Mbit/s) for a 13.8 MB ring
   // allreduce over 4 nodes.
@@ -53,6 +64,7 @@ struct GroupCost {
 
 struct StagePlan {
   StageShape shape;
+  parallel::MemoryEstimate memory;  // a rank of this stage
   std::vector<GroupCost> groups;
   double forward_seconds = 0, backward_seconds = 0;  // per micro-batch
 };
@@ -61,16 +73,21 @@ struct StepPlan {
   std::string preset;
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;
-  parallel::MemoryEstimate memory;
+  parallel::MemoryEstimate memory;  // the stage that needs the most
   std::vector<StagePlan> stages;
   double compute_seconds = 0;  // critical-path compute, bubble included
   double bubble_fraction = 0;
   double step_seconds = 0;
+  double cpu_bound_seconds = 0;  // the time-sharing bound (0: cores not shared)
   double tokens_per_second = 0;
   std::string bound_by;  // "compute" or a group
 };
 
 StepPlan plan_step(const trainer::Config& config, const parallel::ParallelDims& dims,
                    const PlanOptions& options, CodecCostTable& codecs);
+
+// Forward FLOPs per token of one rank of a stage: 2 x its matmul weights
+// (blocks, and the head on the last stage) + attention's QK^T and AV.
+double forward_flops_per_token(const trainer::Config& config, const StageShape& stage, int tp);
 
 }  // namespace cmpi::plan

@@ -260,8 +260,21 @@ run_mpi() {  # run_mpi K R MPIRUN-OPTIONS... -- COMMAND...
   head -n "$nodes" "$STATE_DIR/nodes" | awk -v r="$per_node" '{print $1 " slots=" r}' >"$hostfile"
   # All nodes share this machine's cores: with more ranks than cores, ranks
   # that busy-poll starve the ones holding the data, so let idle ranks yield.
+  # CMPI_CLUSTER_WAIT=sleep makes a yield a short sleep instead
+  # (emulated_cluster_sleep_wait.c: a yielding rank stays runnable and still
+  # takes turns on the cores; docs/planner.md has what it changed).
   local yield_opts=()
-  if ((nodes * per_node > $(nproc))); then yield_opts=(--mca mpi_yield_when_idle 1); fi
+  if ((nodes * per_node > $(nproc))); then
+    yield_opts=(--mca mpi_yield_when_idle 1)
+    if [[ ${CMPI_CLUSTER_WAIT:-yield} == sleep ]]; then
+      local shim="$STATE_DIR/sleep_wait.so"
+      if [[ ! -f $shim ]]; then
+        cc -O2 -shared -fPIC -o "$shim" "$SCRIPT_DIR/emulated_cluster_sleep_wait.c" ||
+          die "run: could not build $SCRIPT_DIR/emulated_cluster_sleep_wait.c (CMPI_CLUSTER_WAIT=sleep)"
+      fi
+      yield_opts+=(-x "LD_PRELOAD=$shim")
+    fi
+  fi
   local status=0
   # OpenMPI's own TCP settings (64 KiB eager limit): the compressed
   # algorithms keep their transfers moving while they encode and decode

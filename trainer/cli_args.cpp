@@ -71,9 +71,12 @@ const char* CliArgs::usage() {
          "    --plan-ranks-per-node K  ranks per node (default compression.ranks_per_node or 8)\n"
          "    --plan-link inter=RATE/LAT,intra=RATE/LAT  links (default inter=25gbit/5us,\n"
          "                           intra=400gbit/2us)\n"
-         "    --plan-flops F         achieved FLOP/s per rank (default: measured GEMM x 0.5)\n"
+         "    --plan-flops F         achieved FLOP/s per rank on one core (default: measured\n"
+         "                           here on one layer of the model)\n"
+         "    --plan-cores N         cores all ranks share, e.g. one machine running an\n"
+         "                           emulated cluster (default: a core per rank)\n"
          "    --plan-codec-scale X   codec throughput per rank in cores of this machine\n"
-         "                           (default 1; 0.25 for 4 ranks per core)\n"
+         "                           (default 1, or cores / ranks with --plan-cores)\n"
          "    --plan-link-efficiency E  goodput / link rate (default 0.85)\n"
          "    --compare-presets      plan every compression preset and name the fastest\n"
          "    --plan-json FILE       also write the plan as JSON\n"
@@ -111,6 +114,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       parse_links(value_of(i, arg), args.plan);
     } else if (arg == "--plan-flops") {
       args.plan.flops = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--plan-cores") {
+      args.plan.cores = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-codec-scale") {
       args.plan.codec_scale = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-link-efficiency") {
@@ -136,6 +141,7 @@ CliArgs CliArgs::parse(int argc, char** argv) {
   }
   if (!args.help && args.config_path.empty()) throw UsageError("--config FILE is required");
   const bool plan_options = args.plan.ranks || args.plan.ranks_per_node || args.plan.flops ||
+                            args.plan.cores > 0 || args.plan.codec_scale > 0 ||
                             args.plan.compare_presets || !args.plan.json_path.empty();
   if (!args.export_path.empty() && !args.resume)
     throw UsageError("--export needs --resume [PATH] (the checkpoint to export)");

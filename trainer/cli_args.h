@@ -25,10 +25,14 @@ struct PlanArgs {
   int64_t ranks = 0;           // 0: the config's layout product, or the MPI world
   int64_t ranks_per_node = 0;  // 0: compression.ranks_per_node, else 8
   std::string inter_link = "25gbit/5us", intra_link = "400gbit/2us";
-  double flops = 0;  // per rank; 0: measured GEMM rate x kComputeEfficiency
+  double flops = 0;  // per rank; 0: measured on this machine (compute_probe.h)
   // Codec throughput per rank as a multiple of one core of this machine
-  // (below 1 for ranks that share a core, far above for GPU codecs).
-  double codec_scale = 1;
+  // (far above 1 for GPU codecs); 0: one core, or the rank's share of the
+  // cores with --plan-cores.
+  double codec_scale = 0;
+  // Cores all the ranks share (an emulated cluster on one machine); 0: each
+  // rank has its own.
+  double cores = 0;
   double link_efficiency = 0.85;  // goodput / link rate
   bool compare_presets = false;
   std::string json_path;

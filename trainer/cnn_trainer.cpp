@@ -591,6 +591,7 @@ TrainResult CnnTrainer::run() {
   const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = 0; step < t.steps; ++step) {
     const auto before = s.comm_totals();
+    const double cpu_start = process_cpu_seconds();
     const auto step_start = Clock::now();
     // Preset auto: the process groups settle their routes (the bidirectional
     // pipeline's mirrored groups keep raw routes).
@@ -603,6 +604,7 @@ TrainResult CnnTrainer::run() {
     if (is_root && !decisions.empty()) std::fflush(stdout);
     const double loss = s.train_step(step);
     const double step_seconds = seconds_since(step_start);
+    const double cpu_end = process_cpu_seconds();
     const auto after = s.comm_totals();
     result.losses.push_back(loss);
     result.accuracies.push_back(s.last_accuracy);
@@ -618,6 +620,7 @@ TrainResult CnnTrainer::run() {
     r.skipped = verdict.skipped;
     r.skipped_steps = result.skipped_steps;
     r.step_ms = step_seconds * 1e3;
+    if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     r.accuracy = s.last_accuracy;
     r.images_per_second = double(t.global_batch) / step_seconds;
     r.comm_ms = (after.seconds - before.seconds) * 1e3;
@@ -649,6 +652,7 @@ TrainResult CnnTrainer::run() {
     }
   }
   result.seconds = seconds_since(run_start);
+  result.peak_state_bytes = s.optimizer->peak_bytes();
   log.close();
   if (is_root && !s.options.run_dir.empty()) {
     if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");

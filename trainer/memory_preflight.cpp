@@ -44,7 +44,8 @@ std::string keys_text(const Config& c, const std::vector<std::pair<std::string, 
 
 }  // namespace
 
-parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::ParallelDims& dims) {
+parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
+                                                    const parallel::ParallelDims& dims) {
   parallel::MemoryEstimateInput in;
   in.vocab_size = c.model.vocab_size;
   in.seq_len = c.model.seq_len;
@@ -62,7 +63,16 @@ parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::Parall
   in.stage_layers = c.parallel.stage_layers;
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
   in.zero3_per_layer = c.parallel.zero3_gather == "layer";
-  return parallel::estimate_rank_memory(in);
+  return in;
+}
+
+parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::ParallelDims& dims) {
+  return parallel::estimate_rank_memory(memory_estimate_input(c, dims));
+}
+
+std::vector<parallel::MemoryEstimate> estimate_stage_memory(const Config& c,
+                                                            const parallel::ParallelDims& dims) {
+  return parallel::estimate_stage_memory(memory_estimate_input(c, dims));
 }
 
 uint64_t available_memory_bytes() {
@@ -112,10 +122,10 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
   return "memory: each rank needs about " + bytes(e.total()) + " (parameters " +
          bytes(e.parameter_bytes) + ", gradients " + bytes(e.gradient_bytes) + ", optimizer " +
          bytes(e.optimizer_bytes) + ", activations " + bytes(e.activation_bytes) + ", buffers " +
-         bytes(e.buffer_bytes) + ", runtime " + bytes(e.runtime_bytes) + " on pipeline stage " +
-         std::to_string(e.stage) + ", layout " + dims.to_string() + "); " +
-         std::to_string(ranks_on_node) + " rank(s) on this node need " + bytes(needed) +
-         " but only " + bytes((long double)available_bytes) +
+         bytes(e.buffer_bytes) + ", comm scratch " + bytes(e.scratch_bytes) + ", runtime " +
+         bytes(e.runtime_bytes) + " on pipeline stage " + std::to_string(e.stage) + ", layout " +
+         dims.to_string() + "); " + std::to_string(ranks_on_node) + " rank(s) on this node need " +
+         bytes(needed) + " but only " + bytes((long double)available_bytes) +
          " is available. The largest part is " + drivers +
          ". (This is an estimate; set run.memory_check: false to start anyway.)";
 }

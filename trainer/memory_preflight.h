@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "parallel/memory_estimate.h"
 #include "parallel/parallel_dims.h"
@@ -18,7 +19,10 @@
 
 namespace cmpi::trainer {
 
+// The busiest pipeline stage's estimate, and every stage's.
 parallel::MemoryEstimate estimate_memory(const Config& config, const parallel::ParallelDims& dims);
+std::vector<parallel::MemoryEstimate> estimate_stage_memory(const Config& config,
+                                                            const parallel::ParallelDims& dims);
 
 // Bytes this process could still allocate on its node (MemAvailable, capped
 // by the cgroup v2/v1 limit); 0 if unknown.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace cmpi::trainer {
 
@@ -35,6 +36,12 @@ std::string nonfinite_json(const std::vector<std::string>& nonfinite) {
   return out + "]";
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return -1;
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 std::string MetricsLog::to_json(const StepRecord& r) {
   std::vector<std::string> nonfinite;
   const std::string loss = json_number("%.9g", r.loss, "loss", nonfinite);
@@ -53,6 +60,10 @@ std::string MetricsLog::to_json(const StepRecord& r) {
                 (unsigned long long)r.wire_bytes, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
                 (long long)r.grad_buckets_overlapped);
   std::string out = buf;
+  if (r.cpu_ms >= 0) {
+    std::snprintf(buf, sizeof buf, ",\"cpu_ms\":%.3f", r.cpu_ms);
+    out += buf;
+  }
   if (r.accuracy >= 0) {
     std::snprintf(buf, sizeof buf, ",\"accuracy\":%.6f,\"images_per_s\":%.1f", r.accuracy,
                   r.images_per_second);

@@ -42,6 +42,10 @@ struct StepRecord {
   double val_accuracy = -1;  // with has_val_loss, classifiers only
   double step_ms = 0;
   double comm_ms = 0;  // this rank's time inside communicators during the step
+  // CPU time this process (all its threads) used during the step; below
+  // step_ms where the rank waited without spinning or shared its core with
+  // other processes. Negative: not measured.
+  double cpu_ms = -1;
   // The gradient bucket collectives (part of comm_ms): their total time, on
   // the comm thread when they overlap backward, and what of it the step still
   // waited for after backward. Without overlap the two are equal.
@@ -88,5 +92,9 @@ std::string json_number(const char* format, double value, const char* name,
                         std::vector<std::string>& nonfinite);
 // ,"nonfinite":["a","b"] or "" when the list is empty.
 std::string nonfinite_json(const std::vector<std::string>& nonfinite);
+
+// CPU time this process has used so far (all threads), seconds; -1 if the
+// clock is unavailable.
+double process_cpu_seconds();
 
 }  // namespace cmpi::trainer

@@ -1,23 +1,16 @@
 #include "trainer/plan_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include "io/atomic_file.h"
 #include "plan/plan_report.h"
 #include "plan/step_plan.h"
-#include "trainer/blas_probe.h"
+#include "trainer/compute_probe.h"
 #include "trainer/config_loader.h"
 
 namespace cmpi::trainer {
-namespace {
-
-// The GPT's kernels (small GEMMs, attention, LayerNorm, GELU, AdamW) run at
-// about half the probe's large-GEMM rate: gpt-3m on one rank measured 52 %
-// (76 of 146 GFLOP/s on this machine's AVX-512 core).
-constexpr double kComputeEfficiency = 0.5;
-
-}  // namespace
 
 int plan_world_size(const PlanArgs& plan, const Config& c) {
   if (plan.ranks > 0) return int(plan.ranks);
@@ -36,13 +29,21 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
                                                   : 8);
   options.inter = plan::Link::parse(args.inter_link, "--plan-link inter");
   options.intra = plan::Link::parse(args.intra_link, "--plan-link intra");
-  options.codec_scale = args.codec_scale;
+  options.cores = args.cores;
+  // A rank's codecs run on its share of the cores unless the user says how
+  // fast they are (GPU codecs).
+  options.codec_scale = args.codec_scale > 0 ? args.codec_scale
+                        : args.cores > 0 ? std::min(1.0, args.cores / double(options.world_size))
+                                         : 1.0;
   options.link_efficiency = args.link_efficiency;
   if (args.flops > 0) {
     options.flops_per_second = args.flops;
   } else {
-    const BlasReport blas = probe_blas(int(config.training.threads));
-    options.flops_per_second = blas.gemm_gflops * 1e9 * kComputeEfficiency;
+    const ComputeProbe probe = probe_compute(config);
+    options.flops_per_second = probe.flops_per_second;
+    std::printf("compute: measured here, %.3g GFLOP/s on one layer of the model (%s%s)\n",
+                probe.flops_per_second / 1e9, probe.shape.c_str(),
+                probe.shrunk ? ", shrunk from the config's shape to time it" : "");
   }
   plan::CodecCostTable codecs(options.codec_scale);
   const plan::StepPlan mine = plan::plan_step(config, dims, options, codecs);

@@ -1,6 +1,7 @@
 #include "trainer/run_summary.h"
 
 #include <mpi.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
@@ -42,6 +43,34 @@ GroupTotals reduce_over_world(const comm::OpCounters& mine) {
   t.max_encode = time_max[1];
   t.max_decode = time_max[2];
   return t;
+}
+
+// This process's peak resident set so far (Linux reports ru_maxrss in KiB).
+long long max_rss_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return (long long)usage.ru_maxrss * 1024;
+}
+
+// Per pipeline stage, the largest over its ranks of the optimizer's peak
+// state (parameters, gradients, moments, staging) and of the peak resident
+// set: what the planner's memory column projects (docs/planner.md).
+std::string memory_by_stage_json(parallel::ProcessGroups& groups, const TrainResult& result) {
+  const int stages = groups.dims().pp;
+  std::vector<long long> mine(size_t(2 * stages), 0), most(size_t(2 * stages), 0);
+  const int stage = groups.coord().pp;
+  mine[size_t(2 * stage)] = result.peak_state_bytes;
+  mine[size_t(2 * stage + 1)] = max_rss_bytes();
+  MPI_Allreduce(mine.data(), most.data(), 2 * stages, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  std::string json = ",\"memory\":{\"stages\":[";
+  char buf[160];
+  for (int s = 0; s < stages; ++s) {
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"stage\":%d,\"peak_state_bytes\":%lld,\"max_rss_bytes\":%lld}", s ? "," : "",
+                  s, most[size_t(2 * s)], most[size_t(2 * s + 1)]);
+    json += buf;
+  }
+  return json + "]}";
 }
 
 }  // namespace
@@ -90,7 +119,7 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
                   (long long)first_step, last_val, (long long)last_step);
     val_text = buf;
   }
-  json += nonfinite_json(nonfinite) + ",\"groups\":{";
+  json += nonfinite_json(nonfinite) + memory_by_stage_json(groups, result) + ",\"groups\":{";
   std::string lines;
   bool first = true;
   for (auto kind : {comm::GroupKind::kDp, comm::GroupKind::kTp, comm::GroupKind::kPp,

@@ -5,7 +5,9 @@
 // throws io::FileError naming the file). It is valid JSON: a non-finite loss
 // is null and named in "nonfinite", as in metrics.jsonl; it holds the steps
 // skipped for non-finite values and, per group, the codec chunks sent raw
-// because they held NaN or infinity.
+// because they held NaN or infinity; and per pipeline stage the most memory
+// any of its ranks held: the optimizer's peak state (parameters, gradients,
+// moments, staging) and the peak resident set (getrusage's ru_maxrss).
 #pragma once
 
 #include <string>

@@ -564,6 +564,7 @@ TrainResult Trainer::run() {
   const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = first_step; step < t.steps; ++step) {
     const auto before = s.comm_totals();
+    const double cpu_start = process_cpu_seconds();
     const auto step_start = Clock::now();
     // Preset auto: every group settles its routes for this step (part of
     // the step's time, so that auto's own cost shows in tokens_per_s).
@@ -580,6 +581,7 @@ TrainResult Trainer::run() {
     if (is_root && !decisions.empty()) std::fflush(stdout);
     const double loss = s.train_step(step);
     const double step_seconds = seconds_since(step_start);
+    const double cpu_end = process_cpu_seconds();
     const auto after = s.comm_totals();
     result.losses.push_back(loss);
     const StepVerdict verdict = s.guard->check(step + 1, s.last_grad_norm, s.health());
@@ -595,6 +597,7 @@ TrainResult Trainer::run() {
     r.skipped = verdict.skipped;
     r.skipped_steps = result.skipped_steps;
     r.step_ms = step_seconds * 1e3;
+    if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     r.tokens_per_second = double(t.global_batch * s.config.model.seq_len) / step_seconds;
     r.comm_ms = (after.seconds - before.seconds) * 1e3;
     const auto reduction = s.optimizer->last_reduction();
@@ -626,6 +629,7 @@ TrainResult Trainer::run() {
   }
   result.seconds = seconds_since(run_start);
   result.peak_gathered_parameter_bytes = s.optimizer->peak_gathered_parameter_bytes();
+  result.peak_state_bytes = s.optimizer->peak_bytes();
   log.close();
   if (!s.options.dump_tensors_dir.empty()) s.dump_parameters();
   if (is_root && !s.options.run_dir.empty()) {

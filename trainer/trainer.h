@@ -63,6 +63,10 @@ struct TrainResult {
   // once under ZeRO-3: about two layers gathering per layer, the whole stage
   // per model; 0 below stage 3. Also in metrics.jsonl's memory object.
   int64_t peak_gathered_parameter_bytes = 0;
+  // This rank's largest parameters + gradients + optimizer state + staging
+  // buffers since the start (the optimizer's peak_bytes(); metrics.jsonl's
+  // memory.peak_bytes). 0 where the trainer does not count it.
+  int64_t peak_state_bytes = 0;
   // The files rank 0 wrote in the run directory ("config.yaml", ...).
   std::vector<std::string> run_files;
 };

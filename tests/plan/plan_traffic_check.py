@@ -3,7 +3,11 @@
 the trainer's CommStats measured on world rank 0 (pipeline stage 0): per
 group, calls and raw bytes of one step (the difference of two consecutive
 steps' cumulative stats in metrics.jsonl, so setup traffic cancels out).
-Usage: plan_traffic_check.py METRICS_JSONL PLAN_JSON"""
+With SUMMARY_JSON, also the memory the plan projects per pipeline stage for
+parameters, gradients, optimizer state and staging buffers against the most
+the trainer's optimizer held on any rank of that stage (summary.json), within
+1 % (padding to a multiple of dp is the only difference).
+Usage: plan_traffic_check.py METRICS_JSONL PLAN_JSON [SUMMARY_JSON]"""
 import json
 import sys
 
@@ -25,4 +29,12 @@ for group in sorted(set(measured) | set(projected)):
     ok &= same
     print(f"{plan['layout']:<32} {group:<5} measured calls {m[0]:>4} bytes {m[1]:>10} | "
           f"projected calls {p[0]:>4} bytes {p[1]:>10} {'ok' if same else 'MISMATCH'}")
+if len(sys.argv) > 3:
+    measured_stages = json.load(open(sys.argv[3]))["memory"]["stages"]
+    for stage, m in zip(plan["stages"], measured_stages):
+        projected, held = stage["memory"]["state_bytes"], m["peak_state_bytes"]
+        close = abs(projected - held) <= 0.01 * held
+        ok &= close
+        print(f"{plan['layout']:<32} stage {m['stage']} state memory measured {held:>10} | "
+              f"projected {projected:>10.0f} {'ok' if close else 'MISMATCH'}")
 sys.exit(0 if ok else 1)

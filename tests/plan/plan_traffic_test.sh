@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `cmpi-train --plan` projects, per group, the calls and bytes a rank sends in
 # a step; this runs the trainer for each layout and checks the projection
-# against what world rank 0's CommStats counted in one step, exactly
-# (plan_traffic_check.py). Layouts cover dp, tp, pp, ZeRO 1-3 and their mix.
+# against what world rank 0's CommStats counted in one step, exactly, and the
+# projected parameter, gradient, optimizer and staging memory of every
+# pipeline stage against the most the trainer held (plan_traffic_check.py).
+# Layouts cover dp, tp, pp, ZeRO 1-3 and their mix.
 # Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
@@ -24,7 +26,8 @@ for layout in "4 1 1 0" "2 2 1 0" "4 1 1 1" "4 1 1 2" "2 1 2 3" "1 4 1 0" "1 1 4
   "$exe" --config "$config" "${args[@]}" --plan --plan-flops 1e10 \
     --plan-json "$work/$name.plan.json" > "$work/$name.plan.txt" 2>&1 ||
     { echo "FAIL: planning $name"; cat "$work/$name.plan.txt"; exit 1; }
-  python3 "$here/plan_traffic_check.py" "$work/$name/metrics.jsonl" "$work/$name.plan.json" || status=1
+  python3 "$here/plan_traffic_check.py" "$work/$name/metrics.jsonl" "$work/$name.plan.json" \
+    "$work/$name/summary.json" || status=1
 done
 [ "$status" -eq 0 ] && echo PASS || echo "FAIL: projected traffic differs from measured"
 exit "$status"

@@ -1,0 +1,120 @@
+// The planner's step model (plan/step_plan.h) and memory estimate
+// (parallel/memory_estimate.h) on layouts whose answer follows from the model
+// by hand: a node's uplink shared by the ranks of one stage, the time-sharing
+// bound of ranks on fewer cores, and the optimizer state a rank holds.
+#include <gtest/gtest.h>
+
+#include "parallel/parallel_dims.h"
+#include "plan/step_plan.h"
+#include "trainer/config.h"
+#include "trainer/memory_preflight.h"
+
+namespace cmpi::plan {
+namespace {
+
+trainer::Config small_gpt() {
+  trainer::Config c;
+  c.model.vocab_size = 1024;
+  c.model.seq_len = 128;
+  c.model.layers = 4;
+  c.model.hidden = 256;
+  c.model.heads = 8;
+  c.model.mlp_ratio = 4;
+  c.training.micro_batch = 4;
+  c.training.global_batch = 32;
+  c.compression.preset = "none";
+  c.parallel.dp_bucket_bytes = 4 << 20;
+  return c;
+}
+
+parallel::ParallelDims layout(int dp, int tp, int pp, int zero = 0) {
+  parallel::ParallelDims d;
+  d.dp = dp;
+  d.tp = tp;
+  d.pp = pp;
+  d.zero_stage = zero;
+  return d;
+}
+
+PlanOptions options(const parallel::ParallelDims& d, int ranks_per_node) {
+  PlanOptions o;
+  o.world_size = d.dp * d.tp * d.pp;
+  o.ranks_per_node = ranks_per_node;
+  o.flops_per_second = 50e9;
+  o.link_efficiency = 1;
+  o.inter = {200e6, 0};
+  o.intra = {1e15, 0};
+  return o;
+}
+
+double group_seconds(const StepPlan& p, int stage, comm::GroupKind kind) {
+  for (const GroupCost& g : p.stages[size_t(stage)].groups)
+    if (g.group == kind) return g.seconds;
+  return 0;
+}
+
+TEST(StepPlan, RanksOfOneStageOnANodeShareItsUplinkForPipelineSends) {
+  // dp2 x pp2, two ranks per node: node 0 holds both dp replicas of stage 0,
+  // which send their activations to stage 1 at the same time.
+  const auto c = small_gpt();
+  const auto d = layout(2, 1, 2);
+  CodecCostTable codecs;
+  const StepPlan shared = plan_step(c, d, options(d, 2), codecs);
+  const StepPlan alone = plan_step(c, d, options(d, 1), codecs);
+  EXPECT_NEAR(group_seconds(shared, 0, comm::GroupKind::kPp),
+              2 * group_seconds(alone, 0, comm::GroupKind::kPp), 1e-9);
+}
+
+TEST(StepPlan, RanksOnFewerCoresTakeTheirCpuWorkOverTheCores) {
+  // dp4 with a link so fast that the step is compute: on 2 cores the 4 ranks
+  // take twice as long; on 4 (or unstated) cores nothing changes.
+  const auto c = small_gpt();
+  const auto d = layout(4, 1, 1);
+  auto o = options(d, 1);
+  o.inter = {1e18, 0};
+  CodecCostTable codecs;
+  const double own_cores = plan_step(c, d, o, codecs).step_seconds;
+  o.cores = 4;
+  EXPECT_NEAR(plan_step(c, d, o, codecs).step_seconds, own_cores, 1e-6 * own_cores);
+  o.cores = 2;
+  EXPECT_NEAR(plan_step(c, d, o, codecs).step_seconds, 2 * own_cores, 1e-3 * own_cores);
+}
+
+TEST(StepPlan, TimeSharedCoresFillThePipelineBubble) {
+  // pp4, 8 micro-batches, links free: a core per rank gives (8 + 3) slots; one
+  // core for all 4 ranks runs their 4 x 8 slots of work back to back, bubble
+  // filled, rather than 4 x 11.
+  auto c = small_gpt();
+  const auto d = layout(1, 1, 4);
+  auto o = options(d, 1);
+  o.inter = {1e18, 0};
+  CodecCostTable codecs;
+  const StepPlan own = plan_step(c, d, o, codecs);
+  double work = 0;
+  for (const StagePlan& s : own.stages) work += 8 * (s.forward_seconds + s.backward_seconds);
+  o.cores = 1;
+  const StepPlan shared = plan_step(c, d, o, codecs);
+  EXPECT_NEAR(shared.step_seconds, work, 1e-3 * work);
+  EXPECT_LT(shared.step_seconds, 4 * own.step_seconds);
+}
+
+TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
+  // Per rank, 4-byte floats, P = the stage's parameters: stage 0 holds P, P
+  // of gradients and 2P of moments; ZeRO-1 shards the moments and stages one
+  // bucket's piece; ZeRO-2 adds the P/dp gradient shard to the flat buffer.
+  const auto c = small_gpt();
+  const double p = double(trainer::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
+  const auto zero0 = trainer::estimate_memory(c, layout(4, 1, 1, 0));
+  EXPECT_NEAR(double(zero0.state()), 4 * p, 1);
+  EXPECT_NEAR(double(zero0.scratch_bytes), 4 << 20, 1) << "one bucket for the reduction";
+  const auto zero1 = trainer::estimate_memory(c, layout(4, 1, 1, 1));
+  EXPECT_NEAR(double(zero1.optimizer_bytes), 2 * p / 4, 1);
+  EXPECT_NEAR(double(zero1.buffer_bytes), double(4 << 20) / 4, 1);
+  const auto zero2 = trainer::estimate_memory(c, layout(4, 1, 1, 2));
+  EXPECT_NEAR(double(zero2.gradient_bytes), p + p / 4, 1);
+  EXPECT_EQ(double(trainer::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
+      << "no dp, no reduction";
+}
+
+}  // namespace
+}  // namespace cmpi::plan
