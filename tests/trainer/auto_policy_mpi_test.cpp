@@ -41,7 +41,7 @@ struct AutoRun {
 // Trains on groups of `group_size` consecutive world ranks; world rank 0
 // writes metrics.jsonl.
 AutoRun train(int group_size, const Config& config, const parallel::ParallelDims& dims,
-          const comm::PolicyConfig& policy) {
+              const comm::PolicyConfig& policy) {
   io::testing::ScratchDir dir;
   MPI_Comm group;
   MPI_Comm_split(MPI_COMM_WORLD, world_rank() / group_size, world_rank(), &group);
