@@ -355,17 +355,22 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
 
 void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
   const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
-  if (const Route* route =
-          compressing_route(Op::kAllreduce, role, n * sizeof(float), collective_locality())) {
-    if (route->codec->id() != compress::CodecId::kBlockSparse) {
-      CompressedCall call(stats_.at(Op::kAllreduce), collective_locality());
-      begin_compressed(*route, Op::kAllreduce, bytes, data, n);
-      CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
-      ring_allreduce(ctx, data, n);
-      return;
-    }
-    if (block_sparse_allreduce_if_cheaper(*route, data, n, bytes, buffer_key)) return;
-    // Too dense for the block-sparse path to pay: the raw allreduce below.
+  const Locality locality = collective_locality();
+  const Route* route = compressing_route(Op::kAllreduce, role, n * sizeof(float), locality);
+  while (route != nullptr && route->codec->id() == compress::CodecId::kBlockSparse) {
+    // Too dense for the block-sparse path to pay: the route the next
+    // matching rule gives (all ranks agree: they decided on the same sum).
+    const Route* fallback =
+        compressing_route_after(*route, Op::kAllreduce, role, n * sizeof(float), locality);
+    if (block_sparse_allreduce_if_cheaper(*route, fallback, data, n, bytes, buffer_key)) return;
+    route = fallback;
+  }
+  if (route != nullptr) {
+    CompressedCall call(stats_.at(Op::kAllreduce), locality);
+    begin_compressed(*route, Op::kAllreduce, bytes, data, n);
+    CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+    ring_allreduce(ctx, data, n);
+    return;
   }
   if (takes_plain_ring(n)) {
     // Raw, but on the pipelined ring rather than MPI's own choice of
@@ -396,8 +401,9 @@ void Communicator::raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpC
   MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), MPI_FLOAT, MPI_SUM, comm_);
 }
 
-bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, float* data, size_t n,
-                                                     uint64_t raw_bytes, uint64_t buffer_key) {
+bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, const Route* fallback,
+                                                     float* data, size_t n, uint64_t raw_bytes,
+                                                     uint64_t buffer_key) {
   const auto& codec = static_cast<const compress::BlockSparseCodec&>(*route.codec);
   const size_t block = codec.block_floats();
   const double start = MPI_Wtime();
@@ -407,9 +413,11 @@ bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, float* 
     unsigned long long mine = own, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm_);
     const double density = n ? double(total) / double(block_marks_.size()) : 0.0;
+    const uint64_t pair =
+        BlockSparseCalibration::route_pair(route.rule, fallback ? fallback->rule : -1);
     const double crossover = block_sparse_calibration_.crossover(
-        n, size_, [&](size_t m) { return measure_block_sparse_costs(route, m); });
-    if (!(density < crossover)) return false;
+        pair, n, size_, [&](size_t m) { return measure_block_sparse_costs(route, fallback, m); });
+    if (!takes_block_sparse(density, crossover, size_)) return false;
   }
   OpCounters& counters = stats_.at(Op::kAllreduce);
   CompressedCall call(counters, collective_locality());
@@ -422,7 +430,8 @@ bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, float* 
   return true;
 }
 
-BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, size_t n) {
+BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, const Route* fallback,
+                                                          size_t n) {
   const size_t block = static_cast<const compress::BlockSparseCodec&>(*route.codec).block_floats();
   std::vector<float> scratch(n);
   std::vector<uint8_t> marks;
@@ -441,15 +450,36 @@ BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, si
     }
     return best;
   };
+  // Gradient-like values (a codec's speed may depend on them: mpc, top-k),
+  // the same on every call, in the blocks `nonzero` keeps.
   auto fill_blocks = [&](auto nonzero) {
     return [&, nonzero] {
+      uint64_t state = uint64_t(rank_) + 1;
       for (size_t b = 0; b * block < n; ++b) {
-        const float value = nonzero(b) ? 1.f : 0.f;
-        std::fill(scratch.begin() + std::ptrdiff_t(b * block),
-                  scratch.begin() + std::ptrdiff_t(std::min(n, (b + 1) * block)), value);
+        const bool keep = nonzero(b);
+        for (size_t i = b * block; i < std::min(n, (b + 1) * block); ++i) {
+          state = state * 6364136223846793005ull + 1442695040888963407ull;
+          scratch[i] = keep ? float(int64_t(state >> 40) - (int64_t(1) << 23)) * 0x1p-30f : 0.f;
+        }
+        if (keep && b * block < n) scratch[b * block] += 0x1p-10f;  // never all zero
       }
       mark_nonzero_blocks(scratch.data(), n, block, marks);
     };
+  };
+  // The fallback as the call would run it, minus what must not see
+  // calibration traffic: error feedback (residuals are the real calls'),
+  // and a stochastic codec's generator (put back afterwards).
+  auto dense = [&] {
+    if (fallback == nullptr) {
+      raw_allreduce(scratch.data(), n, 0, uncounted);
+      return;
+    }
+    const std::vector<uint64_t> random_state = fallback->codec->random_state();
+    CompressedContext ctx = context(*fallback, Op::kAllreduce, internal_, next_tag(), 0);
+    ctx.feedback = nullptr;
+    ctx.counters = &uncounted;
+    ring_allreduce(ctx, scratch.data(), n);
+    if (!random_state.empty()) fallback->codec->restore_random_state(random_state);
   };
   auto sparse = [&] {
     CompressedContext ctx = context(route, Op::kAllreduce, internal_, next_tag(), 0);
@@ -458,8 +488,7 @@ BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, si
   };
   const size_t ranks = size_t(size_), me = size_t(rank_);
   BlockSparseCosts costs;
-  costs.dense = slowest_rank_seconds(fill_blocks([](size_t) { return true; }),
-                                     [&] { raw_allreduce(scratch.data(), n, 0, uncounted); });
+  costs.dense = slowest_rank_seconds(fill_blocks([](size_t) { return true; }), dense);
   costs.sparse_empty = slowest_rank_seconds(fill_blocks([](size_t) { return false; }), sparse);
   costs.sparse_disjoint =
       slowest_rank_seconds(fill_blocks([ranks, me](size_t b) { return b % ranks == me; }), sparse);

@@ -145,6 +145,7 @@ class Communicator {
   const BlockSparseCalibration& block_sparse_calibration() const {
     return block_sparse_calibration_;
   }
+  BlockSparseCalibration& block_sparse_calibration() { return block_sparse_calibration_; }
 
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
@@ -174,12 +175,20 @@ class Communicator {
   // The raw allreduce (plain ring or MPI_Allreduce); the ring charges
   // `counters`, the caller does the rest of the accounting.
   void raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpCounters& counters);
+  // The compressing route after `route` (PolicySlice::route_after), or
+  // nullptr for the plain path.
+  const Route* compressing_route_after(const Route& route, Op op, Role role, size_t bytes,
+                                       Locality locality) const {
+    const Route* next = policy_->route_after(route, op, role, bytes, locality);
+    return next != nullptr && next->codec != nullptr ? next : nullptr;
+  }
   // A block_sparse route: runs the block-sparse allreduce and returns true,
   // or returns false (nothing done) when `select: auto` finds the group's
-  // density at or above the calibrated crossover.
-  bool block_sparse_allreduce_if_cheaper(const Route& route, float* data, size_t n,
-                                         uint64_t raw_bytes, uint64_t buffer_key);
-  BlockSparseCosts measure_block_sparse_costs(const Route& route, size_t n);
+  // density at or above the crossover calibrated against `fallback` (the
+  // route taken then; nullptr: the raw allreduce).
+  bool block_sparse_allreduce_if_cheaper(const Route& route, const Route* fallback, float* data,
+                                         size_t n, uint64_t raw_bytes, uint64_t buffer_key);
+  BlockSparseCosts measure_block_sparse_costs(const Route& route, const Route* fallback, size_t n);
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 

@@ -4,11 +4,22 @@
 //
 // The rules are the user's (PolicyConfig::rules, in order) followed by the
 // preset's. A rule matches a message when its group, op, role and locality
-// lists contain the message's (an empty list matches anything) and the message's
-// size lies in [min_bytes, max_bytes] (a rule without its own min_bytes uses
-// the policy's min_bytes, so small, latency-bound messages stay raw). The
-// first matching rule decides; a rule without a codec sends raw, which lets a
-// user rule exempt traffic from a preset. No matching rule: raw.
+// lists contain the message's (an empty list matches anything; role
+// `gradient` also matches `embedding_gradient`, a kind of gradient) and the
+// message's size lies in [min_bytes, max_bytes] (a rule without its own
+// min_bytes uses the policy's min_bytes, so small, latency-bound messages
+// stay raw). The first matching rule decides; a rule without a codec sends
+// raw, which lets a user rule exempt traffic from a preset. No matching
+// rule: raw.
+//
+// Sparse embeddings (PolicyConfig::sparse_embedding "auto", the default): one
+// more rule, stored after the preset's (so the indices of the others, which
+// name their codec state in checkpoints, do not depend on it) but tried
+// before every other: dp allreduces of role embedding_gradient go through
+// {name: block_sparse, select: auto}. When a call finds its density at or
+// above the crossover, the Communicator takes the route of the next matching
+// rule instead (PolicySlice::route_after), i.e. what the message would get
+// without the sparse rule, and calibrates the crossover against that route.
 //
 // Policy answers questions (plan) and validates the whole configuration when
 // built; PolicySlice is the per-group object a Communicator holds: it owns the
@@ -73,14 +84,24 @@ class Policy {
 
   Plan plan(GroupKind group, Op op, Role role, size_t bytes,
             Locality locality = Locality::kInter) const;
+  // The plan of the next matching rule after `decided`'s (what a
+  // block-sparse `select: auto` call falls back to when too dense).
+  Plan plan_after(const Plan& decided, GroupKind group, Op op, Role role, size_t bytes,
+                  Locality locality = Locality::kInter) const;
 
   const PolicyConfig& config() const { return config_; }
-  // User rules followed by the preset's, in matching order.
+  // User rules, then the preset's, then the sparse-embedding rule if any.
   const std::vector<PolicyRule>& rules() const { return rules_; }
+  // Indices into rules() in the order they are tried (the sparse-embedding
+  // rule first, then the others in order).
+  const std::vector<size_t>& match_order() const { return match_order_; }
   const compress::CodecRegistry& registry() const { return registry_; }
 
  private:
   friend class PolicySlice;
+  // The first matching rule from match_order()[position] on.
+  Plan plan_from(size_t position, GroupKind group, Op op, Role role, size_t bytes,
+                 Locality locality) const;
   struct Bounds {
     uint32_t groups = 0, ops = 0, roles = 0, localities = 0;  // bit masks
     uint64_t min_bytes = 0, max_bytes = 0;                    // inclusive
@@ -91,7 +112,12 @@ class Policy {
   compress::CodecRegistry registry_;
   std::vector<PolicyRule> rules_;
   std::vector<Bounds> bounds_;  // parallel to rules_
+  std::vector<size_t> match_order_;
 };
+
+// The rule PolicyConfig::sparse_embedding "auto" adds (origin
+// "compression.sparse_embedding: auto").
+PolicyRule sparse_embedding_rule();
 
 // One group's share of a Policy, with the codec instances its rules need.
 // Used by one Communicator (codec encoders keep state; not shared across
@@ -122,7 +148,13 @@ class PolicySlice {
     int fixed = fixed_[int(locality)][int(op)][int(role)];
     if (fixed >= 0) return &routes_[size_t(fixed)];
     if (fixed == kNoRoute) return nullptr;
-    return scan(op, role, bytes, locality);
+    return scan(0, op, role, bytes, locality);
+  }
+  // The route the message would take if `after` (one of routes()) did not
+  // exist: the next matching one in matching order, nullptr for raw.
+  const Route* route_after(const Route& after, Op op, Role role, size_t bytes,
+                           Locality locality = Locality::kInter) const {
+    return scan(size_t(&after - routes_.data()) + 1, op, role, bytes, locality);
   }
 
   // True when the route for (op, role) does not depend on the message size,
@@ -132,7 +164,7 @@ class PolicySlice {
   }
 
   GroupKind group() const { return group_; }
-  const std::vector<Route>& routes() const { return routes_; }
+  const std::vector<Route>& routes() const { return routes_; }  // in matching order
 
   // The error-feedback residuals and codec random generators of this group
   // (comm/codec_state.h), for checkpoints.
@@ -154,7 +186,7 @@ class PolicySlice {
  private:
   static constexpr int kNoRoute = -1;
   static constexpr int kBySize = -2;
-  const Route* scan(Op op, Role role, size_t bytes, Locality locality) const;
+  const Route* scan(size_t first, Op op, Role role, size_t bytes, Locality locality) const;
 
   GroupKind group_;
   uint64_t sample_every_ = 0;
