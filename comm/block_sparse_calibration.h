@@ -21,6 +21,19 @@
 // takes the block-sparse path when its D lies below the crossover (or the
 // crossover is N: block-sparse at every density).
 // Calibration costs 8 allreduces of the call's size, once per class.
+//
+// Sparsifier output (a route whose codec is topk, randomk, threshold or
+// sidco): the ring re-sparsifies every partial sum, which costs a selection
+// per hop and loses what each one drops. The alternative sparsifies this
+// rank's own buffer once (through the route's error feedback) and sums the
+// sparsified buffers exactly with the block-sparse allreduce in blocks of
+// kSparsifiedBlockFloats. Which is cheaper depends on how the kept entries
+// scatter over blocks (top-k at 1 % of elements fills ~92 % of 256-float
+// blocks but ~4 % of 4-float ones), so it is measured, once per route and
+// size class, on a copy of the first call's own data: both paths end to end
+// (sparsify included), slowest rank, best of two; 4 allreduces. The result
+// is stored as a crossover of 0 (the ring) or N (block-sparse) under
+// route_pair(rule, rule).
 #pragma once
 
 #include <cstddef>
@@ -30,6 +43,11 @@
 #include <utility>
 
 namespace cmpi::comm {
+
+// Block size of the block-sparse sum of sparsifier output: at 1 % of 16 MiB
+// kept per rank on 4 ranks at 1 Gbit/s, blocks of 4 floats took 105 ms,
+// blocks of 16 157 ms and of 256 383 ms (docs/benchmarks.md).
+constexpr size_t kSparsifiedBlockFloats = 4;
 
 // Seconds (slowest rank) for one allreduce of the size class.
 struct BlockSparseCosts {

@@ -366,6 +366,10 @@ void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_k
     route = fallback;
   }
   if (route != nullptr) {
+    if (sparsified_block_sparse_pays(*route, data, n)) {
+      sparsified_block_sparse_allreduce(*route, data, n, bytes, buffer_key);
+      return;
+    }
     CompressedCall call(stats_.at(Op::kAllreduce), locality);
     begin_compressed(*route, Op::kAllreduce, bytes, data, n);
     CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
@@ -417,7 +421,13 @@ bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, const R
         BlockSparseCalibration::route_pair(route.rule, fallback ? fallback->rule : -1);
     const double crossover = block_sparse_calibration_.crossover(
         pair, n, size_, [&](size_t m) { return measure_block_sparse_costs(route, fallback, m); });
-    if (!takes_block_sparse(density, crossover, size_)) return false;
+    OpCounters& decided = stats_.at(Op::kAllreduce);
+    decided.block_decisions += 1;
+    decided.block_density_sum += density / double(size_);
+    if (!takes_block_sparse(density, crossover, size_)) {
+      decided.block_fallbacks += 1;
+      return false;
+    }
   }
   OpCounters& counters = stats_.at(Op::kAllreduce);
   CompressedCall call(counters, collective_locality());
@@ -430,26 +440,102 @@ bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, const R
   return true;
 }
 
+namespace {
+
+bool is_sparsifier(compress::CodecId id) {
+  return id == compress::CodecId::kTopK || id == compress::CodecId::kRandomK ||
+         id == compress::CodecId::kThreshold || id == compress::CodecId::kSidco;
+}
+
+}  // namespace
+
+bool Communicator::sparsified_block_sparse_pays(const Route& route, const float* data, size_t n) {
+  if (size_ < 2 || !is_sparsifier(route.codec->id())) return false;
+  const uint64_t pair = BlockSparseCalibration::route_pair(route.rule, route.rule);
+  const double crossover = block_sparse_calibration_.crossover(pair, n, size_, [&](size_t) {
+    // The two paths end to end on copies of this call's own data; nothing
+    // they do reaches the stats, the residuals or the codec's generator.
+    const std::vector<uint64_t> random_state = route.codec->random_state();
+    std::vector<float> copy(n);
+    std::vector<uint8_t> marks;
+    OpCounters uncounted;
+    const double ring = slowest_rank_seconds([&] { std::copy(data, data + n, copy.begin()); },
+                                             [&] {
+                                               CompressedContext ctx = context(
+                                                   route, Op::kAllreduce, internal_, next_tag(), 0);
+                                               ctx.feedback = nullptr;
+                                               ctx.counters = &uncounted;
+                                               ring_allreduce(ctx, copy.data(), n);
+                                             });
+    const double sparse = slowest_rank_seconds([&] { std::copy(data, data + n, copy.begin()); },
+                                               [&] {
+                                                 sparsify(route, copy.data(), n, nullptr, 0,
+                                                          uncounted);
+                                                 mark_nonzero_blocks(copy.data(), n,
+                                                                     kSparsifiedBlockFloats, marks);
+                                                 CompressedContext ctx = context(
+                                                     route, Op::kAllreduce, internal_, next_tag(), 0);
+                                                 ctx.counters = &uncounted;
+                                                 block_sparse_allreduce(
+                                                     ctx, copy.data(), n, kSparsifiedBlockFloats, marks);
+                                               });
+    if (!random_state.empty()) route.codec->restore_random_state(random_state);
+    // As block-sparse costs that do not depend on the density: a crossover
+    // of N when they are below the ring's, else 0.
+    BlockSparseCosts costs;
+    costs.dense = ring;
+    costs.sparse_empty = costs.sparse_disjoint = costs.sparse_full = sparse;
+    return costs;
+  });
+  return crossover >= double(size_);
+}
+
+void Communicator::sparsify(const Route& route, float* data, size_t n,
+                            compress::ErrorFeedback* feedback, uint64_t key, OpCounters& counters) {
+  sparsify_payload_.resize(route.codec->max_encoded_bytes(n));
+  double start = MPI_Wtime();
+  const size_t size =
+      feedback ? feedback->encode(key, data, n, sparsify_payload_.data(), sparsify_payload_.size())
+               : route.codec->encode(data, n, sparsify_payload_.data(), sparsify_payload_.size());
+  counters.encode_seconds += MPI_Wtime() - start;
+  start = MPI_Wtime();
+  route.codec->decode(sparsify_payload_.data(), size, data, n);
+  counters.decode_seconds += MPI_Wtime() - start;
+}
+
+void Communicator::sparsified_block_sparse_allreduce(const Route& route, float* data, size_t n,
+                                                     uint64_t raw_bytes, uint64_t buffer_key) {
+  OpCounters& counters = stats_.at(Op::kAllreduce);
+  CompressedCall call(counters, collective_locality());
+  begin_compressed(route, Op::kAllreduce, raw_bytes, data, n);
+  sparsify(route, data, n, route.feedback,
+           feedback_key(buffer_key, FeedbackSite::kSparsifiedInput, 0, 0), counters);
+  mark_nonzero_blocks(data, n, kSparsifiedBlockFloats, block_marks_);
+  CompressedContext ctx = context(route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+  block_sparse_allreduce(ctx, data, n, kSparsifiedBlockFloats, block_marks_);
+}
+
+double Communicator::slowest_rank_seconds(const std::function<void()>& prepare,
+                                          const std::function<void()>& run) {
+  double best = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    prepare();
+    MPI_Barrier(comm_);
+    const double start = MPI_Wtime();
+    run();
+    double mine = MPI_Wtime() - start, slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm_);
+    best = attempt == 0 ? slowest : std::min(best, slowest);
+  }
+  return best;
+}
+
 BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, const Route* fallback,
                                                           size_t n) {
   const size_t block = static_cast<const compress::BlockSparseCodec&>(*route.codec).block_floats();
   std::vector<float> scratch(n);
   std::vector<uint8_t> marks;
   OpCounters uncounted;  // calibration traffic stays out of the group's stats
-  auto slowest_rank_seconds = [&](const std::function<void()>& prepare,
-                                  const std::function<void()>& run) {
-    double best = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      prepare();
-      MPI_Barrier(comm_);
-      const double start = MPI_Wtime();
-      run();
-      double mine = MPI_Wtime() - start, slowest = 0;
-      MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm_);
-      best = attempt == 0 ? slowest : std::min(best, slowest);
-    }
-    return best;
-  };
   // Gradient-like values (a codec's speed may depend on them: mpc, top-k),
   // the same on every call, in the blocks `nonzero` keeps.
   auto fill_blocks = [&](auto nonzero) {

@@ -31,6 +31,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -189,6 +190,21 @@ class Communicator {
   bool block_sparse_allreduce_if_cheaper(const Route& route, const Route* fallback, float* data,
                                          size_t n, uint64_t raw_bytes, uint64_t buffer_key);
   BlockSparseCosts measure_block_sparse_costs(const Route& route, const Route* fallback, size_t n);
+  // A sparsifier route (topk, randomk, threshold, sidco): whether summing
+  // its output block-sparse beats its ring, as measured once per size class
+  // on this call's data (comm/block_sparse_calibration.h).
+  bool sparsified_block_sparse_pays(const Route& route, const float* data, size_t n);
+  // data[0..n) = its sparsified version (through `feedback` under `key`
+  // when given), encode and decode seconds charged to `counters`.
+  void sparsify(const Route& route, float* data, size_t n, compress::ErrorFeedback* feedback,
+                uint64_t key, OpCounters& counters);
+  // Sparsifies this rank's data through the route's feedback, then sums
+  // the sparsified buffers exactly with the block-sparse allreduce.
+  void sparsified_block_sparse_allreduce(const Route& route, float* data, size_t n,
+                                         uint64_t raw_bytes, uint64_t buffer_key);
+  // Seconds of run() on the slowest rank, best of two (prepare() untimed).
+  double slowest_rank_seconds(const std::function<void()>& prepare,
+                              const std::function<void()>& run);
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 
@@ -210,6 +226,7 @@ class Communicator {
   std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;
   std::vector<uint8_t> sample_payload_;
   std::vector<uint8_t> block_marks_;  // non-zero blocks of a block-sparse allreduce
+  std::vector<uint8_t> sparsify_payload_;
   BlockSparseCalibration block_sparse_calibration_;
   std::vector<float> sample_decoded_;
 };

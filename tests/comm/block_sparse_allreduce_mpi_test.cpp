@@ -18,6 +18,8 @@
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
+#include "compress/codec_registry.h"
+#include "compress/error_feedback.h"
 #include "compress/splitmix64.h"
 #include "tests/comm/compressed_test_support.h"
 
@@ -268,6 +270,80 @@ TEST(BlockSparseAllreduce, AutoFallsBackToTheNextMatchingRule) {
   }
   // Every call was routed by a rule with a codec: counted compressed.
   EXPECT_EQ(comm->stats().at(comm::Op::kAllreduce).compressed_calls, 3u);
+}
+
+// A sparsifier rule (topk with error feedback) on an allreduce: when the
+// block-sparse sum of its output pays, every rank sparsifies its own buffer
+// once through the rule's feedback and the group sums the sparsified buffers
+// exactly (blocks of kSparsifiedBlockFloats); otherwise the codec's ring, as
+// a communicator without the choice runs it. The choice is fixed here as a
+// measurement could make it, then measured for real on another size.
+TEST(SparsifiedAllreduce, BlockSparseSumOfTheSparsifiedBuffersOrTheRing) {
+  comm::PolicyConfig config;
+  comm::PolicyRule topk;
+  topk.match.ops = {comm::Op::kAllreduce};
+  topk.match.min_bytes = 0;
+  topk.codec = compress::CodecSpec("topk", {{"ratio", "0.01"}});
+  topk.error_feedback = true;
+  topk.origin = "test topk rule";
+  config.rules = {topk};
+  config.chunk_bytes = 4096;
+  const comm::Policy policy(config);
+  const size_t n = 50001;
+  const int ranks = [] {
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+  }();
+  const uint64_t pair = comm::BlockSparseCalibration::route_pair(0, 0);
+  for (bool block_sparse : {true, false}) {
+    SCOPED_TRACE(std::string(block_sparse ? "block-sparse" : "ring") + " seed " +
+                 std::to_string(test_seed()));
+    auto comm = block_sparse_comm(policy);
+    comm->block_sparse_calibration().set(pair, n, block_sparse ? double(ranks) : 0.0);
+    // What each rank's feedback sends, computed on the side: the same codec
+    // and residuals over the same calls.
+    compress::ErrorFeedback mirror(compress::CodecRegistry::with_builtin_codecs().create(*topk.codec));
+    std::vector<float> ring_reference_residual;
+    for (int call = 0; call < 3; ++call) {
+      std::vector<std::vector<float>> inputs, sparsified;
+      for (int r = 0; r < ranks; ++r)
+        inputs.push_back(make_data(stream_id(46, uint64_t(call), uint64_t(r)), n, false));
+      std::vector<float> data = inputs[size_t(comm->rank())];
+      comm->allreduce(data.data(), n, comm::Role::kGradient, 7);
+      ASSERT_TRUE(same_on_all_ranks(MPI_COMM_WORLD, data.data(), n)) << "call " << call;
+      if (!block_sparse) continue;
+      std::vector<uint8_t> payload(mirror.codec().max_encoded_bytes(n));
+      std::vector<float> mine(n);
+      const size_t size =
+          mirror.encode(0, inputs[size_t(comm->rank())].data(), n, payload.data(), payload.size());
+      mirror.codec().decode(payload.data(), size, mine.data(), n);
+      std::vector<float> all(n * size_t(ranks));
+      MPI_Allgather(mine.data(), int(n), MPI_FLOAT, all.data(), int(n), MPI_FLOAT, MPI_COMM_WORLD);
+      for (int r = 0; r < ranks; ++r)
+        sparsified.emplace_back(all.begin() + std::ptrdiff_t(r * n),
+                                all.begin() + std::ptrdiff_t((r + 1) * n));
+      EXPECT_TRUE(same_bits(data, ring_order_sum(sparsified,
+                                                 block_layout(n, comm::kSparsifiedBlockFloats, ranks),
+                                                 ranks)))
+          << "call " << call;
+    }
+    const comm::OpCounters& c = comm->stats().at(comm::Op::kAllreduce);
+    EXPECT_EQ(c.compressed_calls, 3u);
+    // Top-k keeps 1 % per rank: either way far below the dense ring's bytes.
+    EXPECT_LT(c.wire_bytes * 4, c.raw_bytes);
+  }
+  // Measured for real: the choice is made once for the size class, alike on
+  // every rank (the result is identical everywhere).
+  auto comm = block_sparse_comm(policy);
+  std::vector<float> data = make_data(stream_id(46, 9, uint64_t(comm->rank())), 3000, false);
+  comm->allreduce(data.data(), 3000, comm::Role::kGradient, 7);
+  EXPECT_TRUE(same_on_all_ranks(MPI_COMM_WORLD, data.data(), 3000));
+  const auto& measured = comm->block_sparse_calibration().measured();
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured.begin()->first.first, pair);
+  const double choice = measured.begin()->second;
+  EXPECT_TRUE(choice == 0.0 || choice == double(ranks)) << choice;
 }
 
 TEST(BlockSparseCrossover, InterpolatesBetweenTheMeasuredPoints) {
