@@ -467,18 +467,15 @@ bool Communicator::sparsified_block_sparse_pays(const Route& route, const float*
                                                ctx.counters = &uncounted;
                                                ring_allreduce(ctx, copy.data(), n);
                                              });
-    const double sparse = slowest_rank_seconds([&] { std::copy(data, data + n, copy.begin()); },
-                                               [&] {
-                                                 sparsify(route, copy.data(), n, nullptr, 0,
-                                                          uncounted);
-                                                 mark_nonzero_blocks(copy.data(), n,
-                                                                     kSparsifiedBlockFloats, marks);
-                                                 CompressedContext ctx = context(
-                                                     route, Op::kAllreduce, internal_, next_tag(), 0);
-                                                 ctx.counters = &uncounted;
-                                                 block_sparse_allreduce(
-                                                     ctx, copy.data(), n, kSparsifiedBlockFloats, marks);
-                                               });
+    const double sparse = slowest_rank_seconds(
+        [&] { std::copy(data, data + n, copy.begin()); },
+        [&] {
+          sparsify(route, copy.data(), n, nullptr, 0, uncounted);
+          mark_nonzero_blocks(copy.data(), n, kSparsifiedBlockFloats, marks);
+          CompressedContext ctx = context(route, Op::kAllreduce, internal_, next_tag(), 0);
+          ctx.counters = &uncounted;
+          block_sparse_allreduce(ctx, copy.data(), n, kSparsifiedBlockFloats, marks);
+        });
     if (!random_state.empty()) route.codec->restore_random_state(random_state);
     // As block-sparse costs that do not depend on the density: a crossover
     // of N when they are below the ring's, else 0.

@@ -7,8 +7,8 @@
 //               end stages); ZeRO-3 keeps its 1/dp shard plus, gathering per
 //               layer (zero3_per_layer), about two layers' weights: the
 //               largest of two blocks, a block and the embedding unit, or a
-//               block and the head's use (final LayerNorm and the tied
-//               table); gathering per model, the whole stage's weights;
+//               block and the head's use (final LayerNorm and the tied or
+//               own head table); gathering per model, the whole stage's weights;
 //   gradients   a flat buffer the size of the parameters (ZeRO-2/3 shrink
 //               only what is held between steps, not the peak);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
@@ -39,6 +39,7 @@ namespace cmpi::parallel {
 
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
+  bool tie_embeddings = true;  // false: the head stage holds a table of its own
   int dp = 1, tp = 1, pp = 1;
   int zero_stage = 0;
   int64_t micro_batch = 1;

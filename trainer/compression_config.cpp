@@ -183,6 +183,7 @@ comm::PolicyConfig read_compression_config(MapReader section,
     section.fail("chunk_bytes", "must be a whole number of floats (a multiple of 4), got " +
                                     std::to_string(out.chunk_bytes));
   section.read("error_sample_rate", out.error_sample_rate, RealRange{0.0, 1.0});
+  section.read("sparse_embedding", out.sparse_embedding, {"auto", "off"});
 
   const bool has_rules = section.has("rules");
   const YAML::Node rules = section.take("rules");
@@ -235,6 +236,7 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
   out << YAML::Key << "min_bytes" << YAML::Value << format_size(config.min_bytes);
   out << YAML::Key << "chunk_bytes" << YAML::Value << format_size(config.chunk_bytes);
   out << YAML::Key << "error_sample_rate" << YAML::Value << format_real(config.error_sample_rate);
+  out << YAML::Key << "sparse_embedding" << YAML::Value << config.sparse_embedding;
   out << YAML::Key << "rules" << YAML::Value;
   if (config.rules.empty()) {
     out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;

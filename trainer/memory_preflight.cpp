@@ -52,6 +52,7 @@ parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::Parall
   in.hidden = c.model.hidden;
   in.heads = c.model.heads;
   in.mlp_ratio = c.model.mlp_ratio;
+  in.tie_embeddings = c.model.tie_embeddings;
   in.dp = dims.dp;
   in.tp = dims.tp;
   in.pp = dims.pp;

@@ -303,7 +303,8 @@ TEST(SparsifiedAllreduce, BlockSparseSumOfTheSparsifiedBuffersOrTheRing) {
     comm->block_sparse_calibration().set(pair, n, block_sparse ? double(ranks) : 0.0);
     // What each rank's feedback sends, computed on the side: the same codec
     // and residuals over the same calls.
-    compress::ErrorFeedback mirror(compress::CodecRegistry::with_builtin_codecs().create(*topk.codec));
+    compress::ErrorFeedback mirror(
+        compress::CodecRegistry::with_builtin_codecs().create(*topk.codec));
     std::vector<float> ring_reference_residual;
     for (int call = 0; call < 3; ++call) {
       std::vector<std::vector<float>> inputs, sparsified;
@@ -323,9 +324,9 @@ TEST(SparsifiedAllreduce, BlockSparseSumOfTheSparsifiedBuffersOrTheRing) {
       for (int r = 0; r < ranks; ++r)
         sparsified.emplace_back(all.begin() + std::ptrdiff_t(r * n),
                                 all.begin() + std::ptrdiff_t((r + 1) * n));
-      EXPECT_TRUE(same_bits(data, ring_order_sum(sparsified,
-                                                 block_layout(n, comm::kSparsifiedBlockFloats, ranks),
-                                                 ranks)))
+      EXPECT_TRUE(same_bits(
+          data,
+          ring_order_sum(sparsified, block_layout(n, comm::kSparsifiedBlockFloats, ranks), ranks)))
           << "call " << call;
     }
     const comm::OpCounters& c = comm->stats().at(comm::Op::kAllreduce);
