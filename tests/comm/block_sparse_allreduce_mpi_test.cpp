@@ -331,8 +331,9 @@ TEST(SparsifiedAllreduce, BlockSparseSumOfTheSparsifiedBuffersOrTheRing) {
     }
     const comm::OpCounters& c = comm->stats().at(comm::Op::kAllreduce);
     EXPECT_EQ(c.compressed_calls, 3u);
-    // Top-k keeps 1 % per rank: either way far below the dense ring's bytes.
-    EXPECT_LT(c.wire_bytes * 4, c.raw_bytes);
+    // Top-k keeps 1 % per rank: either way well below the dense ring's bytes
+    // (block-sparse on 8 ranks: the union of ~4 % of blocks per rank, ~28 %).
+    EXPECT_LT(c.wire_bytes * 2, c.raw_bytes);
   }
   // Measured for real: the choice is made once for the size class, alike on
   // every rank (the result is identical everywhere).
