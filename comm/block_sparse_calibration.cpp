@@ -31,12 +31,17 @@ double block_sparse_crossover(const BlockSparseCosts& c, int ranks) {
   return full_density;
 }
 
-double BlockSparseCalibration::crossover(size_t n, int ranks, const Measure& measure) {
-  const int c = size_class(n);
-  auto it = by_class_.find(c);
-  if (it != by_class_.end()) return it->second;
+void BlockSparseCalibration::set(uint64_t routes, size_t n, double crossover) {
+  measured_[{routes, size_class(n)}] = crossover;
+}
+
+double BlockSparseCalibration::crossover(uint64_t routes, size_t n, int ranks,
+                                         const Measure& measure) {
+  const std::pair<uint64_t, int> key(routes, size_class(n));
+  auto it = measured_.find(key);
+  if (it != measured_.end()) return it->second;
   const double crossover = block_sparse_crossover(measure(n), ranks);
-  by_class_[c] = crossover;
+  measured_[key] = crossover;
   return crossover;
 }
 

@@ -44,10 +44,19 @@ struct OpCounters {
   // Chunks a lossy codec sent raw because they held NaN or infinity (zfp's
   // nonfinite: raw): the compression silently stopped working for them.
   uint64_t nonfinite_raw_chunks = 0;
+  // Block-sparse `select: auto` decisions: how many, the sum of their
+  // measured densities (the mean fraction of non-zero blocks per rank, the
+  // group's D / N), and how many found it too dense and took the fallback.
+  uint64_t block_decisions = 0;
+  double block_density_sum = 0;
+  uint64_t block_fallbacks = 0;
 
   OpCounters& operator+=(const OpCounters& other);
   double ratio() const { return wire_bytes ? double(raw_bytes) / double(wire_bytes) : 1.0; }
   double mean_error() const { return error_samples ? error_sum / double(error_samples) : 0.0; }
+  double mean_block_density() const {
+    return block_decisions ? block_density_sum / double(block_decisions) : 0.0;
+  }
 };
 
 class CommStats {

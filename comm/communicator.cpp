@@ -14,6 +14,7 @@
 #include "comm/algorithms/block_sparse_allreduce.h"
 #include "comm/algorithms/chunk_transfer.h"
 #include "comm/algorithms/codec_steps.h"
+#include "comm/call_accounting.h"
 #include "compress/block_sparse_codec.h"
 #include "compress/identity_codec.h"
 
@@ -23,53 +24,6 @@ namespace {
 // MPI guarantees at least this many tags; compressed collectives and halo
 // exchanges cycle through them on the private communicator.
 constexpr int kTagCycle = 32767;
-
-void add_locality_bytes(OpCounters& counters, uint64_t bytes, Locality locality) {
-  (locality == Locality::kInter ? counters.inter_wire_bytes : counters.intra_wire_bytes) += bytes;
-}
-
-// Accounts one plain call: the bytes go on the wire as they are, and the
-// whole call is wire time.
-class PlainCall {
- public:
-  PlainCall(OpCounters& counters, uint64_t bytes, Locality locality)
-      : counters_(counters), start_(MPI_Wtime()) {
-    counters_.calls += 1;
-    counters_.raw_bytes += bytes;
-    counters_.wire_bytes += bytes;
-    add_locality_bytes(counters_, bytes, locality);
-  }
-  ~PlainCall() {
-    double elapsed = MPI_Wtime() - start_;
-    counters_.seconds += elapsed;
-    counters_.wire_seconds += elapsed;
-  }
-
- private:
-  OpCounters& counters_;
-  double start_;
-};
-
-// Adds the whole call's time to `seconds` and the wire bytes the algorithm
-// counted to the call's locality; the algorithm charges the rest.
-class CompressedCall {
- public:
-  CompressedCall(OpCounters& counters, Locality locality)
-      : counters_(counters),
-        locality_(locality),
-        wire_before_(counters.wire_bytes),
-        start_(MPI_Wtime()) {}
-  ~CompressedCall() {
-    counters_.seconds += MPI_Wtime() - start_;
-    add_locality_bytes(counters_, counters_.wire_bytes - wire_before_, locality_);
-  }
-
- private:
-  OpCounters& counters_;
-  Locality locality_;
-  uint64_t wire_before_;
-  double start_;
-};
 
 size_t total_of(const std::vector<size_t>& counts) {
   return std::accumulate(counts.begin(), counts.end(), size_t(0));
@@ -363,19 +317,29 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
 
 void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
   const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
-  const Route* found = find_route(Op::kAllreduce, role, n * sizeof(float), collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllreduce, role, collective_locality(),
+  const Locality locality = collective_locality();
+  const Route* found = find_route(Op::kAllreduce, role, n * sizeof(float), locality);
+  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllreduce, role, locality,
                         stats_.at(Op::kAllreduce), data, n);
-  if (const Route* route = compressing(found)) {
-    if (route->codec->id() != compress::CodecId::kBlockSparse) {
-      CompressedCall call(stats_.at(Op::kAllreduce), collective_locality());
-      begin_compressed(*route, Op::kAllreduce, bytes, data, n);
-      CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
-      ring_allreduce(ctx, data, n);
+  const Route* route = compressing(found);
+  while (route != nullptr && route->codec->id() == compress::CodecId::kBlockSparse) {
+    // Too dense for the block-sparse path to pay: the route the next
+    // matching rule gives (all ranks agree: they decided on the same sum).
+    const Route* fallback =
+        compressing_route_after(*route, Op::kAllreduce, role, n * sizeof(float), locality);
+    if (block_sparse_allreduce_if_cheaper(*route, fallback, data, n, bytes, buffer_key)) return;
+    route = fallback;
+  }
+  if (route != nullptr) {
+    if (sparsified_block_sparse_pays(*route, data, n)) {
+      sparsified_block_sparse_allreduce(*route, data, n, bytes, buffer_key);
       return;
     }
-    if (block_sparse_allreduce_if_cheaper(*route, data, n, bytes, buffer_key)) return;
-    // Too dense for the block-sparse path to pay: the raw allreduce below.
+    CompressedCall call(stats_.at(Op::kAllreduce), locality);
+    begin_compressed(*route, Op::kAllreduce, bytes, data, n);
+    CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+    ring_allreduce(ctx, data, n);
+    return;
   }
   if (takes_plain_ring(n)) {
     // Raw, but on the pipelined ring rather than MPI's own choice of
@@ -404,77 +368,6 @@ void Communicator::raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpC
     return;
   }
   MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), MPI_FLOAT, MPI_SUM, comm_);
-}
-
-bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, float* data, size_t n,
-                                                     uint64_t raw_bytes, uint64_t buffer_key) {
-  const auto& codec = static_cast<const compress::BlockSparseCodec&>(*route.codec);
-  const size_t block = codec.block_floats();
-  const double start = MPI_Wtime();
-  const size_t own = mark_nonzero_blocks(data, n, block, block_marks_);
-  if (codec.select() == compress::BlockSparseCodec::Select::kAuto && size_ > 1) {
-    // Every rank must take the same path: decide on the group's total.
-    unsigned long long mine = own, total = 0;
-    MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm_);
-    const double density = n ? double(total) / double(block_marks_.size()) : 0.0;
-    const double crossover = block_sparse_calibration_.crossover(
-        n, size_, [&](size_t m) { return measure_block_sparse_costs(route, m); });
-    if (!(density < crossover)) return false;
-  }
-  OpCounters& counters = stats_.at(Op::kAllreduce);
-  CompressedCall call(counters, collective_locality());
-  counters.seconds += MPI_Wtime() - start;  // the density measure, before the call's clock
-  counters.calls += 1;
-  counters.compressed_calls += 1;
-  counters.raw_bytes += raw_bytes;
-  CompressedContext ctx = context(route, Op::kAllreduce, internal_, next_tag(), buffer_key);
-  block_sparse_allreduce(ctx, data, n, block, block_marks_);
-  return true;
-}
-
-BlockSparseCosts Communicator::measure_block_sparse_costs(const Route& route, size_t n) {
-  const size_t block = static_cast<const compress::BlockSparseCodec&>(*route.codec).block_floats();
-  std::vector<float> scratch(n);
-  std::vector<uint8_t> marks;
-  OpCounters uncounted;  // calibration traffic stays out of the group's stats
-  auto slowest_rank_seconds = [&](const std::function<void()>& prepare,
-                                  const std::function<void()>& run) {
-    double best = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      prepare();
-      MPI_Barrier(comm_);
-      const double start = MPI_Wtime();
-      run();
-      double mine = MPI_Wtime() - start, slowest = 0;
-      MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm_);
-      best = attempt == 0 ? slowest : std::min(best, slowest);
-    }
-    return best;
-  };
-  auto fill_blocks = [&](auto nonzero) {
-    return [&, nonzero] {
-      for (size_t b = 0; b * block < n; ++b) {
-        const float value = nonzero(b) ? 1.f : 0.f;
-        std::fill(scratch.begin() + std::ptrdiff_t(b * block),
-                  scratch.begin() + std::ptrdiff_t(std::min(n, (b + 1) * block)), value);
-      }
-      mark_nonzero_blocks(scratch.data(), n, block, marks);
-    };
-  };
-  auto sparse = [&] {
-    CompressedContext ctx = context(route, Op::kAllreduce, internal_, next_tag(), 0);
-    ctx.counters = &uncounted;
-    block_sparse_allreduce(ctx, scratch.data(), n, block, marks);
-  };
-  const size_t ranks = size_t(size_), me = size_t(rank_);
-  BlockSparseCosts costs;
-  costs.dense = slowest_rank_seconds(fill_blocks([](size_t) { return true; }),
-                                     [&] { raw_allreduce(scratch.data(), n, 0, uncounted); });
-  costs.sparse_empty = slowest_rank_seconds(fill_blocks([](size_t) { return false; }), sparse);
-  costs.sparse_disjoint =
-      slowest_rank_seconds(fill_blocks([ranks, me](size_t b) { return b % ranks == me; }), sparse);
-  costs.sparse_full = slowest_rank_seconds(fill_blocks([](size_t) { return true; }), sparse);
-  return costs;
 }
 
 void Communicator::reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,

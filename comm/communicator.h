@@ -31,6 +31,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -146,6 +147,7 @@ class Communicator {
   const BlockSparseCalibration& block_sparse_calibration() const {
     return block_sparse_calibration_;
   }
+  BlockSparseCalibration& block_sparse_calibration() { return block_sparse_calibration_; }
 
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
@@ -192,12 +194,35 @@ class Communicator {
   // The raw allreduce (plain ring or MPI_Allreduce); the ring charges
   // `counters`, the caller does the rest of the accounting.
   void raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpCounters& counters);
+  // The compressing route after `route` (PolicySlice::route_after), or
+  // nullptr for the plain path.
+  const Route* compressing_route_after(const Route& route, Op op, Role role, size_t bytes,
+                                       Locality locality) const {
+    const Route* next = policy_->route_after(route, op, role, bytes, locality);
+    return next != nullptr && next->codec != nullptr ? next : nullptr;
+  }
   // A block_sparse route: runs the block-sparse allreduce and returns true,
   // or returns false (nothing done) when `select: auto` finds the group's
-  // density at or above the calibrated crossover.
-  bool block_sparse_allreduce_if_cheaper(const Route& route, float* data, size_t n,
+  // density at or above the crossover calibrated against `fallback` (the
+  // route taken then; nullptr: the raw allreduce).
+  bool block_sparse_allreduce_if_cheaper(const Route& route, const Route* fallback, float* data,
+                                         size_t n, uint64_t raw_bytes, uint64_t buffer_key);
+  BlockSparseCosts measure_block_sparse_costs(const Route& route, const Route* fallback, size_t n);
+  // A sparsifier route (topk, randomk, threshold, sidco): whether summing
+  // its output block-sparse beats its ring, as measured once per size class
+  // on this call's data (comm/block_sparse_calibration.h).
+  bool sparsified_block_sparse_pays(const Route& route, const float* data, size_t n);
+  // data[0..n) = its sparsified version (through `feedback` under `key`
+  // when given), encode and decode seconds charged to `counters`.
+  void sparsify(const Route& route, float* data, size_t n, compress::ErrorFeedback* feedback,
+                uint64_t key, OpCounters& counters);
+  // Sparsifies this rank's data through the route's feedback, then sums
+  // the sparsified buffers exactly with the block-sparse allreduce.
+  void sparsified_block_sparse_allreduce(const Route& route, float* data, size_t n,
                                          uint64_t raw_bytes, uint64_t buffer_key);
-  BlockSparseCosts measure_block_sparse_costs(const Route& route, size_t n);
+  // Seconds of run() on the slowest rank, best of two (prepare() untimed).
+  double slowest_rank_seconds(const std::function<void()>& prepare,
+                              const std::function<void()>& run);
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 
@@ -220,6 +245,7 @@ class Communicator {
   std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;
   std::vector<uint8_t> sample_payload_;
   std::vector<uint8_t> block_marks_;  // non-zero blocks of a block-sparse allreduce
+  std::vector<uint8_t> sparsify_payload_;
   BlockSparseCalibration block_sparse_calibration_;
   std::vector<float> sample_decoded_;
 };

@@ -34,6 +34,8 @@ const char* to_string(Role role) {
       return "halo";
     case Role::kOther:
       return "other";
+    case Role::kEmbeddingGradient:
+      return "embedding_gradient";
   }
   return "?";
 }

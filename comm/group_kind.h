@@ -8,7 +8,20 @@
 namespace cmpi::comm {
 
 enum class GroupKind { kWorld, kDp, kTp, kPp, kSp, kZero };
-enum class Role { kGradient, kActivation, kActivationGrad, kWeight, kHalo, kOther };
+// kEmbeddingGradient: the gradient of an embedding table whose rows only
+// the tokens of the step touch (sparse), in its own dp bucket. It is a kind
+// of gradient: a rule that matches role `gradient` matches it too, so it
+// travels as every other gradient unless a rule names it (e.g. the
+// block-sparse rule of PolicyConfig::sparse_embedding).
+enum class Role {
+  kGradient,
+  kActivation,
+  kActivationGrad,
+  kWeight,
+  kHalo,
+  kOther,
+  kEmbeddingGradient
+};
 enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, kSendRecv, kHalo };
 // Whether a message stays inside one node (ranks of one MPI_COMM_TYPE_SHARED
 // communicator) or crosses a node boundary. A collective is inter-node when
@@ -17,7 +30,7 @@ enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, k
 enum class Locality { kIntra, kInter };
 
 constexpr int kGroupKindCount = 6;
-constexpr int kRoleCount = 6;
+constexpr int kRoleCount = 7;
 constexpr int kOpCount = 7;
 constexpr int kLocalityCount = 2;
 

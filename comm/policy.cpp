@@ -17,6 +17,13 @@ uint32_t mask_of(const std::vector<E>& values, int count) {
   return mask;
 }
 
+// An embedding's gradient is a gradient: rules naming `gradient` take it too.
+uint32_t role_mask_of(const std::vector<Role>& roles) {
+  uint32_t mask = mask_of(roles, kRoleCount);
+  if (mask & (1u << int(Role::kGradient))) mask |= 1u << int(Role::kEmbeddingGradient);
+  return mask;
+}
+
 bool has(uint32_t mask, int bit) {
   return (mask >> bit) & 1u;
 }
@@ -121,6 +128,16 @@ std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
 
 }  // namespace
 
+PolicyRule sparse_embedding_rule() {
+  PolicyRule rule;
+  rule.match.groups = {GroupKind::kDp};
+  rule.match.ops = {Op::kAllreduce};
+  rule.match.roles = {Role::kEmbeddingGradient};
+  rule.codec = compress::CodecSpec("block_sparse", {{"block", "256"}, {"select", "auto"}});
+  rule.origin = "compression.sparse_embedding: auto";
+  return rule;
+}
+
 std::vector<PolicyRule> preset_rules(const std::string& preset, const std::string& locality) {
   if (locality != "inter" && locality != "any")
     throw PolicyError("compression preset_locality '" + locality +
@@ -150,6 +167,15 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
   rules_ = config_.rules;
   for (auto& rule : preset_rules(config_.preset, config_.preset_locality))
     rules_.push_back(std::move(rule));
+  if (config_.sparse_embedding != "auto" && config_.sparse_embedding != "off")
+    throw PolicyError("compression sparse_embedding '" + config_.sparse_embedding +
+                      "' is unknown (known: auto, off)");
+  if (config_.sparse_embedding == "auto") {
+    rules_.push_back(sparse_embedding_rule());
+    match_order_.push_back(rules_.size() - 1);
+  }
+  for (size_t i = 0; i < rules_.size(); ++i)
+    if (match_order_.empty() || i != match_order_.front()) match_order_.push_back(i);
   if (config_.plain_ring_min_bytes < 0)
     throw PolicyError("compression plain_ring_min_bytes must be >= 0 (0 = never), got " +
                       std::to_string(config_.plain_ring_min_bytes));
@@ -169,7 +195,7 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     Bounds b;
     b.groups = mask_of(m.groups, kGroupKindCount);
     b.ops = mask_of(m.ops, kOpCount);
-    b.roles = mask_of(m.roles, kRoleCount);
+    b.roles = role_mask_of(m.roles);
     b.localities = mask_of(m.localities, kLocalityCount);
     b.min_bytes = uint64_t(m.min_bytes >= 0 ? m.min_bytes : config_.min_bytes);
     b.max_bytes = m.max_bytes >= 0 ? uint64_t(m.max_bytes) : kNoMax;
@@ -237,7 +263,22 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
 }
 
 Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality locality) const {
-  for (size_t i = 0; i < rules_.size(); ++i) {
+  return plan_from(0, group, op, role, bytes, locality);
+}
+
+Plan Policy::plan_after(const Plan& decided, GroupKind group, Op op, Role role, size_t bytes,
+                        Locality locality) const {
+  if (decided.rule < 0) return decided;
+  const size_t position =
+      size_t(std::find(match_order_.begin(), match_order_.end(), size_t(decided.rule)) -
+             match_order_.begin());
+  return plan_from(position + 1, group, op, role, bytes, locality);
+}
+
+Plan Policy::plan_from(size_t position, GroupKind group, Op op, Role role, size_t bytes,
+                       Locality locality) const {
+  for (; position < match_order_.size(); ++position) {
+    const size_t i = match_order_[position];
     const Bounds& b = bounds_[i];
     if (!has(b.groups, int(group)) || !has(b.ops, int(op)) || !has(b.roles, int(role)) ||
         !has(b.localities, int(locality)))
@@ -268,7 +309,7 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
   auto_settings_ = policy.config().auto_settings;
 
   const auto& rules = policy.rules();
-  for (size_t i = 0; i < rules.size(); ++i) {
+  for (size_t i : policy.match_order()) {
     const Policy::Bounds& b = policy.bounds_[i];
     if (!has(b.groups, int(group))) continue;
     Route route;
@@ -353,9 +394,10 @@ void PolicySlice::choose(size_t auto_rule, Locality locality, Op op, Role role, 
   rule.choice[int(locality)][int(op)][int(role)] = uint8_t(candidate);
 }
 
-const PolicySlice::Route* PolicySlice::scan(Op op, Role role, size_t bytes,
+const PolicySlice::Route* PolicySlice::scan(size_t first, Op op, Role role, size_t bytes,
                                             Locality locality) const {
-  for (const Route& route : routes_) {
+  for (size_t r = first; r < routes_.size(); ++r) {
+    const Route& route = routes_[r];
     if (!has(route.ops, int(op)) || !has(route.roles, int(role)) ||
         !has(route.localities, int(locality)))
       continue;

@@ -4,11 +4,22 @@
 //
 // The rules are the user's (PolicyConfig::rules, in order) followed by the
 // preset's. A rule matches a message when its group, op, role and locality
-// lists contain the message's (an empty list matches anything) and the message's
-// size lies in [min_bytes, max_bytes] (a rule without its own min_bytes uses
-// the policy's min_bytes, so small, latency-bound messages stay raw). The
-// first matching rule decides; a rule without a codec sends raw, which lets a
-// user rule exempt traffic from a preset. No matching rule: raw.
+// lists contain the message's (an empty list matches anything; role
+// `gradient` also matches `embedding_gradient`, a kind of gradient) and the
+// message's size lies in [min_bytes, max_bytes] (a rule without its own
+// min_bytes uses the policy's min_bytes, so small, latency-bound messages
+// stay raw). The first matching rule decides; a rule without a codec sends
+// raw, which lets a user rule exempt traffic from a preset. No matching
+// rule: raw.
+//
+// Sparse embeddings (PolicyConfig::sparse_embedding "auto", the default): one
+// more rule, stored after the preset's (so the indices of the others, which
+// name their codec state in checkpoints, do not depend on it) but tried
+// before every other: dp allreduces of role embedding_gradient go through
+// {name: block_sparse, select: auto}. When a call finds its density at or
+// above the crossover, the Communicator takes the route of the next matching
+// rule instead (PolicySlice::route_after), i.e. what the message would get
+// without the sparse rule, and calibrates the crossover against that route.
 //
 // Policy answers questions (plan) and validates the whole configuration when
 // built; PolicySlice is the per-group object a Communicator holds: it owns the
@@ -81,14 +92,24 @@ class Policy {
 
   Plan plan(GroupKind group, Op op, Role role, size_t bytes,
             Locality locality = Locality::kInter) const;
+  // The plan of the next matching rule after `decided`'s (what a
+  // block-sparse `select: auto` call falls back to when too dense).
+  Plan plan_after(const Plan& decided, GroupKind group, Op op, Role role, size_t bytes,
+                  Locality locality = Locality::kInter) const;
 
   const PolicyConfig& config() const { return config_; }
-  // User rules followed by the preset's, in matching order.
+  // User rules, then the preset's, then the sparse-embedding rule if any.
   const std::vector<PolicyRule>& rules() const { return rules_; }
+  // Indices into rules() in the order they are tried (the sparse-embedding
+  // rule first, then the others in order).
+  const std::vector<size_t>& match_order() const { return match_order_; }
   const compress::CodecRegistry& registry() const { return registry_; }
 
  private:
   friend class PolicySlice;
+  // The first matching rule from match_order()[position] on.
+  Plan plan_from(size_t position, GroupKind group, Op op, Role role, size_t bytes,
+                 Locality locality) const;
   struct Bounds {
     uint32_t groups = 0, ops = 0, roles = 0, localities = 0;  // bit masks
     uint64_t min_bytes = 0, max_bytes = 0;                    // inclusive
@@ -99,7 +120,12 @@ class Policy {
   compress::CodecRegistry registry_;
   std::vector<PolicyRule> rules_;
   std::vector<Bounds> bounds_;  // parallel to rules_
+  std::vector<size_t> match_order_;
 };
+
+// The rule PolicyConfig::sparse_embedding "auto" adds (origin
+// "compression.sparse_embedding: auto").
+PolicyRule sparse_embedding_rule();
 
 // One group's share of a Policy, with the codec instances its rules need.
 // Used by one Communicator (codec encoders keep state; not shared across
@@ -152,10 +178,16 @@ class PolicySlice {
     int fixed = fixed_[int(locality)][int(op)][int(role)];
     const Route* found = fixed >= 0          ? &routes_[size_t(fixed)]
                          : fixed == kNoRoute ? nullptr
-                                             : scan(op, role, bytes, locality);
-    if (found == nullptr || found->auto_rule < 0) return found;
-    const AutoRule& rule = auto_rules_[size_t(found->auto_rule)];
-    return &rule.candidates[rule.choice[int(locality)][int(op)][int(role)]];
+                                             : scan(0, op, role, bytes, locality);
+    return chosen_candidate(found, op, role, locality);
+  }
+  // The route the message would take if `after` (one of routes(), not an
+  // adaptive candidate) did not exist: the next matching one in matching
+  // order, nullptr for raw.
+  const Route* route_after(const Route& after, Op op, Role role, size_t bytes,
+                           Locality locality = Locality::kInter) const {
+    return chosen_candidate(scan(size_t(&after - routes_.data()) + 1, op, role, bytes, locality),
+                            op, role, locality);
   }
 
   // True when the route for (op, role) does not depend on the message size,
@@ -165,7 +197,7 @@ class PolicySlice {
   }
 
   GroupKind group() const { return group_; }
-  const std::vector<Route>& routes() const { return routes_; }
+  const std::vector<Route>& routes() const { return routes_; }  // in matching order
   const std::vector<AutoRule>& auto_rules() const { return auto_rules_; }
   // Sets the candidate adaptive rule `auto_rule` uses for (locality, op,
   // role). Only between operations, and the same on every rank of the group.
@@ -193,7 +225,13 @@ class PolicySlice {
  private:
   static constexpr int kNoRoute = -1;
   static constexpr int kBySize = -2;
-  const Route* scan(Op op, Role role, size_t bytes, Locality locality) const;
+  const Route* scan(size_t first, Op op, Role role, size_t bytes, Locality locality) const;
+  // An adaptive rule's route stands for the candidate chosen now.
+  const Route* chosen_candidate(const Route* found, Op op, Role role, Locality locality) const {
+    if (found == nullptr || found->auto_rule < 0) return found;
+    const AutoRule& rule = auto_rules_[size_t(found->auto_rule)];
+    return &rule.candidates[rule.choice[int(locality)][int(op)][int(role)]];
+  }
   AutoRule make_auto_rule(const compress::CodecRegistry& registry, const PolicyRule& rule,
                           const Route& base);
 

@@ -79,6 +79,12 @@ struct PolicyConfig {
   int64_t min_bytes = 64 << 10;     // smaller messages stay raw unless a rule says otherwise
   int64_t chunk_bytes = 1 << 20;    // pipelining granularity of compressed transfers
   double error_sample_rate = 0.01;  // fraction of lossy calls whose error is measured
+  // "auto": dp allreduces of role embedding_gradient (an untied token
+  // embedding's own bucket) first try the block-sparse allreduce with
+  // `select: auto`, and take the route the other rules give them when the
+  // measured density is at or above the calibrated crossover (see
+  // comm/policy.h); "off": no such rule.
+  std::string sparse_embedding = "auto";
   std::vector<PolicyRule> rules;
   AutoSettings auto_settings;  // read with preset auto only
 };

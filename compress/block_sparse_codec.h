@@ -15,7 +15,8 @@
 // same blocks without the payload framing; `select` says when:
 //   auto    (default) measure the fraction of non-zero blocks and take the
 //           block-sparse path only below the crossover the communicator
-//           calibrated for this group, else the dense allreduce;
+//           calibrated for this group, else the route of the next matching
+//           policy rule (the raw allreduce when none matches);
 //   always  block-sparse whatever the density.
 // Other operations with this codec run the generic compressed algorithms.
 // Spec: {name: block_sparse, block: 256, select: auto}.

@@ -46,7 +46,7 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
                                 ") must be a positive multiple of model.heads (" +
                                 std::to_string(options.heads) + ")");
   parallel::tp_split(options.hidden, *tp_, "model.hidden");
-  if (stage_.has_embedding || stage_.has_head)
+  if (stage_.has_embedding || (stage_.has_head && options.tie_embeddings))
     token_embedding_ =
         register_module("token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
                                                options.vocab_size, options.hidden, *tp_,
@@ -68,6 +68,12 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
   if (stage_.has_head)
     final_norm_ = register_module(
         "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));
+  if (stage_.has_head && !options.tie_embeddings)
+    // Only its table is used (the logits' projection), split like the embedding's.
+    output_head_ =
+        register_module("output_head", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
+                                           options.vocab_size, options.hidden, *tp_, kEmbeddingKey,
+                                           options.materialize_parameters));
   collect_layouts();
   torch::NoGradGuard no_grad;
   for (const auto& layout : layouts_) {
@@ -91,7 +97,7 @@ void GptImpl::fill_initial_values(size_t param, size_t offset, size_t length, fl
 parallel::LayerSchedule GptImpl::layer_schedule() const {
   const auto unit_of = [](const std::string& name) -> std::string {
     if (name.rfind("block", 0) == 0) return name.substr(0, name.find('.'));
-    if (name.rfind("final_norm", 0) == 0) return "head";
+    if (name.rfind("final_norm", 0) == 0 || name.rfind("output_head", 0) == 0) return "head";
     return "embedding";
   };
   parallel::LayerSchedule schedule;
@@ -113,7 +119,10 @@ parallel::LayerSchedule GptImpl::layer_schedule() const {
   for (size_t i = 0; i < blocks_.size(); ++i)
     schedule.uses.push_back(
         {unit_named("block" + std::to_string(stage_.first_layer + int64_t(i)))});
-  if (stage_.has_head) schedule.uses.push_back({unit_named("head"), unit_named("embedding")});
+  if (stage_.has_head && options_.tie_embeddings)
+    schedule.uses.push_back({unit_named("head"), unit_named("embedding")});
+  else if (stage_.has_head)
+    schedule.uses.push_back({unit_named("head")});
   return schedule;
 }
 
@@ -135,6 +144,9 @@ void GptImpl::collect_layouts() {
     described.push_back({"final_norm.weight", final_norm_->weight, -1, Init::kOnes, 0, false});
     described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
   }
+  if (output_head_)
+    described.push_back(
+        {"output_head.weight", output_head_->weight, 0, Init::kNormal, options_.init_std, true});
   std::map<std::string, ParamLayout> by_name;
   for (auto& layout : described) by_name.emplace(layout.name, std::move(layout));
   for (const auto& item : named_parameters()) {
@@ -180,8 +192,8 @@ torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
 torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tensor& targets) {
   if (!stage_.has_head) throw std::logic_error("GPT head_loss: this pipeline stage holds no head");
   const auto input = parallel::enter_use(gate_, head_use(), hidden);
-  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input),
-                                                token_embedding_->weight, *tp_, head_key(options_));
+  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input), head_weight(), *tp_,
+                                                head_key(options_));
   auto loss =
       parallel::vocab_parallel_cross_entropy(logits, targets, *tp_, loss_key(options_)).mean();
   return parallel::leave_use(gate_, head_use(), loss);
@@ -197,8 +209,8 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
   require_whole_model("forward");
   const auto input =
       parallel::enter_use(gate_, head_use(), run_blocks(embed(tokens), block_outputs));
-  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input),
-                                                token_embedding_->weight, *tp_, head_key(options_));
+  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input), head_weight(), *tp_,
+                                                head_key(options_));
   return parallel::leave_use(gate_, head_use(), logits);
 }
 
@@ -211,7 +223,11 @@ std::vector<parallel::ParamInfo> GptImpl::param_infos() const {
 }
 
 torch::Tensor GptImpl::tied_embedding_weight() const {
-  return token_embedding_ ? token_embedding_->weight : torch::Tensor();
+  return token_embedding_ && options_.tie_embeddings ? token_embedding_->weight : torch::Tensor();
+}
+
+torch::Tensor GptImpl::head_weight() const {
+  return options_.tie_embeddings ? token_embedding_->weight : output_head_->weight;
 }
 
 void GptImpl::require_whole_model(const char* what) const {

@@ -1,14 +1,17 @@
 // GPT decoder: token + learned position embeddings, a stack of pre-LN
 // transformer blocks, a final LayerNorm, and an output head tied to the
-// token embedding (logits = h · Wteᵀ). Weights are drawn from N(0, init_std)
+// token embedding (logits = h · Wteᵀ), or with options.tie_embeddings false
+// its own table "output_head.weight" (logits = h · Woutᵀ, GPT-NeoX style;
+// the token embedding's gradient then holds only the rows of the tokens the
+// step saw). Weights are drawn from N(0, init_std)
 // with the residual output projections scaled by 1/sqrt(2·layers) (GPT-2).
 //
 // Tensor parallel over groups.tp(): attention heads, MLP features and the
 // vocabulary are split across the tp ranks (Megatron style), the logits
 // stay split and the loss is the vocab-parallel cross-entropy. Pipeline
 // stages: a StagePlan selects the blocks [first_layer, end_layer) and
-// whether the stage holds the embedding and/or the head. A head-only stage
-// keeps its own copy of the tied table under the same name,
+// whether the stage holds the embedding and/or the head. Tied, a head-only
+// stage keeps its own copy of the tied table under the same name,
 // "token_embedding.weight"; whoever runs the pipeline sums the two copies'
 // gradients. Initial weights depend only on (options.seed, parameter name,
 // element index), so every layout starts from the single-rank model's global
@@ -72,7 +75,8 @@ class GptImpl : public torch::nn::Module {
   std::vector<parallel::ParamInfo> param_infos() const;
   const std::vector<ParamLayout>& layouts() const { return layouts_; }
   // The tied table's shard ("token_embedding.weight"): defined on stages with
-  // the embedding or the head (one tensor when a stage has both).
+  // the embedding or the head (one tensor when a stage has both); undefined
+  // when the embeddings are untied.
   torch::Tensor tied_embedding_weight() const;
 
   // Elements [offset, offset + length) (row-major) of parameter `param`'s
@@ -81,8 +85,9 @@ class GptImpl : public torch::nn::Module {
   void fill_initial_values(size_t param, size_t offset, size_t length, float* out) const;
   // Gather units and uses of this stage's parameters (see layer_schedule.h):
   // units "embedding" (token and position tables, or the head stage's copy of
-  // the tied table), "block<N>" and "head" (final LayerNorm); uses in forward
-  // order: embedding, blocks, head (which also reads the tied table).
+  // the tied table), "block<N>" and "head" (final LayerNorm, and the untied
+  // output head); uses in forward order: embedding, blocks, head (which also
+  // reads the tied table).
   parallel::LayerSchedule layer_schedule() const;
   // Calls `gate` around every use from now on (nullptr: no calls). The gate
   // must outlive the model's forward and backward passes.
@@ -100,6 +105,7 @@ class GptImpl : public torch::nn::Module {
   void collect_layouts();
   size_t first_block_use() const { return stage_.has_embedding ? 1 : 0; }
   size_t head_use() const { return first_block_use() + blocks_.size(); }
+  torch::Tensor head_weight() const;  // the logits' projection table
 
   GptOptions options_;
   StagePlan stage_;
@@ -108,6 +114,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::Embedding position_embedding_{nullptr};
   std::vector<std::shared_ptr<TransformerBlockImpl>> blocks_;
   torch::nn::LayerNorm final_norm_{nullptr};
+  std::shared_ptr<parallel::VocabParallelEmbeddingImpl> output_head_;  // untied only
   torch::nn::Dropout dropout_{nullptr};
   std::vector<ParamLayout> layouts_;
   parallel::LayerGate* gate_ = nullptr;

@@ -20,7 +20,8 @@
 // bucket. Both orders give bit-identical results.
 //
 //   stage 0  replicated: bucketed allreduce of gradients over dp (role
-//            gradient), full optimizer state on every rank.
+//            gradient; embedding_gradient for the buckets of
+//            sparse_gradients), full optimizer state on every rank.
 //   stage 1  optimizer state sharded over dp: gradients are allreduced, each
 //            rank updates its 1/dp of the flat parameters, then an allgather
 //            over the zero group (role weight) brings the rest back.
@@ -215,6 +216,11 @@ struct DataParallelOptimizerOptions {
   // Reduce buckets during the last backward, on a communication thread
   // (needs MPI_THREAD_MULTIPLE when dp > 1). false: all in step().
   bool overlap_grad_reduce = true;
+  // Parameters whose gradient is sparse (an untied token embedding's: only
+  // the rows of the step's tokens): each is cut into gradient buckets of its
+  // own (parallel/zero_layout.h), reduced with role embedding_gradient, so
+  // the policy can send them block-sparse. Named by ParamInfo::name.
+  std::set<std::string> sparse_gradients;
   // Parameters whose gradient is changed after backward, before step() (the
   // tied embedding, summed over the pipeline's end stages): their buckets are
   // reduced in step(). Named by ParamInfo::name.

@@ -17,7 +17,9 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   const Real per_block = 4 * h + (3 * h * h + 3 * h + h * h + 2 * r * h * h + r * h) / tp + h;
   Real params = Real(stage.layers()) * per_block;
   if (stage.has_embedding) params += vocab * h / tp + seq * h;
-  if (stage.has_head) params += 2 * h + (stage.has_embedding ? 0 : vocab * h / tp);
+  // The head's table: tied, the embedding's (a copy on a head-only stage).
+  const bool own_head_table = !in.tie_embeddings || !stage.has_embedding;
+  if (stage.has_head) params += 2 * h + (own_head_table ? vocab * h / tp : 0);
 
   MemoryEstimate e;
   e.stage = stage_index;
@@ -25,7 +27,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   e.parameter_bytes = param_bytes;
   if (in.zero_stage == 3) {
     // Gathered at once per layer: the use running and the one prefetched.
-    const Real embedding = vocab * h / tp + (stage.has_embedding ? seq * h : 0);
+    const Real embedding = (in.tie_embeddings || stage.has_embedding ? vocab * h / tp : 0) +
+                           (stage.has_embedding ? seq * h : 0);
     const Real head_use = 2 * h + vocab * h / tp;
     Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
     if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);

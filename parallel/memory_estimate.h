@@ -8,7 +8,7 @@
 //               layer (zero3_per_layer), about two layers' weights: the
 //               largest of two blocks, a block and the embedding unit, or a
 //               block and the head's use (final LayerNorm and the tied
-//               table), plus where a forward follows a forward (GPipe,
+//               or own head table), plus where a forward follows a forward (GPipe,
 //               1F1B's warm-up on all but the last stage) the stage's last
 //               use, kept for its backward while the next micro-batch's
 //               forward gathers; capped at the stage; gathering per model, the
@@ -52,6 +52,7 @@ namespace cmpi::parallel {
 
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
+  bool tie_embeddings = true;  // false: the head stage holds a table of its own
   int dp = 1, tp = 1, pp = 1;
   int zero_stage = 0;
   int64_t micro_batch = 1;

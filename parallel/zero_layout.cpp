@@ -1,6 +1,8 @@
-// Buckets are cut greedily, unit by unit: each takes dp pieces of
-// min(largest piece, ceil(remaining in the unit / dp)) elements, so only a
-// unit's last bucket reaches into its padding, and the next unit starts after
+// Buckets are cut greedily, run by run: a run is a unit's parameters up to
+// (not including) an own-buckets parameter, such a parameter alone, or what
+// follows it up to the unit's end. Each bucket takes dp pieces of
+// min(largest piece, ceil(remaining in the run / dp)) elements, so only a
+// run's last bucket reaches into its padding, and the next run starts after
 // it. Owned segments intersect each owned piece with the parameter ranges by
 // walking both in flat order.
 #include "parallel/zero_layout.h"
@@ -42,20 +44,27 @@ ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64
     unit.end_param = unit_ends[u];
     unit.start = start;
     unit.first_bucket = buckets_.size();
-    for (size_t i = unit.first_param; i < unit.end_param; ++i) {
-      offsets_.push_back(start);
-      start += params_[i].numel;
-    }
-    total_ = start;
-    const size_t unit_total = start;
-    start = unit.start;
-    while (start < unit_total) {
-      const size_t remaining = unit_total - start;
-      const size_t piece = std::min(max_piece, (remaining + size_t(dp) - 1) / size_t(dp));
-      buckets_.push_back({start, piece, shard_offset});
-      largest_piece_ = std::max(largest_piece_, piece);
-      start += piece * size_t(dp);
-      shard_offset += piece;
+    for (size_t run = unit.first_param; run < unit.end_param;) {
+      const bool own = params_[run].own_buckets;
+      size_t run_end = run + 1;
+      while (!own && run_end < unit.end_param && !params_[run_end].own_buckets) ++run_end;
+      const size_t run_start = start;
+      for (size_t i = run; i < run_end; ++i) {
+        offsets_.push_back(start);
+        start += params_[i].numel;
+      }
+      total_ = start;
+      const size_t run_total = start;
+      start = run_start;
+      while (start < run_total) {
+        const size_t remaining = run_total - start;
+        const size_t piece = std::min(max_piece, (remaining + size_t(dp) - 1) / size_t(dp));
+        buckets_.push_back({start, piece, shard_offset, own});
+        largest_piece_ = std::max(largest_piece_, piece);
+        start += piece * size_t(dp);
+        shard_offset += piece;
+      }
+      run = run_end;
     }
     unit.end = start;
     unit.end_bucket = buckets_.size();

@@ -26,6 +26,13 @@
 // Without units the whole buffer is one unit (the layout above). Either way a
 // parameter's elements keep their row-major order, so state described per
 // parameter (checkpoints: parameter, offset, length) does not depend on it.
+//
+// Own buckets (FlatParam::own_buckets, a sparse embedding's gradient): such
+// a parameter is cut into buckets of its own, shared with no other
+// parameter; the runs of parameters before and after it are cut as above,
+// each padded to a multiple of dp, so padding may sit inside a unit:
+//
+//   flat:  | unit 0: b0 (emb) (pad) | b1 b2 (rest) (pad) | unit 1: ... |
 #pragma once
 
 #include <cstddef>
@@ -41,16 +48,19 @@ struct FlatParam {
   bool tensor_parallel = false;  // a distinct shard on every tp rank
   bool weight_decay = true;
   bool counted_elsewhere = false;  // its gradient norm is counted by another pp stage
+  bool own_buckets = false;        // no other parameter shares its buckets
 };
 
 struct ZeroBucket {
   size_t start = 0;         // flat offset of the bucket
   size_t piece = 0;         // elements per rank; the bucket spans dp * piece
   size_t shard_offset = 0;  // where this rank's piece sits in its shard
+  bool own = false;         // holds (part of) an own_buckets parameter only
 };
 
 // Parameters [first_param, end_param) at flat [start, end), buckets
-// [first_bucket, end_bucket); end - start is a multiple of dp.
+// [first_bucket, end_bucket); end - start is a multiple of dp (own-bucket
+// parameters may leave padding inside).
 struct ZeroUnit {
   size_t first_param = 0, end_param = 0;
   size_t start = 0, end = 0;
@@ -77,7 +87,7 @@ class ZeroLayout {
 
   const std::vector<FlatParam>& params() const { return params_; }
   const std::vector<size_t>& offsets() const { return offsets_; }  // flat offset per param
-  size_t total() const { return total_; }
+  size_t total() const { return total_; }                          // end of the last parameter
   size_t padded() const { return padded_; }
   size_t shard_size() const { return padded_ / size_t(dp_); }
   int dp() const { return dp_; }

@@ -43,10 +43,12 @@ namespace {
 constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
 
 std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
-                                      const std::set<std::string>& counted_elsewhere) {
+                                      const std::set<std::string>& counted_elsewhere,
+                                      const std::set<std::string>& sparse_gradients) {
   std::vector<FlatParam> flat;
   std::unordered_set<const void*> seen;
   std::set<std::string> unmatched = counted_elsewhere;
+  std::set<std::string> unmatched_sparse = sparse_gradients;
   for (const auto& p : params) {
     const auto& t = p.tensor;
     if (!t.defined())
@@ -60,11 +62,15 @@ std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
     if (!seen.insert(t.unsafeGetTensorImpl()).second)
       throw std::invalid_argument("optimizer parameter " + p.name + " is listed twice");
     unmatched.erase(p.name);
+    unmatched_sparse.erase(p.name);
     flat.push_back({p.name, size_t(t.numel()), p.tensor_parallel, p.weight_decay,
-                    counted_elsewhere.count(p.name) > 0});
+                    counted_elsewhere.count(p.name) > 0, sparse_gradients.count(p.name) > 0});
   }
   if (!unmatched.empty())
     throw std::invalid_argument("counted_elsewhere names " + *unmatched.begin() +
+                                ", which is not a parameter of this rank");
+  if (!unmatched_sparse.empty())
+    throw std::invalid_argument("sparse_gradients names " + *unmatched_sparse.begin() +
                                 ", which is not a parameter of this rank");
   return flat;
 }
@@ -99,8 +105,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       groups_(groups),
       stage_(checked_stage(options.zero_stage)),
       per_layer_(gathers_per_layer(options)),
-      layout_(flat_params_of(params_, options.counted_elsewhere), groups.dp().size(),
-              groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
+      layout_(flat_params_of(params_, options.counted_elsewhere, options.sparse_gradients),
+              groups.dp().size(), groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
       segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
   validate(options_.adamw);
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
@@ -515,6 +521,7 @@ void ZeroOptimizer::reduce_gradients() {
 void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
   const auto& bucket = layout_.buckets()[b];
   const size_t span = bucket.piece * size_t(dp());
+  const comm::Role role = bucket.own ? comm::Role::kEmbeddingGradient : comm::Role::kGradient;
   if (dp() > 1) {
     // The reduction overwrites (or frees) this rank's own values: look now.
     const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
@@ -524,7 +531,7 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     if (dp() > 1 && powersgd_)
       powersgd_->reduce_bucket(b, flat);
     else if (dp() > 1)
-      groups_.dp().allreduce(flat + bucket.start, span, comm::Role::kGradient, b);
+      groups_.dp().allreduce(flat + bucket.start, span, role, b);
   } else if (dp() == 1) {
     std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
                 span * sizeof(float));
@@ -532,7 +539,7 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     // Not counts_: the main thread uses that during its own collectives.
     const std::vector<size_t> counts(size_t(dp()), bucket.piece);
     groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
-                                  counts, comm::Role::kGradient, b);
+                                  counts, role, b);
   }
 }
 

@@ -22,6 +22,9 @@ struct GatherUnit {
   // Bucket sizes in floats over the whole dp group (dp pieces each), as
   // ZeroLayout cuts them.
   std::vector<int64_t> bucket_floats;
+  // The first own_buckets of bucket_floats hold an own-buckets parameter
+  // alone (an untied token embedding, reduced with role embedding_gradient).
+  size_t own_buckets = 0;
   int64_t gathers = 0;  // per step
 };
 

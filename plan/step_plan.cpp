@@ -87,6 +87,14 @@ double forward_flops_per_token(const trainer::Config& c, const StageShape& s, in
   return flops;
 }
 
+namespace {
+
+bool is_auto_block_sparse(const compress::CodecSpec& codec) {
+  return codec.name() == "block_sparse" && codec.get_string("select", "auto") == "auto";
+}
+
+}  // namespace
+
 StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
                    const PlanOptions& o, CodecCostTable& codecs) {
   StepPlan plan;
@@ -123,8 +131,12 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
       const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
       const Link& link = intra ? o.intra : o.inter;
       const double share = intra ? 1.0 : uplink_share;
-      const comm::Plan route = policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes),
-                                           intra ? comm::Locality::kIntra : comm::Locality::kInter);
+      const comm::Locality locality = intra ? comm::Locality::kIntra : comm::Locality::kInter;
+      comm::Plan route = policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
+      // A block-sparse `select: auto` route pays only on data sparse enough,
+      // which the plan cannot know: it projects the dense fallback.
+      while (!route.raw() && msg.op == comm::Op::kAllreduce && is_auto_block_sparse(*route.codec))
+        route = policy.plan_after(route, msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
       const double sent = msg.sent_bytes();
       double ratio = 1, codec_seconds = 0, fill_seconds = 0;
       if (!route.raw()) {

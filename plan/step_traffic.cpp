@@ -14,6 +14,13 @@ using comm::GroupKind;
 using comm::Op;
 using comm::Role;
 
+// A run of parameters cut into buckets of its own (parallel::ZeroLayout):
+// `own` for an own-buckets parameter (the untied token embedding).
+struct GradientRun {
+  int64_t elements = 0;
+  bool own = false;
+};
+
 double ring_share_fraction(int n) {
   return n > 1 ? double(n - 1) / n : 0.0;
 }
@@ -39,19 +46,32 @@ double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
 // layer_schedule() cuts them, with their gathers over one step counted.
 StageUnits layer_units(const trainer::Config& c, const parallel::ParallelDims& dims, int stage,
                        const StageShape& shape, int64_t per_block, int64_t micro_batches) {
-  const int64_t h = c.model.hidden, tp = dims.tp;
+  const int64_t h = c.model.hidden, tp = dims.tp, table = c.model.vocab_size * h / tp;
+  const bool tied = c.model.tie_embeddings;
   StageUnits units;
-  const auto add_unit = [&](int64_t elements) {
-    units.units.push_back({elements, zero_buckets(elements, dims.dp, c.parallel.dp_bucket_bytes)});
+  const auto add_unit = [&](const std::vector<GradientRun>& runs) {
+    GatherUnit unit;
+    for (const GradientRun& run : runs) {
+      unit.elements += run.elements;
+      for (int64_t floats : zero_buckets(run.elements, dims.dp, c.parallel.dp_bucket_bytes)) {
+        unit.bucket_floats.push_back(floats);
+        if (run.own) ++unit.own_buckets;
+      }
+    }
+    units.units.push_back(unit);
     return units.units.size() - 1;
   };
   size_t embedding = 0;
-  if (shape.has_embedding || shape.has_head)
+  if (shape.has_embedding)
     embedding =
-        add_unit(c.model.vocab_size * h / tp + (shape.has_embedding ? c.model.seq_len * h : 0));
+        add_unit(tied ? std::vector<GradientRun>{{table + c.model.seq_len * h, false}}
+                      : std::vector<GradientRun>{{table, true}, {c.model.seq_len * h, false}});
+  else if (shape.has_head && tied)
+    embedding = add_unit({{table, false}});
   if (shape.has_embedding) units.uses.push_back({embedding});
-  for (int64_t l = 0; l < shape.layers; ++l) units.uses.push_back({add_unit(per_block)});
-  if (shape.has_head) units.uses.push_back({add_unit(2 * h), embedding});
+  for (int64_t l = 0; l < shape.layers; ++l) units.uses.push_back({add_unit({{per_block, false}})});
+  if (shape.has_head && tied) units.uses.push_back({add_unit({{2 * h, false}}), embedding});
+  if (shape.has_head && !tied) units.uses.push_back({add_unit({{2 * h + table, false}})});
   units.first_input_has_gradient = !shape.has_embedding;
   std::vector<bool> forward;
   for (const auto& a : parallel::make_pipeline_schedule(c.parallel.schedule)
@@ -82,7 +102,10 @@ StageShape stage_shape(const trainer::Config& c, const parallel::ParallelDims& d
   shape.has_head = s.has_head;
   shape.parameters = s.layers() * per_block;
   if (s.has_embedding) shape.parameters += c.model.vocab_size * h / tp + c.model.seq_len * h;
-  if (s.has_head) shape.parameters += 2 * h + (s.has_embedding ? 0 : c.model.vocab_size * h / tp);
+  // The head's table: tied, the embedding's (a copy on a head-only stage);
+  // untied, its own.
+  const bool own_head_table = !c.model.tie_embeddings || !s.has_embedding;
+  if (s.has_head) shape.parameters += 2 * h + (own_head_table ? c.model.vocab_size * h / tp : 0);
   return shape;
 }
 
@@ -97,25 +120,32 @@ std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel:
     if (m.calls > 0 && m.group_size > 1) out.push_back(m);
   };
 
-  // Gradients over dp in buckets of parallel.dp_bucket_bytes.
-  const int64_t gradient_bytes = shape.parameters * int64_t(sizeof(float));
-  const int64_t bucket = std::max<int64_t>(1, c.parallel.dp_bucket_bytes);
-  const int64_t buckets = (gradient_bytes + bucket - 1) / bucket;
+  // Gradients over dp in buckets of parallel.dp_bucket_bytes, cut as
+  // parallel::ZeroLayout cuts them: the untied token embedding in buckets of
+  // its own (role embedding_gradient), the rest of the stage after it.
   const int zero = dims.zero_stage;
+  const int64_t table = c.model.vocab_size * c.model.hidden / dims.tp;
+  const bool own_embedding = !c.model.tie_embeddings && shape.has_embedding;
+  std::vector<GradientRun> runs;
+  if (own_embedding) runs.push_back({table, true});
+  runs.push_back({shape.parameters - (own_embedding ? table : 0), false});
   const bool per_layer = zero == 3 && c.parallel.zero3_gather == "layer";
   if (per_layer) {
     // Buckets per unit (parallel::ZeroLayout with units): reduce-scattered
     // once per step; each unit gathered as often as the layer rules say.
     const StageUnits units =
         layer_units(c, dims, stage, shape, block_parameters(c, dims.tp), micro_batches);
-    std::map<int64_t, int64_t> reduced, gathered;  // bucket floats -> calls
+    std::map<std::pair<bool, int64_t>, int64_t> reduced;  // (own, bucket floats) -> calls
+    std::map<int64_t, int64_t> gathered;                  // bucket floats -> calls
     for (const GatherUnit& unit : units.units)
-      for (int64_t floats : unit.bucket_floats) {
-        ++reduced[floats];
-        gathered[floats] += unit.gathers;
+      for (size_t b = 0; b < unit.bucket_floats.size(); ++b) {
+        ++reduced[{b < unit.own_buckets, unit.bucket_floats[b]}];
+        gathered[unit.bucket_floats[b]] += unit.gathers;
       }
-    for (const auto& [floats, calls] : reduced) {
-      MessageClass grads{GroupKind::kZero, Op::kReduceScatter, Role::kGradient};
+    for (const auto& [key, calls] : reduced) {
+      const auto& [own, floats] = key;
+      MessageClass grads{GroupKind::kZero, Op::kReduceScatter,
+                         own ? Role::kEmbeddingGradient : Role::kGradient};
       grads.calls = calls;
       grads.bytes = floats * int64_t(sizeof(float));
       grads.group_size = dims.dp;
@@ -133,22 +163,30 @@ std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel:
       add(weights);
     }
   } else {
-    MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
-                       zero >= 2 ? Op::kReduceScatter : Op::kAllreduce, Role::kGradient};
-    grads.calls = buckets;
-    grads.bytes = gradient_bytes / std::max<int64_t>(1, buckets);
-    grads.group_size = dims.dp;
-    grads.sent_fraction =
-        zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
-    grads.overlaps_backward = c.training.overlap_grad_reduce;
-    add(grads);
-    if (zero >= 1) {
-      MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
-      weights.calls = buckets;
-      weights.bytes = grads.bytes;
-      weights.group_size = dims.dp;
-      weights.sent_fraction = ring_share_fraction(dims.dp);
-      add(weights);
+    std::map<std::pair<bool, int64_t>, int64_t> buckets;  // (own, bucket floats) -> calls
+    for (const GradientRun& run : runs)
+      for (int64_t floats : zero_buckets(run.elements, dims.dp, c.parallel.dp_bucket_bytes))
+        ++buckets[{run.own, floats}];
+    for (const auto& [key, calls] : buckets) {
+      const auto& [own, floats] = key;
+      MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
+                         zero >= 2 ? Op::kReduceScatter : Op::kAllreduce,
+                         own ? Role::kEmbeddingGradient : Role::kGradient};
+      grads.calls = calls;
+      grads.bytes = floats * int64_t(sizeof(float));
+      grads.group_size = dims.dp;
+      grads.sent_fraction =
+          zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+      grads.overlaps_backward = c.training.overlap_grad_reduce;
+      add(grads);
+      if (zero >= 1) {
+        MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
+        weights.calls = calls;
+        weights.bytes = grads.bytes;
+        weights.group_size = dims.dp;
+        weights.sent_fraction = ring_share_fraction(dims.dp);
+        add(weights);
+      }
     }
   }
   if (zero >= 2) {
@@ -205,7 +243,7 @@ std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel:
     sends.group_size = dims.pp;
     sends.per_micro_batch = true;
     add(sends);
-    if (shape.has_embedding || shape.has_head) {
+    if (c.model.tie_embeddings && (shape.has_embedding || shape.has_head)) {
       MessageClass tied{GroupKind::kPp, Op::kAllreduce, Role::kGradient};
       tied.calls = 1;
       tied.bytes = c.model.vocab_size * c.model.hidden / dims.tp * int64_t(sizeof(float));

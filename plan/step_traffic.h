@@ -9,7 +9,8 @@
 //
 // What a step sends (mirrors the trainer, parallel/ and models/):
 //   dp    gradient buckets (allreduce; ZeRO 2/3: reduce-scatter over zero),
-//         the loss (one float);
+//         an untied token embedding's in buckets of its own (role
+//         embedding_gradient), the loss (one float);
 //   zero  ZeRO 1/2: the updated weights (allgather); ZeRO 3: the weights
 //         gathered before forward;
 //   tp    per micro-batch: the vocab-parallel embedding's output (first
@@ -20,7 +21,7 @@
 //         the gradient norm's partial sum;
 //   pp    per micro-batch an activation forward and its gradient backward at
 //         each stage boundary, the tied embedding's gradient between the
-//         end stages, the loss broadcast and the gradient norm.
+//         end stages (tied only), the loss broadcast and the gradient norm.
 // Pipeline stages differ; traffic is computed for one stage at a time.
 #pragma once
 

@@ -18,8 +18,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 std::map<std::string, int64_t> model_shape(const ModelConfig& m) {
-  return {{"vocab_size", m.vocab_size}, {"seq_len", m.seq_len}, {"layers", m.layers},
-          {"hidden", m.hidden},         {"heads", m.heads},     {"mlp_ratio", m.mlp_ratio}};
+  return {{"vocab_size", m.vocab_size},
+          {"seq_len", m.seq_len},
+          {"layers", m.layers},
+          {"hidden", m.hidden},
+          {"heads", m.heads},
+          {"mlp_ratio", m.mlp_ratio},
+          {"tie_embeddings", m.tie_embeddings ? 1 : 0}};
 }
 
 std::string checkpoint_root(const Config& config) {

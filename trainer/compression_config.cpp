@@ -199,6 +199,7 @@ comm::PolicyConfig read_compression_config(MapReader section,
     section.fail("auto",
                  "is read only with `preset: auto` (this config's preset is " + out.preset + ")");
   out.auto_settings = read_auto_settings(section.section("auto"));
+  section.read("sparse_embedding", out.sparse_embedding, {"auto", "off"});
 
   const bool has_rules = section.has("rules");
   const YAML::Node rules = section.take("rules");
@@ -262,6 +263,7 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
     out << YAML::Key << "min_gain" << YAML::Value << format_real(a.min_gain);
     out << YAML::EndMap;
   }
+  out << YAML::Key << "sparse_embedding" << YAML::Value << config.sparse_embedding;
   out << YAML::Key << "rules" << YAML::Value;
   if (config.rules.empty()) {
     out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;

@@ -5,6 +5,8 @@
 //     min_bytes: 64KiB         # smaller messages stay raw
 //     chunk_bytes: 1MiB        # pipelining granularity
 //     error_sample_rate: 0.01  # fraction of lossy calls whose error is measured
+//     sparse_embedding: auto   # auto | off: block-sparse allreduce of a sparse
+//                              # embedding gradient when it pays (comm/policy.h)
 //     rules:                   # tried in order, before the preset's rules
 //       - match: {group: dp, op: allreduce, role: gradient, min_bytes: 1MiB}
 //         codec: {name: zfp, mode: rate, rate: 10}   # or `none`, or `mpc`

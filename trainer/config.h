@@ -33,6 +33,11 @@ struct ModelConfig {
   int64_t mlp_ratio = 4;  // MLP inner width = mlp_ratio * hidden
   double dropout = 0.0;
   double init_std = 0.02;
+  // true: the output head reuses the token embedding's table (GPT-2);
+  // false: a separate head table "output_head.weight" (GPT-NeoX-20B), which
+  // leaves the token embedding's gradient sparse (only the rows of the
+  // step's tokens), so it is reduced over dp in its own bucket.
+  bool tie_embeddings = true;
   // resnet: depth 9n + 2 (three groups of n bottleneck blocks), inner width
   // of the first group, square images of image_size x image_size with
   // `channels` channels, `classes` output classes.

@@ -65,6 +65,7 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("mlp_ratio", model.mlp_ratio, positive());
   r.read("dropout", model.dropout, unit_interval_open_top());
   r.read("init_std", model.init_std, above(0.0));
+  r.read("tie_embeddings", model.tie_embeddings);
   r.read("depth", model.depth, positive());
   r.read("width", model.width, positive());
   r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
@@ -565,6 +566,7 @@ std::string to_yaml(const Config& c) {
   put(out, "mlp_ratio", int64_t(c.model.mlp_ratio));
   put(out, "dropout", c.model.dropout);
   put(out, "init_std", c.model.init_std);
+  put(out, "tie_embeddings", c.model.tie_embeddings);
   put(out, "depth", int64_t(c.model.depth));
   put(out, "width", int64_t(c.model.width));
   put(out, "image_size", int64_t(c.model.image_size));

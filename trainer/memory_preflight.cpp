@@ -53,6 +53,7 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.hidden = c.model.hidden;
   in.heads = c.model.heads;
   in.mlp_ratio = c.model.mlp_ratio;
+  in.tie_embeddings = c.model.tie_embeddings;
   in.dp = dims.dp;
   in.tp = dims.tp;
   in.pp = dims.pp;

@@ -17,6 +17,7 @@ inline models::GptOptions gpt_options(const ModelConfig& m) {
   o.mlp_ratio = m.mlp_ratio;
   o.dropout = m.dropout;
   o.init_std = m.init_std;
+  o.tie_embeddings = m.tie_embeddings;
   return o;
 }
 

@@ -143,6 +143,7 @@ void Trainer::Impl::setup() {
   model = models::Gpt(
       model_options, groups,
       models::StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});
+  const bool tied = config.model.tie_embeddings;
   if (groups.dims().pp > 1) {
     if (!options.dump_tensors_dir.empty())
       throw std::invalid_argument("dumping tensors needs the whole model on one rank (pp = 1), " +
@@ -150,8 +151,9 @@ void Trainer::Impl::setup() {
     pipeline = std::make_unique<parallel::PipelineEngine>(
         groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
         std::vector<int64_t>{t.micro_batch, config.model.seq_len, config.model.hidden});
-    tied_embedding =
-        std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
+    if (tied)
+      tied_embedding =
+          std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
   }
   param_infos = model->param_infos();
   for (const auto& layout : model->layouts()) {
@@ -173,8 +175,13 @@ void Trainer::Impl::setup() {
   optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
   optimizer_options.zero_stage = int(config.parallel.zero_stage);
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
-  if (model->stage().has_head && !model->stage().has_embedding)
+  if (tied && model->stage().has_head && !model->stage().has_embedding)
     optimizer_options.counted_elsewhere.insert("token_embedding.weight");
+  // Untied, the token embedding's gradient holds only the rows of the step's
+  // tokens: its own buckets, role embedding_gradient, so the policy may send
+  // it block-sparse (compression.sparse_embedding).
+  if (!tied && model->stage().has_embedding)
+    optimizer_options.sparse_gradients.insert("token_embedding.weight");
   // The tied table's gradient is summed over the pipeline's end stages after
   // backward (pipeline_step), so its bucket is reduced over dp only in step().
   optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
@@ -300,7 +307,8 @@ std::string Trainer::Impl::save_checkpoint() {
   MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, groups.world().mpi());
   metadata.residual_buffers = residuals;
   std::set<std::string> held_elsewhere;
-  if (!model->stage().has_embedding) held_elsewhere.insert("token_embedding.weight");
+  if (config.model.tie_embeddings && !model->stage().has_embedding)
+    held_elsewhere.insert("token_embedding.weight");
   const auto entries = shard_entries(checkpointed, state, groups.coord().dp == 0, held_elsewhere);
   const auto saved = checkpoint::save_checkpoint(
       checkpoint_root(config), metadata, entries, options.resolved_config,
@@ -493,7 +501,7 @@ double Trainer::Impl::pipeline_step(int64_t step, double scale, bool overlap) {
     return model->head_loss(hidden, sample_micro_batch(Split::kTrain, step, m).narrow(1, 1, seq));
   };
   const double loss = pipeline->run_step(work, micro_batches, scale);
-  tied_embedding->sync_gradients(model->tied_embedding_weight());
+  if (tied_embedding) tied_embedding->sync_gradients(model->tied_embedding_weight());
   return loss;
 }
 

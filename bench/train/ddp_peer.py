@@ -76,7 +76,8 @@ def parameter_count(m):
     """GptOptions::parameter_count (models/gpt_options.h)."""
     h, r = m["hidden"], m["mlp_ratio"]
     per_block = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * r * h * h + r * h + h
-    return m["vocab_size"] * h + m["seq_len"] * h + m["layers"] * per_block + 2 * h
+    tables = 1 if m.get("tie_embeddings", True) else 2
+    return tables * m["vocab_size"] * h + m["seq_len"] * h + m["layers"] * per_block + 2 * h
 
 
 class Attention(nn.Module):
@@ -119,6 +120,8 @@ class Gpt(nn.Module):
         self.position_embedding = nn.Embedding(m["seq_len"], h)
         self.blocks = nn.ModuleList(Block(h, m["heads"], m["mlp_ratio"]) for _ in range(m["layers"]))
         self.final_norm = nn.LayerNorm(h)
+        # model.tie_embeddings false: a head table of its own (GPT-NeoX).
+        self.output_head = None if m.get("tie_embeddings", True) else nn.Linear(h, m["vocab_size"], bias=False)
         std = m["init_std"]
         residual_std = std / math.sqrt(2.0 * m["layers"])
         with torch.no_grad():
@@ -129,7 +132,7 @@ class Gpt(nn.Module):
                     p.zero_()
                 elif name.endswith("attention.out.weight") or name.endswith("fc_out.weight"):
                     p.normal_(0.0, residual_std)
-                else:  # token/position embeddings, qkv.weight, fc_in.weight
+                else:  # token/position embeddings, output head, qkv.weight, fc_in.weight
                     p.normal_(0.0, std)
 
     def forward(self, tokens, targets):
@@ -137,7 +140,8 @@ class Gpt(nn.Module):
         x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t))
         for block in self.blocks:
             x = block(x)
-        logits = torch.matmul(self.final_norm(x), self.token_embedding.weight.t())  # tied head
+        head = self.token_embedding.weight if self.output_head is None else self.output_head.weight
+        logits = torch.matmul(self.final_norm(x), head.t())
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
 
 

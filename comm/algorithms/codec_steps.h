@@ -26,6 +26,9 @@ enum class FeedbackSite : uint8_t {
   kAlltoallBlock = 6,
   kHaloLo = 7,
   kHaloHi = 8,
+  // A sparsifier's whole buffer before a block-sparse allreduce of its
+  // output (Communicator::allreduce, comm/block_sparse_calibration.h).
+  kSparsifiedInput = 9,
 };
 
 // Residual key for chunk `chunk` of part `part` (segment, peer ...) of the

@@ -16,6 +16,7 @@ namespace {
 
 PolicyConfig feedback_policy() {
   PolicyConfig config;
+  config.sparse_embedding = "off";  // routes().front() is the qsgd rule's
   PolicyRule qsgd;
   qsgd.match.groups = {GroupKind::kDp};
   qsgd.match.min_bytes = 0;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "compress/block_sparse_codec.h"
 #include "compress/identity_codec.h"
 
 namespace cmpi::comm {
@@ -48,6 +49,8 @@ compress::CodecRegistry test_registry() {
   registry.add("mpc", [](const CodecSpec& s) {
     return std::make_unique<compress::IdentityCodec>(CodecSpec(s.name()));
   });
+  registry.add("block_sparse",
+               [](const CodecSpec& s) { return std::make_unique<compress::BlockSparseCodec>(s); });
   return registry;
 }
 
@@ -104,11 +107,83 @@ TEST(Policy, UserRulesPrecedePresetRules) {
   config.rules.push_back(
       rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "user"));
   Policy policy = make_policy(config);
-  ASSERT_EQ(policy.rules().size(), 3u);
+  ASSERT_EQ(policy.rules().size(), 4u);  // user, 2 preset, sparse_embedding
   EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).origin, "user");
   Plan preset = policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kGradient, kMiB);
   EXPECT_EQ(preset.origin, "preset zhybrid: dp gradients (inter-node)");
   EXPECT_TRUE(preset.error_feedback);
+}
+
+// An embedding's gradient is a gradient: rules naming `gradient` take it,
+// rules naming `embedding_gradient` take nothing else.
+TEST(Policy, EmbeddingGradientIsMatchedByGradientRules) {
+  PolicyConfig config;
+  config.sparse_embedding = "off";
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {Op::kReduceScatter}, {Role::kEmbeddingGradient}, -1, -1},
+           CodecSpec("mpc"), "embedding only"));
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {}, {Role::kGradient}, -1, -1}, CodecSpec("identity"), "gradients"));
+  Policy policy = make_policy(config);
+  EXPECT_EQ(policy.rules().size(), 2u);
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB).origin,
+            "gradients");
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kEmbeddingGradient, kMiB).origin,
+            "embedding only");
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kGradient, kMiB).origin,
+            "gradients");
+  EXPECT_TRUE(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kWeight, kMiB).raw());
+}
+
+// sparse_embedding: auto adds one rule, stored last (the others keep their
+// indices, which name their codec state) and tried first; plan_after and
+// route_after give what the message would get without it.
+TEST(Policy, SparseEmbeddingRuleIsTriedFirstAndFallsThroughToTheNextRule) {
+  PolicyConfig config;
+  config.preset = "zhybrid";
+  config.preset_locality = "any";
+  config.rules.push_back(
+      rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "user"));
+  Policy policy = make_policy(config);
+  ASSERT_EQ(policy.rules().size(), 4u);
+  EXPECT_EQ(policy.rules().back().origin, "compression.sparse_embedding: auto");
+  EXPECT_EQ(policy.match_order().front(), 3u);
+
+  const Plan sparse = policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
+  ASSERT_FALSE(sparse.raw());
+  EXPECT_EQ(sparse.codec->name(), "block_sparse");
+  EXPECT_EQ(sparse.codec->get_string("select", ""), "auto");
+  EXPECT_EQ(sparse.rule, 3);
+  const Plan after =
+      policy.plan_after(sparse, GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
+  EXPECT_EQ(after.origin, "user");
+  EXPECT_EQ(after.rule, 0);
+  // Only dp allreduces of the embedding's gradient, above min_bytes.
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).origin, "user");
+  EXPECT_EQ(
+      policy.plan(GroupKind::kZero, Op::kReduceScatter, Role::kEmbeddingGradient, kMiB).origin,
+      "preset zhybrid: dp gradients");
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, 1024).rule, -1);
+
+  PolicySlice slice(policy, GroupKind::kDp);
+  const PolicySlice::Route* route = slice.route(Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
+  ASSERT_NE(route, nullptr);
+  EXPECT_EQ(route->rule, 3);
+  const PolicySlice::Route* next =
+      slice.route_after(*route, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(next->origin, "user");
+  EXPECT_EQ(slice.route_after(*next, Op::kAllreduce, Role::kEmbeddingGradient, kMiB)->origin,
+            "preset zhybrid: dp gradients");
+
+  config.sparse_embedding = "off";
+  Policy off = make_policy(config);
+  EXPECT_EQ(off.rules().size(), 3u);
+  EXPECT_EQ(off.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB).origin,
+            "user");
+  config.sparse_embedding = "sometimes";
+  EXPECT_NE(thrown_by([&] { make_policy(config); }).find("sparse_embedding 'sometimes'"),
+            std::string::npos);
 }
 
 // What each preset chooses, written out independently of preset_rules().
@@ -118,8 +193,13 @@ struct Expected {
   bool error_feedback = false;
 };
 
-Expected expected_choice(const std::string& preset, GroupKind g, Role role) {
-  bool dp_gradient = (g == GroupKind::kDp || g == GroupKind::kZero) && role == Role::kGradient;
+Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role role) {
+  // sparse_embedding: auto (the default) tries block-sparse first.
+  if (g == GroupKind::kDp && op == Op::kAllreduce && role == Role::kEmbeddingGradient)
+    return {"block_sparse", "", false};
+  // An embedding's gradient is a gradient to the presets.
+  bool dp_gradient = (g == GroupKind::kDp || g == GroupKind::kZero) &&
+                     (role == Role::kGradient || role == Role::kEmbeddingGradient);
   bool model = g == GroupKind::kTp || g == GroupKind::kPp;
   if (preset == "mzhybrid") {
     if (dp_gradient) return {"zfp", "16", false};
@@ -142,7 +222,7 @@ TEST(Policy, PresetsDecideEveryGroupOpRoleCombination) {
         for (int role = 0; role < kRoleCount; ++role) {
           SCOPED_TRACE(preset + " " + to_string(GroupKind(g)) + " " + to_string(Op(op)) + " " +
                        to_string(Role(role)));
-          Expected want = expected_choice(preset, GroupKind(g), Role(role));
+          Expected want = expected_choice(preset, GroupKind(g), Op(op), Role(role));
           Plan plan = policy.plan(GroupKind(g), Op(op), Role(role), 4 * kMiB);
           if (want.codec.empty()) {
             EXPECT_TRUE(plan.raw());
@@ -155,7 +235,9 @@ TEST(Policy, PresetsDecideEveryGroupOpRoleCombination) {
             EXPECT_EQ(plan.codec->get_string("rate", ""), want.rate);
           }
           EXPECT_EQ(plan.error_feedback, want.error_feedback);
-          EXPECT_NE(plan.origin.find("preset " + preset), std::string::npos);
+          EXPECT_NE(plan.origin.find(want.codec == "block_sparse" ? "sparse_embedding"
+                                                                  : "preset " + preset),
+                    std::string::npos);
           // Below the default min_bytes every preset sends raw.
           EXPECT_TRUE(policy.plan(GroupKind(g), Op(op), Role(role), 1024).raw());
         }
@@ -260,6 +342,7 @@ TEST(Policy, RuleWithoutCodecSendsRawAndShadowsThePreset) {
 
 TEST(Policy, ChunkBytesDefaultsToThePolicysAndRulesOverrideIt) {
   PolicyConfig config;
+  config.sparse_embedding = "off";  // the dp slice holds the user rule alone
   config.chunk_bytes = 1 << 20;
   config.rules.push_back(rule({{GroupKind::kDp}, {}, {}, -1, -1}, CodecSpec("identity"), "dp"));
   PolicyRule own = rule({{GroupKind::kTp}, {}, {}, -1, -1}, CodecSpec("identity"), "tp");
@@ -383,6 +466,7 @@ TEST(PolicySlice, AgreesWithThePolicyForItsGroup) {
 
 TEST(PolicySlice, HoldsOnlyItsGroupsRulesAndKnowsWhenSizeMatters) {
   PolicyConfig config;
+  config.sparse_embedding = "off";  // else the dp slice holds its rule
   config.rules.push_back(
       rule({{GroupKind::kTp}, {Op::kAlltoall}, {}, 0, -1}, CodecSpec("identity"), "any size"));
   config.rules.push_back(

@@ -82,6 +82,38 @@ TEST(ErrorFeedback, SignRunningSumTracksInputs) {
                  cmpi::testing::test_seed());
 }
 
+// The identity error feedback rests on, for every lossy codec a rule may
+// wrap (the quantizers natural and sign included): after encoding x with
+// residual r, the new residual plus what the receiver decodes is x + r, to
+// float rounding (the residual is formed as fl(fl(x + r) - sent)).
+TEST(ErrorFeedback, ResidualPlusSentIsInputPlusPreviousResidual) {
+  const size_t n = 1500;
+  for (const char* text : {"natural", "natural:seed=5", "sign", "sign:bucket=8", "qsgd:levels=4",
+                           "topk:ratio=0.05", "randomk:ratio=0.1", "threshold:threshold=0.5",
+                           "sidco:density=0.05", "zfp:mode=rate,rate=8", "bf16"}) {
+    SCOPED_TRACE(text);
+    ErrorFeedback feedback(make_codec(CodecSpec::parse(text)));
+    std::vector<uint8_t> payload(feedback.codec().max_encoded_bytes(n));
+    std::vector<float> sent(n), previous(n, 0.f);
+    for (int t = 0; t < 6; ++t) {
+      const auto x = gaussian(n, cmpi::testing::test_seed() + 31 * t);
+      const size_t size = feedback.encode(4, x.data(), n, payload.data(), payload.size());
+      feedback.codec().decode(payload.data(), size, sent.data(), n);
+      const std::vector<float>& r = feedback.residuals().at(4);
+      bool changed = false;
+      for (size_t i = 0; i < n; ++i) {
+        const double w = double(x[i]) + double(previous[i]);
+        const double u = std::ldexp(1.0, -23) * (std::fabs(w) + std::fabs(double(sent[i])));
+        ASSERT_NEAR(double(r[i]) + double(sent[i]), w, u)
+            << "step " << t << " element " << i << " seed " << cmpi::testing::test_seed();
+        changed |= sent[i] != float(w);
+      }
+      EXPECT_TRUE(changed) << "the codec sent the input unchanged: nothing to feed back";
+      previous = r;
+    }
+  }
+}
+
 TEST(ErrorFeedback, ResidualsAreKeptPerKeyAndLengthMismatchIsNamed) {
   ErrorFeedback feedback(make_codec(CodecSpec("topk", {{"ratio", "0.1"}})));
   auto a = gaussian(100, cmpi::testing::test_seed());

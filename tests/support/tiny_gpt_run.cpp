@@ -77,6 +77,7 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
   run.losses = result.losses;
   run.val_losses = result.val_losses;
   run.zero_traffic = groups.zero().stats().total();
+  run.dp_allreduce = groups.dp().stats().at(comm::Op::kAllreduce);
   run.peak_gathered_parameter_bytes = result.peak_gathered_parameter_bytes;
   return run;
 }

@@ -34,6 +34,7 @@ struct TinyGptRun {
   std::vector<double> losses;                          // per step
   std::vector<std::pair<int64_t, double>> val_losses;  // (step, loss) per evaluation
   comm::OpCounters zero_traffic;                       // what went through the zero group
+  comm::OpCounters dp_allreduce;                       // the dp group's allreduces
   int64_t peak_gathered_parameter_bytes = 0;           // this rank's, under ZeRO-3
 };
 

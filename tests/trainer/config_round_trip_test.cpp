@@ -29,6 +29,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.model.mlp_ratio, b.model.mlp_ratio);
   EXPECT_EQ(a.model.dropout, b.model.dropout);
   EXPECT_EQ(a.model.init_std, b.model.init_std);
+  EXPECT_EQ(a.model.tie_embeddings, b.model.tie_embeddings);
   EXPECT_EQ(a.parallel.data, b.parallel.data);
   EXPECT_EQ(a.parallel.tensor, b.parallel.tensor);
   EXPECT_EQ(a.parallel.pipeline, b.parallel.pipeline);
@@ -68,6 +69,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.compression.preset_locality, b.compression.preset_locality);
   EXPECT_EQ(a.compression.ranks_per_node, b.compression.ranks_per_node);
   EXPECT_EQ(a.compression.plain_ring_min_bytes, b.compression.plain_ring_min_bytes);
+  EXPECT_EQ(a.compression.sparse_embedding, b.compression.sparse_embedding);
   ASSERT_EQ(a.compression.rules.size(), b.compression.rules.size());
   for (size_t i = 0; i < a.compression.rules.size(); ++i) {
     const comm::PolicyRule& x = a.compression.rules[i];
@@ -97,7 +99,7 @@ TEST_F(ConfigTest, ToYamlRoundTripsAConfigWithEveryValueChanged) {
   const std::string text = R"(
 run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false}
 model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ratio: 3,
-        dropout: 0.1, init_std: 0.017}
+        dropout: 0.1, init_std: 0.017, tie_embeddings: false}
 parallel: {data: 3, tensor: 2, pipeline: 5, spatial: 1, zero_stage: 3, schedule: gpipe,
            dp_bucket_bytes: 25MB}
 training: {steps: 77, global_batch: 90, micro_batch: 5, lr: 0.00123456789012345, min_lr: 1e-7,
@@ -112,6 +114,7 @@ compression:
   min_bytes: 0
   chunk_bytes: 12
   error_sample_rate: 0.333
+  sparse_embedding: "off"
   rules:
     - match: {group: [dp, zero], op: [allreduce, alltoall], role: [gradient, weight],
               min_bytes: 100, max_bytes: 1GiB, locality: intra}
@@ -160,6 +163,8 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "plain_ring_min_bytes: 1MiB",
                           "min_bytes: 64KiB",
                           "error_sample_rate:",
+                          "sparse_embedding: auto",
+                          "tie_embeddings: true",
                           "rules: []",
                           "checkpoint:",
                           "every:",
@@ -206,6 +211,7 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   EXPECT_EQ(c.model.heads, 64);
   EXPECT_EQ(c.model.seq_len, 2048);
   EXPECT_EQ(c.model.vocab_size, 50432);
+  EXPECT_FALSE(c.model.tie_embeddings);  // GPT-NeoX-20B's output head is its own
   const parallel::ParallelDims dims = validate_layout(c, 96);
   EXPECT_EQ(dims.tp, 4);
   EXPECT_EQ(dims.pp, 6);
