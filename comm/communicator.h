@@ -174,9 +174,7 @@ class Communicator {
 
   // The compressing route for a message, or nullptr for the plain path.
   const Route* compressing_route(Op op, Role role, size_t bytes, Locality locality) const {
-    if (!policy_) return nullptr;
-    const Route* route = policy_->route(op, role, bytes, locality);
-    return route != nullptr && route->codec != nullptr ? route : nullptr;
+    return compressing(find_route(op, role, bytes, locality));
   }
   // For ops whose sizes may differ between ranks: the largest over the group
   // when the route depends on the size (one allreduce), else `local_bytes`.
@@ -198,8 +196,7 @@ class Communicator {
   // nullptr for the plain path.
   const Route* compressing_route_after(const Route& route, Op op, Role role, size_t bytes,
                                        Locality locality) const {
-    const Route* next = policy_->route_after(route, op, role, bytes, locality);
-    return next != nullptr && next->codec != nullptr ? next : nullptr;
+    return compressing(policy_->route_after(route, op, role, bytes, locality));
   }
   // A block_sparse route: runs the block-sparse allreduce and returns true,
   // or returns false (nothing done) when `select: auto` finds the group's

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/policy.h"
+#include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
@@ -42,13 +43,6 @@ std::vector<uint8_t> encode(PolicySlice& slice, uint64_t key, const std::vector<
   return out;
 }
 
-std::vector<float> random_values(std::mt19937_64& rng, size_t n) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
-
 TEST(CodecState, RestoredSliceContinuesBitExact) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -56,7 +50,7 @@ TEST(CodecState, RestoredSliceContinuesBitExact) {
   const Policy policy(feedback_policy());
   for (GroupKind group : {GroupKind::kDp, GroupKind::kTp}) {
     PolicySlice original(policy, group);
-    for (uint64_t key : {3u, 9u}) encode(original, key, random_values(rng, 200));
+    for (uint64_t key : {3u, 9u}) encode(original, key, testing::gaussian(rng, 200));
     const CodecState saved = original.codec_state();
     EXPECT_FALSE(saved.random_states.empty()) << "qsgd and randomk draw random numbers";
     if (group == GroupKind::kDp) EXPECT_EQ(saved.residuals.size(), 2u);
@@ -65,14 +59,14 @@ TEST(CodecState, RestoredSliceContinuesBitExact) {
     EXPECT_TRUE(restored.restore_codec_state(saved).empty());
     for (int step = 0; step < 3; ++step)
       for (uint64_t key : {3u, 9u}) {
-        const auto data = random_values(rng, 200);
+        const auto data = testing::gaussian(rng, 200);
         EXPECT_EQ(encode(original, key, data), encode(restored, key, data))
             << to_string(group) << " step " << step << " key " << key;
       }
 
     // A fresh slice draws other numbers: the comparison above could fail.
     PolicySlice fresh(policy, group);
-    const auto data = random_values(rng, 200);
+    const auto data = testing::gaussian(rng, 200);
     EXPECT_NE(encode(original, 3, data), encode(fresh, 3, data)) << to_string(group);
   }
 }

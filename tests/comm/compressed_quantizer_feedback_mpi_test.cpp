@@ -75,6 +75,19 @@ double largest(const std::vector<double>& v, double floor = 1.0) {
   return floor;
 }
 
+// A one-source transfer (broadcast, p2p) repeated kCalls times: what arrived
+// in all calls plus the sender's residual is kCalls times the input.
+::testing::AssertionResult delivered_plus_residual_is_calls_times(
+    const std::vector<double>& delivered, const std::vector<double>& residual,
+    const std::vector<float>& x) {
+  std::vector<double> got(x.size()), want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    got[i] = delivered[i] + residual[i];
+    want[i] = kCalls * double(x[i]);
+  }
+  return sums_match(got, want, largest(residual) + largest(delivered) / kCalls);
+}
+
 struct Group {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
@@ -172,12 +185,7 @@ TEST(QuantizerFeedback, BroadcastDeliversInputTimesCallsMinusRootResidual) {
     std::vector<double> residual(n, 0.0);
     if (g.rank == root) residual = residual_of(f.feedback, FeedbackSite::kBroadcastRoot, 0, n);
     MPI_Bcast(residual.data(), int(n), MPI_DOUBLE, root, g.comm);
-    std::vector<double> got(n), want(n);
-    for (size_t i = 0; i < n; ++i) {
-      got[i] = delivered[i] + residual[i];
-      want[i] = kCalls * double(x[i]);
-    }
-    EXPECT_TRUE(sums_match(got, want, largest(residual) + largest(delivered) / kCalls));
+    EXPECT_TRUE(delivered_plus_residual_is_calls_times(delivered, residual, x));
   }
 }
 
@@ -207,12 +215,7 @@ TEST(QuantizerFeedback, P2pDeliversInputTimesCallsMinusSenderResidual) {
       residual = residual_of(f.feedback, FeedbackSite::kSend, uint64_t(receiver), n);
     MPI_Bcast(residual.data(), int(n), MPI_DOUBLE, sender, g.comm);
     if (g.rank == sender) continue;
-    std::vector<double> got(n), want(n);
-    for (size_t i = 0; i < n; ++i) {
-      got[i] = delivered[i] + residual[i];
-      want[i] = kCalls * double(x[i]);
-    }
-    EXPECT_TRUE(sums_match(got, want, largest(residual) + largest(delivered) / kCalls));
+    EXPECT_TRUE(delivered_plus_residual_is_calls_times(delivered, residual, x));
   }
 }
 

@@ -9,17 +9,11 @@
 #include <vector>
 
 #include "compress/codec_registry.h"
+#include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
-
-std::vector<float> random_values(std::mt19937_64& rng, size_t n) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
 
 TEST(CodecRandomState, RestoredGeneratorEncodesWhatTheOriginalEncodesNext) {
   const uint64_t seed = testing::test_seed();
@@ -29,11 +23,11 @@ TEST(CodecRandomState, RestoredGeneratorEncodesWhatTheOriginalEncodesNext) {
   for (const CodecSpec& spec : {CodecSpec("randomk", {{"ratio", "0.1"}}),
                                 CodecSpec("qsgd", {{"levels", "4"}}), CodecSpec("natural")}) {
     auto original = registry.create(spec);
-    original->encode(random_values(rng, 1000).data(), 1000);  // advance the generator
+    original->encode(testing::gaussian(rng, 1000).data(), 1000);  // advance the generator
     const auto state = original->random_state();
     EXPECT_FALSE(state.empty()) << spec.to_string();
     auto restored = registry.create(spec);
-    const auto data = random_values(rng, 1000);
+    const auto data = testing::gaussian(rng, 1000);
     EXPECT_NE(original->random_state(), restored->random_state()) << spec.to_string();
     restored->restore_random_state(state);
     EXPECT_EQ(original->encode(data.data(), data.size()),

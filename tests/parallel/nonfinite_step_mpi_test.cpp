@@ -17,6 +17,7 @@
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
 #include "tests/support/mpi_world.h"
+#include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::parallel {
@@ -33,10 +34,7 @@ struct Shape {
 const std::vector<Shape> kShapes = {{"a.weight", {5, 7}}, {"b.weight", {9, 3}}, {"c.bias", {11}}};
 constexpr size_t kPoisoned = 1;  // b.weight
 
-torch::Tensor seeded_normal(const std::vector<int64_t>& dims, uint64_t seed) {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return torch::randn(dims, generator, torch::kFloat);
-}
+using testing::seeded_normal;
 
 std::vector<ParamInfo> make_params(uint64_t seed) {
   std::vector<ParamInfo> params;

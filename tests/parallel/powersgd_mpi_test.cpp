@@ -22,6 +22,7 @@
 #include "parallel/powersgd_reducer.h"
 #include "parallel/process_groups.h"
 #include "tests/support/mpi_world.h"
+#include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::parallel {
@@ -30,10 +31,7 @@ namespace {
 using testing::world_rank;
 using testing::world_size;
 
-torch::Tensor seeded_normal(std::vector<int64_t> shape, uint64_t seed) {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return torch::randn(shape, generator, torch::kFloat);
-}
+using testing::seeded_normal;
 
 // Sum over ranks (double accumulation of float inputs, then float).
 torch::Tensor summed(const torch::Tensor& local) {

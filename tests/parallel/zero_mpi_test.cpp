@@ -27,6 +27,7 @@
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
 #include "tests/support/mpi_world.h"
+#include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 
@@ -36,10 +37,7 @@ namespace {
 using testing::world_rank;
 using testing::world_size;
 
-torch::Tensor seeded_normal(std::vector<int64_t> shape, uint64_t seed) {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  return torch::randn(shape, generator, torch::kFloat);
-}
+using testing::seeded_normal;
 
 void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, double rel,
                   const std::string& what) {

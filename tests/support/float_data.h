@@ -24,6 +24,14 @@ inline std::vector<float> gaussian(size_t n, float sigma, uint64_t seed) {
   return v;
 }
 
+// n N(0, 1) values drawn from `rng`, which goes on from where they end.
+inline std::vector<float> gaussian(std::mt19937_64& rng, size_t n) {
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
 // A slowly varying signal with a little seeded noise in the last mantissa bits.
 inline std::vector<float> smooth(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
