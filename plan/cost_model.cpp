@@ -95,6 +95,12 @@ const CodecCost& CodecCostTable::cost(const compress::CodecSpec& spec) {
   c.ratio = double(size) / raw;
   c.encode_bytes_per_s = raw / std::max(encode_s, 1e-9) * codec_scale_;
   c.decode_bytes_per_s = raw / std::max(decode_s, 1e-9) * codec_scale_;
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < kFloats; ++i) {
+    error += double(decoded[i] - data[i]) * double(decoded[i] - data[i]);
+    norm += double(data[i]) * double(data[i]);
+  }
+  c.rel_error = norm > 0 ? std::sqrt(error / norm) : 0;
   return measured_.emplace(key, c).first->second;
 }
 

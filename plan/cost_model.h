@@ -38,6 +38,7 @@ struct CodecCost {
   double ratio = 1;                  // compressed bytes / raw bytes
   double encode_bytes_per_s = 1e12;  // raw bytes per second
   double decode_bytes_per_s = 1e12;
+  double rel_error = 0;  // ||D(C(x)) - x|| / ||x|| on the probe's data
 };
 
 class CodecCostTable {

@@ -47,8 +47,11 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
       o.codec_scale);
   out += buf;
   if (o.cores > 0) {
+    char stretch[48];
+    std::snprintf(stretch, sizeof stretch, " | compute x %.3g", p.compute_stretch);
     std::snprintf(
-        buf, sizeof buf, "cores: %d ranks share %.3g cores%s\n", o.world_size, o.cores,
+        buf, sizeof buf, "cores: %d ranks share %.3g cores, waits %s%s%s\n", o.world_size, o.cores,
+        o.spinning_waits ? "poll" : "sleep", p.compute_stretch > 1 ? stretch : "",
         p.cpu_bound_seconds > 0
             ? (" | time-sharing bound " + trainer::human_seconds(p.cpu_bound_seconds)).c_str()
             : "");
@@ -99,13 +102,14 @@ std::string plan_json(const StepPlan& p, const PlanOptions& o) {
                 "{\"preset\":%s,\"layout\":%s,\"ranks\":%d,\"ranks_per_node\":%d,"
                 "\"micro_batches\":%lld,\"step_seconds\":%.6g,\"compute_seconds\":%.6g,"
                 "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
-                "\"cpu_bound_seconds\":%.6g,\"flops_per_second\":%.6g,\"cores\":%.6g,"
+                "\"cpu_bound_seconds\":%.6g,\"compute_stretch\":%.6g,\"flops_per_second\":%.6g,"
+                "\"cores\":%.6g,"
                 "\"codec_scale\":%.6g,\"memory\":",
                 json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
-                json_string(p.bound_by).c_str(), p.cpu_bound_seconds, o.flops_per_second, o.cores,
-                o.codec_scale);
+                json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
+                o.flops_per_second, o.cores, o.codec_scale);
   std::string out = std::string(buf) + memory_json(p.memory) + ",\"stages\":[";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const StagePlan& sp = p.stages[s];

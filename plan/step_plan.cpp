@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "comm/adaptive_model.h"
 #include "comm/policy.h"
 #include "trainer/memory_preflight.h"
 
@@ -11,6 +12,15 @@ namespace cmpi::plan {
 namespace {
 
 using comm::GroupKind;
+
+// One message class through one route, per step.
+struct MessageCost {
+  double ratio = 1;          // wire bytes / raw bytes
+  double rel_error = 0;      // the codec's, on the probe's data
+  double codec_seconds = 0;  // encode + decode of every byte sent
+  double fill_seconds = 0;   // one chunk's codec time per call (the pipeline's fill)
+  double seconds = 0;        // latency + max(wire, codec) + fill
+};
 using comm::Op;
 
 int latency_rounds(Op op, int n) {
@@ -113,13 +123,16 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
   // CPU seconds all ranks spend per step (compute and codecs), for the
   // time-sharing bound when the ranks share fewer cores than they are.
   double cpu_seconds_all_ranks = 0;
+  const bool time_shared = o.cores > 0 && o.cores < double(o.world_size);
+  plan.compute_stretch = time_shared && o.spinning_waits ? double(o.world_size) / o.cores : 1.0;
   const double ranks_per_stage = double(o.world_size) / double(dims.pp);
   for (int stage = 0; stage < dims.pp; ++stage) {
     StagePlan sp;
     sp.shape = stage_shape(c, dims, stage);
     sp.memory = stage_memory[size_t(stage)];
     const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
-    sp.forward_seconds = fwd / o.flops_per_second;
+    const double forward_cpu_seconds = fwd / o.flops_per_second;
+    sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
     sp.backward_seconds = 2 * sp.forward_seconds;
 
     std::map<GroupKind, GroupCost> groups;
@@ -138,22 +151,61 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
       while (!route.raw() && msg.op == comm::Op::kAllreduce && is_auto_block_sparse(*route.codec))
         route = policy.plan_after(route, msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
       const double sent = msg.sent_bytes();
-      double ratio = 1, codec_seconds = 0, fill_seconds = 0;
-      if (!route.raw()) {
-        const CodecCost& cost = codecs.cost(*route.codec);
-        ratio = cost.ratio;
-        codec_seconds = sent / cost.encode_bytes_per_s + sent / cost.decode_bytes_per_s;
-        const double chunk = std::min(double(route.chunk_bytes), double(msg.bytes));
-        fill_seconds = chunk / cost.encode_bytes_per_s + chunk / cost.decode_bytes_per_s;
-        // A rank with less than a core spends only its share of it.
-        codec_cpu_seconds += codec_seconds * std::min(1.0, o.codec_scale);
+      const auto price = [&](const compress::CodecSpec* codec) {
+        MessageCost cost;
+        if (codec != nullptr) {
+          const CodecCost& measured = codecs.cost(*codec);
+          cost.ratio = measured.ratio;
+          cost.rel_error = measured.rel_error;
+          cost.codec_seconds =
+              sent / measured.encode_bytes_per_s + sent / measured.decode_bytes_per_s;
+          const double chunk = std::min(double(route.chunk_bytes), double(msg.bytes));
+          cost.fill_seconds =
+              chunk / measured.encode_bytes_per_s + chunk / measured.decode_bytes_per_s;
+        }
+        const double wire_seconds =
+            sent * cost.ratio * 8 / (link.bits_per_second * o.link_efficiency / share);
+        const double latency =
+            double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
+        cost.seconds = latency + std::max(wire_seconds, cost.codec_seconds) +
+                       cost.fill_seconds * double(msg.calls);
+        return cost;
+      };
+      std::string codec_name;
+      MessageCost cost;
+      const comm::PolicyRule* adaptive =
+          route.rule >= 0 && !policy.rules()[size_t(route.rule)].candidates.empty()
+              ? &policy.rules()[size_t(route.rule)]
+              : nullptr;
+      if (adaptive) {
+        // Preset auto: the candidate its model would pick on these numbers
+        // (the fastest within the error budget; raw, first, wins ties).
+        cost = price(nullptr);
+        codec_name = "auto: raw";
+        for (const comm::AutoCandidate& candidate : adaptive->candidates) {
+          if (!candidate.codec) continue;
+          const MessageCost c = price(&*candidate.codec);
+          comm::CandidateKind kind;
+          kind.lossless = c.rel_error == 0;
+          kind.error_feedback = candidate.error_feedback;
+          comm::CandidateMeasure measure;
+          measure.measured = true;
+          measure.rel_error = c.rel_error;
+          if (!comm::within_error_budget(kind, measure, policy.config().auto_settings)) continue;
+          if (c.seconds < cost.seconds) {
+            cost = c;
+            codec_name = "auto: " + candidate.codec->to_string() +
+                         (candidate.error_feedback ? " + feedback" : "");
+          }
+        }
+      } else {
+        cost = price(route.codec);
+        codec_name = route.raw() ? "raw" : route.codec->to_string();
       }
-      const double wire = sent * ratio;
-      const double wire_seconds = wire * 8 / (link.bits_per_second * o.link_efficiency / share);
-      const double latency =
-          double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
-      const double seconds = latency + std::max(wire_seconds, codec_seconds) +
-                             (route.raw() ? 0 : fill_seconds * msg.calls);
+      // A rank with less than a core spends only its share of it.
+      codec_cpu_seconds += cost.codec_seconds * std::min(1.0, o.codec_scale);
+      const double wire = sent * cost.ratio;
+      const double seconds = cost.seconds;
 
       GroupCost& g = groups[msg.group];
       g.group = msg.group;
@@ -162,9 +214,8 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
       g.raw_bytes += sent;
       g.wire_bytes += wire;
       g.seconds += seconds;
-      const std::string codec = route.raw() ? "raw" : route.codec->to_string();
-      if (g.codecs.find(codec) == std::string::npos)
-        g.codecs += (g.codecs.empty() ? "" : ", ") + codec;
+      if (g.codecs.find(codec_name) == std::string::npos)
+        g.codecs += (g.codecs.empty() ? "" : ", ") + codec_name;
       if (msg.prefetched_per_layer) {
         prefetched += seconds;
       } else if (msg.per_micro_batch) {
@@ -199,8 +250,7 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
         if (buckets_here) g.exposed_seconds += dp_exposed;
       }
     per_step_seconds[size_t(stage)] = per_step + dp_exposed;
-    cpu_seconds_all_ranks +=
-        ranks_per_stage * (m * (sp.forward_seconds + sp.backward_seconds) + codec_cpu_seconds);
+    cpu_seconds_all_ranks += ranks_per_stage * (m * 3 * forward_cpu_seconds + codec_cpu_seconds);
     slot_seconds =
         std::max(slot_seconds, sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch);
     for (auto& [kind, g] : groups) sp.groups.push_back(g);
@@ -220,7 +270,7 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
   // at the step's end during which no rank has work (the bubble and the
   // waits in between are filled by other ranks' work).
   plan.cpu_bound_seconds = 0;
-  if (o.cores > 0 && o.cores < double(o.world_size)) {
+  if (time_shared) {
     plan.cpu_bound_seconds = cpu_seconds_all_ranks / o.cores + per_step_exposed;
     if (plan.cpu_bound_seconds > plan.step_seconds) {
       plan.compute_seconds *= plan.cpu_bound_seconds / plan.step_seconds;

@@ -15,11 +15,16 @@
 //   step      + per-step collectives (loss, norms, tied embedding, ZeRO's
 //             weight allgather);
 //   cores     ranks that share fewer cores than they are (`cores` < world
-//             size, e.g. an emulated cluster on one machine) time-share them:
-//             the step takes at least every rank's CPU work (compute and
-//             codecs) / cores + the per-step communication at its end, when
-//             no rank has work (the pipeline bubble and the waits between
-//             ranks are filled by other ranks' work, so they do not add).
+//             size, e.g. an emulated cluster on one machine) time-share them.
+//             Waits that poll (`spinning_waits`: OpenMPI's yield_when_idle and
+//             the collectives' sched_yield loops) keep every rank runnable,
+//             so a computing rank gets cores / world size of a core all step
+//             long: its compute is stretched by world size / cores. Waits
+//             that sleep leave the cores to the computing ranks: the step
+//             then takes at least every rank's CPU work (compute and codecs)
+//             / cores + the per-step communication at its end, when no rank
+//             has work (the bubble and the waits are filled by other ranks'
+//             work, so they do not add). Both bounds apply with polling.
 // Links: the ranks of one pipeline stage on a node move their dp, zero, tp
 // and pp messages in lockstep, so they share the node's uplink.
 // The group that contributes most after compute is named as the bound.
@@ -46,6 +51,8 @@ struct PlanOptions {
   // Cores all ranks share (the machine of an emulated cluster); 0: every
   // rank has its own.
   double cores = 0;
+  // Waiting ranks poll (true) or sleep (false); matters only with `cores`.
+  bool spinning_waits = true;
   // Goodput over link rate: MPI over TCP on the emulated cluster's shaped
   // links measured 0.81 (1 Gbit/s) and 0.84 (200 Mbit/s) for a 13.8 MB ring
   // allreduce over 4 nodes.
@@ -79,6 +86,7 @@ struct StepPlan {
   double bubble_fraction = 0;
   double step_seconds = 0;
   double cpu_bound_seconds = 0;  // the time-sharing bound (0: cores not shared)
+  double compute_stretch = 1;    // world size / cores with polling waits, else 1
   double tokens_per_second = 0;
   std::string bound_by;  // "compute" or a group
 };

@@ -75,6 +75,8 @@ const char* CliArgs::usage() {
          "                           here on one layer of the model)\n"
          "    --plan-cores N         cores all ranks share, e.g. one machine running an\n"
          "                           emulated cluster (default: a core per rank)\n"
+         "    --plan-waits spin|block  with --plan-cores: waiting ranks poll and stay\n"
+         "                           runnable (spin, default) or sleep (block)\n"
          "    --plan-codec-scale X   codec throughput per rank in cores of this machine\n"
          "                           (default 1, or cores / ranks with --plan-cores)\n"
          "    --plan-link-efficiency E  goodput / link rate (default 0.85)\n"
@@ -116,6 +118,10 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.flops = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-cores") {
       args.plan.cores = parse_positive_real(value_of(i, arg), arg);
+    } else if (arg == "--plan-waits") {
+      args.plan.waits = value_of(i, arg);
+      if (args.plan.waits != "spin" && args.plan.waits != "block")
+        throw UsageError("--plan-waits is spin or block, got '" + args.plan.waits + "'");
     } else if (arg == "--plan-codec-scale") {
       args.plan.codec_scale = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-link-efficiency") {

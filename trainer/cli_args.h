@@ -33,6 +33,9 @@ struct PlanArgs {
   // Cores all the ranks share (an emulated cluster on one machine); 0: each
   // rank has its own.
   double cores = 0;
+  // With cores: whether a waiting rank keeps its core busy polling ("spin",
+  // what OpenMPI's and the collectives' yield loops do) or sleeps ("block").
+  std::string waits = "spin";
   double link_efficiency = 0.85;  // goodput / link rate
   bool compare_presets = false;
   std::string json_path;

@@ -50,6 +50,7 @@ models::ResnetOptions resnet_options(const Config& c) {
   o.channels = c.model.channels;
   o.classes = c.model.classes;
   o.seed = c.run.seed;
+  o.activation = models::parse_activation(c.model.activation);
   return o;
 }
 

@@ -46,6 +46,8 @@ struct ModelConfig {
   int64_t image_size = 16;
   int64_t channels = 3;
   int64_t classes = 10;
+  // "relu" (default) | "silu" (smooth; see models/cnn/resnet_plan.h).
+  std::string activation = "relu";
 };
 
 struct ParallelConfig {

@@ -71,6 +71,7 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
   r.read("channels", model.channels, positive());
   r.read("classes", model.classes, IntRange{2, std::numeric_limits<int64_t>::max()});
+  r.read("activation", model.activation, {"relu", "silu"});
   if (model.kind == "resnet" && (model.depth < 11 || (model.depth - 2) % 9 != 0))
     r.fail("depth", "a ResNet's depth must be 9n + 2 with n >= 1 (11, 20, 29, ..., 110), got " +
                         std::to_string(model.depth));
@@ -572,6 +573,7 @@ std::string to_yaml(const Config& c) {
   put(out, "image_size", int64_t(c.model.image_size));
   put(out, "channels", int64_t(c.model.channels));
   put(out, "classes", int64_t(c.model.classes));
+  put(out, "activation", c.model.activation);
   out << YAML::EndMap;
 
   begin_section(out, "parallel");

@@ -30,6 +30,7 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
   options.inter = plan::Link::parse(args.inter_link, "--plan-link inter");
   options.intra = plan::Link::parse(args.intra_link, "--plan-link intra");
   options.cores = args.cores;
+  options.spinning_waits = args.waits == "spin";
   // A rank's codecs run on its share of the cores unless the user says how
   // fast they are (GPU codecs).
   options.codec_scale = args.codec_scale > 0 ? args.codec_scale

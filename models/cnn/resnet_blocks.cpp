@@ -1,6 +1,13 @@
 #include "models/cnn/resnet_blocks.h"
 
 namespace cmpi::models {
+namespace {
+
+torch::Tensor activate(const torch::Tensor& x, Activation activation) {
+  return activation == Activation::kSilu ? torch::silu(x) : torch::relu(x);
+}
+
+}  // namespace
 
 ResnetStemImpl::ResnetStemImpl(const CnnLayerSpec& spec, const ConvLayerFactory& factory) {
   conv_ = factory.conv2d({spec.in_channels, spec.out_channels, 3, 1, 1, 1, false});
@@ -12,7 +19,8 @@ torch::Tensor ResnetStemImpl::forward(const torch::Tensor& images) {
 }
 
 PreActBottleneckImpl::PreActBottleneckImpl(const CnnLayerSpec& spec,
-                                           const ConvLayerFactory& factory) {
+                                           const ConvLayerFactory& factory)
+    : activation_(spec.activation) {
   bn1_ = factory.batch_norm(spec.in_channels);
   conv1_ = factory.conv2d({spec.in_channels, spec.mid_channels, 1, 1, 0, 1, false});
   bn2_ = factory.batch_norm(spec.mid_channels);
@@ -33,15 +41,16 @@ PreActBottleneckImpl::PreActBottleneckImpl(const CnnLayerSpec& spec,
 }
 
 torch::Tensor PreActBottleneckImpl::forward(const torch::Tensor& x) {
-  auto a = torch::relu(bn1_.forward(x));
+  auto a = activate(bn1_.forward(x), activation_);
   auto shortcut = projection_.is_empty() ? x : projection_.forward(a);
   auto out = conv1_.forward(a);
-  out = conv2_.forward(torch::relu(bn2_.forward(out)));
-  out = conv3_.forward(torch::relu(bn3_.forward(out)));
+  out = conv2_.forward(activate(bn2_.forward(out), activation_));
+  out = conv3_.forward(activate(bn3_.forward(out), activation_));
   return out + shortcut;
 }
 
-ResnetHeadImpl::ResnetHeadImpl(const CnnLayerSpec& spec, const ConvLayerFactory& factory) {
+ResnetHeadImpl::ResnetHeadImpl(const CnnLayerSpec& spec, const ConvLayerFactory& factory)
+    : activation_(spec.activation) {
   bn_ = factory.batch_norm(spec.in_channels);
   pool_ = factory.global_avg_pool();
   classifier_ = torch::nn::Linear(spec.in_channels, spec.out_channels);
@@ -51,7 +60,7 @@ ResnetHeadImpl::ResnetHeadImpl(const CnnLayerSpec& spec, const ConvLayerFactory&
 }
 
 torch::Tensor ResnetHeadImpl::forward(const torch::Tensor& x) {
-  return classifier_->forward(pool_.forward(torch::relu(bn_.forward(x))));
+  return classifier_->forward(pool_.forward(activate(bn_.forward(x), activation_)));
 }
 
 }  // namespace cmpi::models

@@ -3,8 +3,8 @@
 // and the classifier head. Each builds its convolutions, BatchNorms and pools
 // through a ConvLayerFactory, so spatial-parallel versions can be swapped in.
 //
-// Bottleneck (pre-activation): a = relu(bn1(x)); the shortcut is x, or a 1x1
-// projection of a (stride s) where the shape changes; then
+// Bottleneck (pre-activation): a = relu(bn1(x)) (or SiLU: spec.activation); the shortcut is x, or a
+// 1x1 projection of a (stride s) where the shape changes; then
 //   conv3(relu(bn3(conv2(relu(bn2(conv1(a))))))) + shortcut
 // with conv1 1x1 (in -> mid), conv2 3x3 stride s (mid -> mid), conv3 1x1
 // (mid -> out). No activation after the sum: the next block normalises.
@@ -35,6 +35,7 @@ class PreActBottleneckImpl : public torch::nn::Module {
  private:
   torch::nn::AnyModule bn1_, conv1_, bn2_, conv2_, bn3_, conv3_;
   torch::nn::AnyModule projection_;  // empty when the shortcut is the identity
+  Activation activation_;
 };
 TORCH_MODULE(PreActBottleneck);
 
@@ -47,6 +48,7 @@ class ResnetHeadImpl : public torch::nn::Module {
  private:
   torch::nn::AnyModule bn_, pool_;
   torch::nn::Linear classifier_{nullptr};
+  Activation activation_;
 };
 TORCH_MODULE(ResnetHead);
 

@@ -9,6 +9,10 @@
 // first block of groups 2 and 3 halves the image side (stride 2 in its 3x3
 // convolution and its projection shortcut), then a head (BatchNorm, ReLU,
 // global average pool, linear classifier). ResNet-110 of Hy-Fi is n = 12.
+// The activation is ReLU, or SiLU (x * sigmoid(x)) where a smooth one is
+// wanted: ReLU's derivative jumps at 0, so two runs whose pre-activations
+// differ by rounding can route one element's gradient differently (the
+// trajectory tests of parallel layouts use SiLU for that reason).
 //
 // The model is a sequence of 3n + 2 pipeline "layers": the stem, each block,
 // the head. A pipeline stage holds consecutive layers.
@@ -21,6 +25,15 @@
 
 namespace cmpi::models {
 
+enum class Activation { kRelu, kSilu };
+
+// "relu" | "silu"; throws std::invalid_argument for anything else.
+inline Activation parse_activation(const std::string& name) {
+  if (name == "relu") return Activation::kRelu;
+  if (name == "silu") return Activation::kSilu;
+  throw std::invalid_argument("activation '" + name + "' is unknown (known: relu, silu)");
+}
+
 struct ResnetOptions {
   int64_t depth = 29;  // 9n + 2, n >= 1
   int64_t width = 16;  // inner width of the first group's blocks
@@ -28,6 +41,7 @@ struct ResnetOptions {
   int64_t channels = 3;
   int64_t classes = 10;
   uint64_t seed = 1234;  // initialisation: layer i draws from seed and i alone
+  Activation activation = Activation::kRelu;
 };
 
 struct CnnLayerSpec {
@@ -36,6 +50,7 @@ struct CnnLayerSpec {
   int64_t in_channels = 0, mid_channels = 0, out_channels = 0;
   int64_t stride = 1;
   int64_t in_size = 0, out_size = 0;  // image side before and after (head: out_size 1)
+  Activation activation = Activation::kRelu;
 };
 
 // An empty string when the options describe a ResNet, else why not, naming
@@ -72,6 +87,7 @@ inline std::vector<CnnLayerSpec> resnet_layers(const ResnetOptions& o) {
   stem.in_channels = o.channels;
   stem.out_channels = o.width;
   stem.in_size = stem.out_size = o.image_size;
+  stem.activation = o.activation;
   layers.push_back(stem);
   const int64_t blocks = (o.depth - 2) / 9;
   int64_t channels = o.width, size = o.image_size;
@@ -85,6 +101,7 @@ inline std::vector<CnnLayerSpec> resnet_layers(const ResnetOptions& o) {
       block.stride = group > 0 && b == 0 ? 2 : 1;
       block.in_size = size;
       block.out_size = strided_size(size, block.stride);
+      block.activation = o.activation;
       layers.push_back(block);
       channels = block.out_channels;
       size = block.out_size;
@@ -95,6 +112,7 @@ inline std::vector<CnnLayerSpec> resnet_layers(const ResnetOptions& o) {
   head.out_channels = o.classes;
   head.in_size = size;
   head.out_size = 1;
+  head.activation = o.activation;
   layers.push_back(head);
   return layers;
 }

@@ -125,6 +125,41 @@ TEST(CnnStage, StagesComposeToTheWholeModel) {
   EXPECT_TRUE(torch::equal(expected, split)) << "seed " << seed;
 }
 
+// The activation option reaches every layer: a head alone computes
+// classifier(pool(act(bn(x)))) with the chosen act.
+TEST(CnnStage, TheHeadAppliesTheChosenActivation) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  LocalConvLayerFactory factory;
+  torch::manual_seed(seed);
+  for (const Activation activation : {Activation::kRelu, Activation::kSilu}) {
+    auto options = small_resnet(seed);
+    options.activation = activation;
+    const auto plan = resnet_layers(options);
+    for (const auto& layer : plan) EXPECT_EQ(layer.activation, activation);
+    const int64_t last = int64_t(plan.size()) - 1;
+    CnnStage head(plan, last, last + 1, factory, seed);
+    const auto& spec = plan.back();
+    const auto x = torch::randn({3, spec.in_channels, spec.in_size, spec.in_size});
+    torch::Tensor weight, bias;
+    for (const auto& info : head->param_infos()) {
+      if (info.name.find("classifier.weight") != std::string::npos) weight = info.tensor;
+      if (info.name.find("classifier.bias") != std::string::npos) bias = info.tensor;
+    }
+    ASSERT_TRUE(weight.defined() && bias.defined());
+    // A fresh BatchNorm in training mode: (x - mean) / sqrt(var + 1e-5).
+    const auto mean = x.mean({0, 2, 3}, true);
+    const auto var = x.var({0, 2, 3}, false, true);
+    const auto normed = (x - mean) / torch::sqrt(var + 1e-5);
+    const auto act = activation == Activation::kSilu ? normed * torch::sigmoid(normed)
+                                                     : torch::clamp_min(normed, 0);
+    const auto expected = torch::linear(act.mean({2, 3}), weight, bias);
+    EXPECT_TRUE(torch::allclose(head->forward(x), expected, 1e-5, 1e-5))
+        << (activation == Activation::kSilu ? "silu" : "relu") << " seed " << seed;
+  }
+  EXPECT_EQ(parse_activation("silu"), Activation::kSilu);
+  EXPECT_THROW(parse_activation("tanh"), std::invalid_argument);
+}
+
 TEST(CnnStage, EmptyOrOutOfRangeLayersAreRefused) {
   const auto plan = resnet_layers(small_resnet(1));
   LocalConvLayerFactory factory;

@@ -4,6 +4,8 @@
 // bound of ranks on fewer cores, and the optimizer state a rank holds.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "parallel/parallel_dims.h"
 #include "plan/step_plan.h"
 #include "trainer/config.h"
@@ -80,14 +82,15 @@ TEST(StepPlan, RanksOnFewerCoresTakeTheirCpuWorkOverTheCores) {
   EXPECT_NEAR(plan_step(c, d, o, codecs).step_seconds, 2 * own_cores, 1e-3 * own_cores);
 }
 
-TEST(StepPlan, TimeSharedCoresFillThePipelineBubble) {
+TEST(StepPlan, TimeSharedCoresFillThePipelineBubbleWhenWaitsSleep) {
   // pp4, 8 micro-batches, links free: a core per rank gives (8 + 3) slots; one
-  // core for all 4 ranks runs their 4 x 8 slots of work back to back, bubble
-  // filled, rather than 4 x 11.
+  // core for all 4 ranks, whose waits sleep, runs their 4 x 8 slots of work
+  // back to back, bubble filled, rather than 4 x 11.
   auto c = small_gpt();
   const auto d = layout(1, 1, 4);
   auto o = options(d, 1);
   o.inter = {1e18, 0};
+  o.spinning_waits = false;
   CodecCostTable codecs;
   const StepPlan own = plan_step(c, d, o, codecs);
   double work = 0;
@@ -96,6 +99,53 @@ TEST(StepPlan, TimeSharedCoresFillThePipelineBubble) {
   const StepPlan shared = plan_step(c, d, o, codecs);
   EXPECT_NEAR(shared.step_seconds, work, 1e-3 * work);
   EXPECT_LT(shared.step_seconds, 4 * own.step_seconds);
+}
+
+TEST(StepPlan, PollingWaitsStretchEveryRanksComputeByRanksOverCores) {
+  // The same pp4 on one core, but a waiting rank polls and stays runnable: a
+  // computing rank gets a quarter of the core all step long, so every slot,
+  // the bubble's included, takes 4 times as long.
+  auto c = small_gpt();
+  const auto d = layout(1, 1, 4);
+  auto o = options(d, 1);
+  o.inter = {1e18, 0};
+  CodecCostTable codecs;
+  const StepPlan own = plan_step(c, d, o, codecs);
+  o.cores = 1;
+  const StepPlan shared = plan_step(c, d, o, codecs);
+  EXPECT_DOUBLE_EQ(shared.compute_stretch, 4.0);
+  EXPECT_NEAR(shared.step_seconds, 4 * own.step_seconds, 1e-6 * own.step_seconds);
+  EXPECT_NEAR(shared.stages[0].forward_seconds, 4 * own.stages[0].forward_seconds, 1e-12);
+}
+
+std::string dp_codecs(const StepPlan& p) {
+  for (const GroupCost& g : p.stages[0].groups)
+    if (g.group == comm::GroupKind::kDp) return g.codecs;
+  return "";
+}
+
+TEST(StepPlan, PresetAutoIsPricedAtTheCandidateItsModelWouldChoose) {
+  // dp4 gradients: on a slow link auto sends them compressed and is projected
+  // at least as fast as every fixed preset (its candidates include theirs);
+  // on a link faster than any codec it sends them raw, as `none` does.
+  auto c = small_gpt();
+  const auto d = layout(4, 1, 1);
+  auto o = options(d, 1);
+  CodecCostTable codecs;
+  const auto step_of = [&](const std::string& preset) {
+    c.compression.preset = preset;
+    return plan_step(c, d, o, codecs);
+  };
+  o.inter = {200e6, 0};
+  const StepPlan slow = step_of("auto");
+  EXPECT_EQ(dp_codecs(slow).rfind("auto: ", 0), 0u) << dp_codecs(slow);
+  EXPECT_EQ(dp_codecs(slow).find("auto: raw"), std::string::npos) << dp_codecs(slow);
+  for (const char* fixed : {"none", "mzhybrid", "zhybrid"})
+    EXPECT_LE(slow.step_seconds, step_of(fixed).step_seconds * (1 + 1e-9)) << fixed;
+  o.inter = {1e18, 0};
+  const StepPlan fast = step_of("auto");
+  EXPECT_EQ(dp_codecs(fast), "auto: raw");
+  EXPECT_NEAR(fast.step_seconds, step_of("none").step_seconds, 1e-9);
 }
 
 TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {

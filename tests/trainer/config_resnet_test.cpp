@@ -32,6 +32,10 @@ TEST_F(ConfigTest, ResnetKeysLoadAndRoundTrip) {
   EXPECT_EQ(again.model.classes, 7);
   EXPECT_EQ(again.data.kind, "images");
   EXPECT_EQ(again.data.noise, 0.25);
+  EXPECT_EQ(again.model.activation, "relu") << "ReLU stays the default";
+  const Config silu = load_config(write(kResnet + "  activation: silu\n"));
+  EXPECT_EQ(silu.model.activation, "silu");
+  EXPECT_EQ(parse_config(to_yaml(silu), "resolved.yaml").model.activation, "silu");
 }
 
 TEST_F(ConfigTest, GptStaysTheDefault) {
@@ -61,6 +65,7 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
       {"model:\n  kind: resnet\n  image_size: 2\n", "model.image_size", ">= 4"},
       {"model:\n  kind: resnet\n  classes: 1\n", "model.classes", ">= 2"},
       {"model:\n  kind: cnn\n", "model.kind", "resnet"},
+      {kResnet + "  activation: tanh\n", "model.activation", "silu"},
       {kResnet + "data:\n  kind: markov\n", "data.kind", "images"},
       {"data:\n  kind: images\n", "data.kind", "model.kind resnet"},
       {kResnet + "parallel:\n  tensor: 2\n", "parallel.tensor", "tensor-parallel"},
