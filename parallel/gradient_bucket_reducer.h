@@ -24,8 +24,9 @@
 // price: MPI must grant MPI_THREAD_MULTIPLE (the main thread keeps talking
 // over tp/pp meanwhile), and the Communicator a bucket uses must be left to
 // this thread while buckets are in flight: callers wait() before their own
-// calls on it. The thread sleeps on a condition variable when it has no
-// bucket, so it costs no CPU between collectives.
+// calls on it. The thread is an OrderedCommQueue's (one task per bucket, in
+// launch order); it sleeps on a condition variable when it has no bucket, so
+// it costs no CPU between collectives.
 //
 // Errors: the first exception a bucket throws is kept, naming the bucket and
 // `what` (e.g. "allreduce over dp"); later buckets are dropped (the group's
@@ -43,9 +44,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "parallel/ordered_comm_queue.h"
 
 namespace cmpi::parallel {
 
@@ -99,7 +101,6 @@ class GradientBucketReducer {
   bool shutdown();
 
  private:
-  struct State;  // shared with the thread, so an abandoned one outlives us
   void launch(size_t bucket);
 
   std::vector<std::vector<size_t>> buckets_of_param_;
@@ -109,9 +110,10 @@ class GradientBucketReducer {
   std::vector<char> reported_;                 // per parameter, this step
   size_t next_ = 0;                            // position in launch_order_
   bool armed_ = false;
-  bool threaded_;
-  std::chrono::milliseconds abandon_after_;
-  std::shared_ptr<State> state_;
+  RunBucket run_;
+  std::string what_;
+  size_t buckets_run_ = 0, launched_early_ = 0;  // since the last take_times()
+  OrderedCommQueue queue_;
 };
 
 }  // namespace cmpi::parallel
