@@ -52,7 +52,7 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
   std::string json = plan::plan_json(mine, options);
   if (args.compare_presets) {
     std::vector<plan::StepPlan> plans;
-    for (const char* preset : {"none", "mzhybrid", "zhybrid"}) {
+    for (const char* preset : {"none", "mzhybrid", "zhybrid", "auto"}) {
       Config variant = config;
       variant.compression.preset = preset;
       plans.push_back(plan::plan_step(variant, dims, options, codecs));

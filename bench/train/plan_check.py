@@ -59,7 +59,7 @@ def trainer_words(command):
     return words[words.index("--") + 1:]
 
 
-def plan_words(words, exe, nodes, per_node, link, cores, flops):
+def plan_words(words, exe, nodes, per_node, link, cores, flops, waits="spin"):
     keep = [exe]
     i = 1
     while i < len(words):  # drop run.dir/run.name (the plan writes nothing there)
@@ -70,7 +70,8 @@ def plan_words(words, exe, nodes, per_node, link, cores, flops):
         i += 1
     keep += ["--plan", "--plan-ranks", str(nodes * per_node), "--plan-ranks-per-node", str(per_node),
              "--plan-link",
-             f"inter={link}/{INTER_LATENCY},intra={INTRA_LINK}", "--plan-cores", str(cores)]
+             f"inter={link}/{INTER_LATENCY},intra={INTRA_LINK}", "--plan-cores", str(cores),
+             "--plan-waits", waits]
     if flops:
         keep += ["--plan-flops", repr(flops)]
     return keep
@@ -104,6 +105,8 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--cores", type=float, default=None,
                     help="cores the ranks shared (default: the nproc meta.json recorded)")
+    ap.add_argument("--waits", choices=("spin", "block"), default="spin",
+                    help="--plan-waits: waiting ranks poll (spin, what the trainer does) or sleep")
     ap.add_argument("--background-load", type=float, default=0,
                     help="runnable processes of other users beside the benchmark (e.g. the load "
                          "average before it started): the job then gets cores x ranks / (ranks + "
@@ -141,7 +144,8 @@ def main():
         nodes, per_node = (int(w) for w in cluster[cluster.index("run") + 1:cluster.index("run") + 3])
         ranks = nodes * per_node
         job_cores = cores * ranks / (ranks + args.background_load)
-        plan = run_plan(plan_words(words, exe, nodes, per_node, link, round(job_cores, 3), flops))
+        plan = run_plan(plan_words(words, exe, nodes, per_node, link, round(job_cores, 3), flops,
+                                    args.waits))
         rows.append((link, layout, policy, step_ms, plan["step_seconds"] * 1e3, busiest(stages, plan)))
 
     print(f"plan_check: {args.out} | {cores:g} cores shared, background load "
