@@ -428,7 +428,14 @@ class Runner:
         lock = open(self.args.lock, "a")
         try:
             t0 = time.time()
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                # Another session holds the cluster; say so rather than sit silent (a
+                # `flock` around this script on the same file would wait forever).
+                print(f"  waiting for {self.args.lock}: another process holds the emulated "
+                      "cluster (do not wrap this script in flock on the same file)", flush=True)
+                fcntl.flock(lock, fcntl.LOCK_EX)
             waited = time.time() - t0
             if waited > 1:
                 print(f"  (waited {waited:.0f} s for {self.args.lock})")
