@@ -27,6 +27,7 @@
 #include "trainer/auto_report.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
+#include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
 
 namespace cmpi::trainer {
@@ -41,18 +42,6 @@ double seconds_since(Clock::time_point start) {
 constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
                                           comm::GroupKind::kPp,   comm::GroupKind::kSp,
                                           comm::GroupKind::kZero, comm::GroupKind::kWorld};
-
-models::ResnetOptions resnet_options(const Config& c) {
-  models::ResnetOptions o;
-  o.depth = c.model.depth;
-  o.width = c.model.width;
-  o.image_size = c.model.image_size;
-  o.channels = c.model.channels;
-  o.classes = c.model.classes;
-  o.seed = c.run.seed;
-  o.activation = models::parse_activation(c.model.activation);
-  return o;
-}
 
 data::SyntheticImageOptions image_options(const Config& c) {
   data::SyntheticImageOptions o;
@@ -200,7 +189,7 @@ void CnnTrainer::Impl::setup() {
                                 std::to_string(dims.dp) + ")");
   micro_batches = t.global_batch / (t.micro_batch * dims.dp);
   at::set_num_threads(int(t.threads));
-  plan = models::resnet_layers(resnet_options(config));
+  plan = models::resnet_layers(resnet_options(config.model, config.run.seed));
   if (dims.sp > 1) {
     slicing = parallel::spatial::parse_slicing(config.parallel.spatial_slicing);
     spatial_stages = config.parallel.spatial_stages > 0 ? config.parallel.spatial_stages : dims.pp;
@@ -569,7 +558,8 @@ TrainResult CnnTrainer::run() {
   MetricsLog log(metrics_path, is_root ? print_every : 0);
 
   TrainResult result;
-  result.parameters = models::resnet_parameter_count(resnet_options(s.config));
+  result.parameters =
+      models::resnet_parameter_count(resnet_options(s.config.model, s.config.run.seed));
   int64_t local_parameters = 0;
   for (const auto& info : s.model->param_infos()) local_parameters += info.tensor.numel();
   if (s.model_b)

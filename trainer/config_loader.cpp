@@ -20,6 +20,7 @@
 #include "trainer/compression_config.h"
 #include "trainer/config_limits.h"
 #include "trainer/config_overrides.h"
+#include "trainer/model_shape.h"
 #include "trainer/spatial_resnet_check.h"
 
 namespace cmpi::trainer {
@@ -310,13 +311,7 @@ void check_resnet(const Config& c) {
 // the tile geometry, reported at the key the user can change).
 void check_spatial_geometry(const Config& c) {
   const ParallelConfig& p = c.parallel;
-  models::ResnetOptions o;
-  o.depth = c.model.depth;
-  o.width = c.model.width;
-  o.image_size = c.model.image_size;
-  o.channels = c.model.channels;
-  o.classes = c.model.classes;
-  const auto plan = models::resnet_layers(o);
+  const auto plan = models::resnet_layers(resnet_options(c.model, c.run.seed));
   const int64_t spatial_stages = p.spatial_stages > 0 ? p.spatial_stages : p.pipeline;
   const auto stages = parallel::partition_layers(int64_t(plan.size()), p.pipeline, p.stage_layers);
   const auto slicing = parallel::spatial::parse_slicing(p.spatial_slicing);

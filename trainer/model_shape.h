@@ -1,7 +1,11 @@
-// The GPT shape a ModelConfig describes (plain numbers, torch-free), for the
-// trainer that builds the model and for the checks that size it beforehand.
+// The model shape a ModelConfig describes (plain numbers, torch-free): the
+// GPT's and the ResNet's, for the trainers that build them and for the checks
+// that size them beforehand.
 #pragma once
 
+#include <cstdint>
+
+#include "models/cnn/resnet_plan.h"
 #include "models/gpt_options.h"
 #include "trainer/config.h"
 
@@ -18,6 +22,20 @@ inline models::GptOptions gpt_options(const ModelConfig& m) {
   o.dropout = m.dropout;
   o.init_std = m.init_std;
   o.tie_embeddings = m.tie_embeddings;
+  return o;
+}
+
+// `seed` initialises the layers (run.seed). Throws std::invalid_argument for
+// an unknown model.activation (the config loader refuses it first).
+inline models::ResnetOptions resnet_options(const ModelConfig& m, uint64_t seed) {
+  models::ResnetOptions o;
+  o.depth = m.depth;
+  o.width = m.width;
+  o.image_size = m.image_size;
+  o.channels = m.channels;
+  o.classes = m.classes;
+  o.seed = seed;
+  o.activation = models::parse_activation(m.activation);
   return o;
 }
 
