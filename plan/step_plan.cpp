@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "comm/adaptive_model.h"
 #include "comm/policy.h"
@@ -12,6 +13,7 @@ namespace cmpi::plan {
 namespace {
 
 using comm::GroupKind;
+using comm::Op;
 
 // One message class through one route, per step.
 struct MessageCost {
@@ -21,7 +23,34 @@ struct MessageCost {
   double fill_seconds = 0;   // one chunk's codec time per call (the pipeline's fill)
   double seconds = 0;        // latency + max(wire, codec) + fill
 };
-using comm::Op;
+
+// Preset auto's route for a message class: the candidate of its adaptive
+// rule that the decision model would pick on these numbers, i.e. the fastest
+// by `price` (a callable: codec spec or nullptr for raw -> MessageCost) among
+// those within the error budget; raw, first, wins ties. `name` says which.
+template <class Price>
+MessageCost cheapest_auto_candidate(const comm::PolicyRule& rule,
+                                    const comm::AutoSettings& settings, const Price& price,
+                                    std::string& name) {
+  MessageCost best = price(nullptr);
+  name = "auto: raw";
+  for (const comm::AutoCandidate& candidate : rule.candidates) {
+    if (!candidate.codec) continue;
+    const MessageCost cost = price(&*candidate.codec);
+    comm::CandidateKind kind;
+    kind.lossless = cost.rel_error == 0;
+    kind.error_feedback = candidate.error_feedback;
+    comm::CandidateMeasure measure;
+    measure.measured = true;
+    measure.rel_error = cost.rel_error;
+    if (!comm::within_error_budget(kind, measure, settings) || cost.seconds >= best.seconds)
+      continue;
+    best = cost;
+    name =
+        "auto: " + candidate.codec->to_string() + (candidate.error_feedback ? " + feedback" : "");
+  }
+  return best;
+}
 
 int latency_rounds(Op op, int n) {
   switch (op) {
@@ -173,31 +202,10 @@ StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
       };
       std::string codec_name;
       MessageCost cost;
-      const comm::PolicyRule* adaptive =
-          route.rule >= 0 && !policy.rules()[size_t(route.rule)].candidates.empty()
-              ? &policy.rules()[size_t(route.rule)]
-              : nullptr;
-      if (adaptive) {
-        // Preset auto: the candidate its model would pick on these numbers
-        // (the fastest within the error budget; raw, first, wins ties).
-        cost = price(nullptr);
-        codec_name = "auto: raw";
-        for (const comm::AutoCandidate& candidate : adaptive->candidates) {
-          if (!candidate.codec) continue;
-          const MessageCost c = price(&*candidate.codec);
-          comm::CandidateKind kind;
-          kind.lossless = c.rel_error == 0;
-          kind.error_feedback = candidate.error_feedback;
-          comm::CandidateMeasure measure;
-          measure.measured = true;
-          measure.rel_error = c.rel_error;
-          if (!comm::within_error_budget(kind, measure, policy.config().auto_settings)) continue;
-          if (c.seconds < cost.seconds) {
-            cost = c;
-            codec_name = "auto: " + candidate.codec->to_string() +
-                         (candidate.error_feedback ? " + feedback" : "");
-          }
-        }
+      const comm::PolicyRule* rule =
+          route.rule >= 0 ? &policy.rules()[size_t(route.rule)] : nullptr;
+      if (rule != nullptr && !rule->candidates.empty()) {
+        cost = cheapest_auto_candidate(*rule, policy.config().auto_settings, price, codec_name);
       } else {
         cost = price(route.codec);
         codec_name = route.raw() ? "raw" : route.codec->to_string();
