@@ -83,6 +83,9 @@ class PowerSgdReducer {
   size_t state_bytes() const;
   // Residual of tensor t (rows x cols, row-major; empty when summed raw).
   const std::vector<float>& residual(size_t tensor) const { return residual_[tensor]; }
+  // The Q tensor t's next reduction starts from (cols x r, row-major; empty
+  // when summed raw): the same on every rank.
+  const std::vector<float>& q(size_t tensor) const { return q_[tensor]; }
 
  private:
   void reduce_low_rank(size_t bucket, float* flat);
