@@ -260,19 +260,30 @@ run_mpi() {  # run_mpi K R MPIRUN-OPTIONS... -- COMMAND...
   head -n "$nodes" "$STATE_DIR/nodes" | awk -v r="$per_node" '{print $1 " slots=" r}' >"$hostfile"
   # All nodes share this machine's cores: with more ranks than cores, ranks
   # that busy-poll starve the ones holding the data, so let idle ranks yield.
-  # CMPI_CLUSTER_WAIT=sleep makes a yield a short sleep instead
-  # (emulated_cluster_sleep_wait.c: a yielding rank stays runnable and still
-  # takes turns on the cores; docs/planner.md has what it changed).
+  # CMPI_CLUSTER_WAIT picks what a yield is (emulated_cluster_sleep_wait.c):
+  # yield (stays runnable, takes turns on the cores with the ranks that
+  # compute), sleep (a 50 us sleep), or backoff (yields for the first
+  # CMPI_CLUSTER_WAIT_YIELD_US of a wait, default 1000, then sleeps);
+  # docs/emulated_cluster.md has what each measured.
   local yield_opts=()
+  local wait_mode=${CMPI_CLUSTER_WAIT:-yield}
+  case $wait_mode in
+  yield | sleep | backoff) ;;
+  *) die "run: CMPI_CLUSTER_WAIT=$wait_mode: expected yield, sleep or backoff" ;;
+  esac
   if ((nodes * per_node > $(nproc))); then
     yield_opts=(--mca mpi_yield_when_idle 1)
-    if [[ ${CMPI_CLUSTER_WAIT:-yield} == sleep ]]; then
-      local shim="$STATE_DIR/sleep_wait.so"
-      if [[ ! -f $shim ]]; then
-        cc -O2 -shared -fPIC -o "$shim" "$SCRIPT_DIR/emulated_cluster_sleep_wait.c" ||
-          die "run: could not build $SCRIPT_DIR/emulated_cluster_sleep_wait.c (CMPI_CLUSTER_WAIT=sleep)"
+    if [[ $wait_mode != yield ]]; then
+      local shim="$STATE_DIR/sleep_wait.so" source="$SCRIPT_DIR/emulated_cluster_sleep_wait.c"
+      if [[ ! -f $shim || $source -nt $shim ]]; then
+        cc -O2 -shared -fPIC -o "$shim" "$source" ||
+          die "run: could not build $source (CMPI_CLUSTER_WAIT=$wait_mode)"
       fi
-      yield_opts+=(-x "LD_PRELOAD=$shim")
+      local yield_us=${CMPI_CLUSTER_WAIT_YIELD_US:-1000}
+      [[ $wait_mode == sleep ]] && yield_us=0
+      [[ $yield_us =~ ^[0-9]+$ ]] ||
+        die "run: CMPI_CLUSTER_WAIT_YIELD_US=$yield_us: expected microseconds (a whole number)"
+      yield_opts+=(-x "LD_PRELOAD=$shim" -x "CMPI_CLUSTER_WAIT_YIELD_US=$yield_us")
     fi
   fi
   local status=0

@@ -29,6 +29,7 @@
 #include "trainer/metrics.h"
 #include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
+#include "trainer/step_report.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -38,10 +39,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
-                                          comm::GroupKind::kPp,   comm::GroupKind::kSp,
-                                          comm::GroupKind::kZero, comm::GroupKind::kWorld};
 
 data::SyntheticImageOptions image_options(const Config& c) {
   data::SyntheticImageOptions o;
@@ -125,6 +122,7 @@ struct CnnTrainer::Impl {
   std::pair<double, double> evaluate();
   void broadcast_parameters(models::CnnStage& stage);
   void average_running_statistics(models::CnnStage& stage);
+  ExtraGroupStats mirrored_groups() const;
   comm::OpCounters comm_totals() const;
   std::string groups_json() const;
   std::string memory_json() const;
@@ -491,43 +489,25 @@ std::pair<double, double> CnnTrainer::Impl::evaluate() {
   return {double(totals[0]), double(totals[1]) / double(batches * config.training.global_batch)};
 }
 
+// Replica B's mirrored groups (parallel.bidirectional).
+ExtraGroupStats CnnTrainer::Impl::mirrored_groups() const {
+  ExtraGroupStats extra;
+  if (reversed_pp) extra.emplace_back("pp_reverse", &reversed_pp->stats());
+  if (sp_b) extra.emplace_back("sp_reverse", &sp_b->stats());
+  return extra;
+}
+
 comm::OpCounters CnnTrainer::Impl::comm_totals() const {
-  comm::OpCounters sum;
-  for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
-  if (reversed_pp) sum += reversed_pp->stats().total();
-  if (sp_b) sum += sp_b->stats().total();
-  return sum;
+  return trainer::comm_totals(groups, mirrored_groups());
 }
 
 std::string CnnTrainer::Impl::groups_json() const {
-  std::string out = "{";
-  for (auto kind : kAllGroups) {
-    const auto& stats = groups.group(kind).stats();
-    if (stats.total().calls == 0) continue;
-    out += (out.size() > 1 ? ",\"" : "\"") + std::string(comm::to_string(kind)) +
-           "\":" + stats.to_json();
-  }
-  // Replica B's pipeline traffic (parallel.bidirectional).
-  if (reversed_pp && reversed_pp->stats().total().calls > 0)
-    out += (out.size() > 1 ? "," : "") + std::string("\"pp_reverse\":") +
-           reversed_pp->stats().to_json();
-  if (sp_b && sp_b->stats().total().calls > 0)
-    out += (out.size() > 1 ? "," : "") + std::string("\"sp_reverse\":") + sp_b->stats().to_json();
-  return out + "}";
+  return trainer::groups_json(groups, mirrored_groups());
 }
 
 std::string CnnTrainer::Impl::memory_json() const {
-  const auto m = optimizer->memory();
-  char buf[384];
-  std::snprintf(buf, sizeof buf,
-                "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
-                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld,"
-                "\"activation_estimate_bytes\":%lld}",
-                optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
-                (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
-                (long long)optimizer->peak_bytes(),
-                (long long)(spatial.activation_bytes + spatial_b.activation_bytes));
-  return buf;
+  return optimizer_memory_json(*optimizer, "activation_estimate_bytes",
+                               spatial.activation_bytes + spatial_b.activation_bytes);
 }
 
 RankHealth CnnTrainer::Impl::health() const {
@@ -614,13 +594,7 @@ TrainResult CnnTrainer::run() {
     if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     r.accuracy = s.last_accuracy;
     r.images_per_second = double(t.global_batch) / step_seconds;
-    r.comm_ms = (after.seconds - before.seconds) * 1e3;
-    const auto reduction = s.optimizer->last_reduction();
-    r.grad_reduce_ms = reduction.total_seconds * 1e3;
-    r.grad_reduce_exposed_ms = reduction.exposed_seconds * 1e3;
-    r.grad_buckets_overlapped = reduction.launched_during_backward;
-    r.raw_bytes = after.raw_bytes - before.raw_bytes;
-    r.wire_bytes = after.wire_bytes - before.wire_bytes;
+    record_step_traffic(r, before, after, *s.optimizer);
     const int64_t every = s.config.eval.every;
     if (every > 0 && ((step + 1) % every == 0 || step + 1 == t.steps) && !verdict.stop) {
       const auto [val_loss, val_accuracy] = s.evaluate();

@@ -31,6 +31,7 @@
 #include "trainer/model_shape.h"
 #include "trainer/nonfinite_guard.h"
 #include "trainer/rank_state.h"
+#include "trainer/step_report.h"
 #include "trainer/tensor_dump.h"
 #include "trainer/token_source.h"
 
@@ -42,10 +43,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
-                                          comm::GroupKind::kPp,   comm::GroupKind::kSp,
-                                          comm::GroupKind::kZero, comm::GroupKind::kWorld};
 
 }  // namespace
 
@@ -374,34 +371,16 @@ void Trainer::Impl::sync_parameters() {
 }
 
 comm::OpCounters Trainer::Impl::comm_totals() const {
-  comm::OpCounters sum;
-  for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
-  return sum;
+  return trainer::comm_totals(groups);
 }
 
 std::string Trainer::Impl::groups_json() const {
-  std::string out = "{";
-  for (auto kind : kAllGroups) {
-    const auto& stats = groups.group(kind).stats();
-    if (stats.total().calls == 0) continue;
-    out += (out.size() > 1 ? ",\"" : "\"") + std::string(comm::to_string(kind)) +
-           "\":" + stats.to_json();
-  }
-  return out + "}";
+  return trainer::groups_json(groups);
 }
 
 std::string Trainer::Impl::memory_json() const {
-  const auto m = optimizer->memory();
-  char buf[400];
-  std::snprintf(buf, sizeof buf,
-                "{\"zero_stage\":%d,\"parameters_bytes\":%lld,\"gradients_bytes\":%lld,"
-                "\"optimizer_bytes\":%lld,\"buffer_bytes\":%lld,\"peak_bytes\":%lld,"
-                "\"gathered_parameters_peak_bytes\":%lld}",
-                optimizer->zero_stage(), (long long)m.parameter_bytes, (long long)m.gradient_bytes,
-                (long long)m.optimizer_bytes, (long long)m.buffer_bytes,
-                (long long)optimizer->peak_bytes(),
-                (long long)optimizer->peak_gathered_parameter_bytes());
-  return buf;
+  return optimizer_memory_json(*optimizer, "gathered_parameters_peak_bytes",
+                               optimizer->peak_gathered_parameter_bytes());
 }
 
 double Trainer::Impl::train_step(int64_t step) {
@@ -607,19 +586,13 @@ TrainResult Trainer::run() {
     r.step_ms = step_seconds * 1e3;
     if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     r.tokens_per_second = double(t.global_batch * s.config.model.seq_len) / step_seconds;
-    r.comm_ms = (after.seconds - before.seconds) * 1e3;
-    const auto reduction = s.optimizer->last_reduction();
-    r.grad_reduce_ms = reduction.total_seconds * 1e3;
-    r.grad_reduce_exposed_ms = reduction.exposed_seconds * 1e3;
-    r.grad_buckets_overlapped = reduction.launched_during_backward;
-    r.raw_bytes = after.raw_bytes - before.raw_bytes;
+    record_step_traffic(r, before, after, *s.optimizer);
     const int64_t every = s.config.eval.every;
     if (every > 0 && ((step + 1) % every == 0 || step + 1 == t.steps) && !verdict.stop) {
       r.has_val_loss = true;
       r.val_loss = s.evaluate();
       result.val_losses.emplace_back(step + 1, r.val_loss);
     }
-    r.wire_bytes = after.wire_bytes - before.wire_bytes;
     if (is_root && (!metrics_path.empty() || print_every > 0)) {
       r.groups_json = s.groups_json();
       r.memory_json = s.memory_json();

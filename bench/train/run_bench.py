@@ -293,7 +293,10 @@ class Runner:
                 "config": self.config, "build_dir": os.path.abspath(a.build_dir),
                 "links": self.links, "cells": [c["id"] for c in self.cells], "reps": a.reps,
                 "steps": a.steps, "warmup": a.warmup, "nodes": nodes, "delay": a.delay,
-                "sets": list(a.set), "link_schedule": a.link_schedule, "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start}
+                "sets": list(a.set), "link_schedule": a.link_schedule, "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start,
+                # How oversubscribed ranks wait (scripts/emulated_cluster.sh run).
+                "cluster_wait": {k: os.environ.get(k, "default")
+                                 for k in ("CMPI_CLUSTER_WAIT", "CMPI_CLUSTER_WAIT_YIELD_US")}}
         meta_path = os.path.join(self.out, "meta.json")
         if a.resume and os.path.exists(meta_path):  # keep the first session's start; log the resume
             with open(meta_path) as f:
