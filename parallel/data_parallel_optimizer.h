@@ -102,6 +102,7 @@
 namespace cmpi::parallel {
 
 class ProcessGroups;
+class PowerSgdReducer;
 
 // Bytes held by this rank right now.
 struct MemoryUsage {
@@ -196,6 +197,9 @@ class DataParallelOptimizer {
   // Per-layer ZeRO-3: the gate the model must call around its layers (see
   // layer_schedule.h); nullptr otherwise.
   virtual LayerGate* layer_gate() { return nullptr; }
+  // The PowerSGD reducer of a powersgd policy rule (its state goes into
+  // checkpoints); nullptr without one. Call between steps.
+  virtual PowerSgdReducer* powersgd_reducer() { return nullptr; }
   virtual int zero_stage() const = 0;
   // This rank's state, valid until the next call that changes it. Call
   // between steps.

@@ -96,6 +96,30 @@ void PowerSgdReducer::reset_q(size_t t) {
   }
 }
 
+void PowerSgdReducer::restore(const State& state) {
+  if (state.residuals.size() != tensors_.size() || state.qs.size() != tensors_.size() ||
+      state.reductions.size() != reductions_.size())
+    throw std::invalid_argument("PowerSGD state: " + std::to_string(state.residuals.size()) +
+                                " residuals, " + std::to_string(state.qs.size()) + " Q's and " +
+                                std::to_string(state.reductions.size()) +
+                                " buckets, this run has " + std::to_string(tensors_.size()) +
+                                " tensors and " + std::to_string(reductions_.size()) + " buckets");
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const auto check = [&](const char* what, size_t got, size_t want) {
+      if (got != want)
+        throw std::invalid_argument("PowerSGD state: tensor " + std::to_string(t) + "'s " + what +
+                                    " holds " + std::to_string(got) + " floats, this run's " +
+                                    std::to_string(want));
+    };
+    check("residual", state.residuals[t].size(), residual_[t].size());
+    check("Q", state.qs[t].size(), q_[t].size());
+  }
+  residual_ = state.residuals;
+  q_ = state.qs;
+  reductions_ = state.reductions;
+  q_draws_ = state.q_draws;
+}
+
 size_t PowerSgdReducer::message_floats(size_t bucket) const {
   size_t floats = 0;
   for (size_t t : tensors_of_bucket_[bucket]) {

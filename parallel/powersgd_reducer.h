@@ -87,6 +87,20 @@ class PowerSgdReducer {
   // when summed raw): the same on every rank.
   const std::vector<float>& q(size_t tensor) const { return q_[tensor]; }
 
+  // What a resumed run needs to continue bit for bit (a checkpoint holds it
+  // per rank: trainer/rank_state.h): every tensor's residual and Q (empty
+  // when summed raw), every bucket's reductions so far (start_step) and the
+  // Q's drawn so far (the next reset's stream).
+  struct State {
+    std::vector<std::vector<float>> residuals, qs;
+    std::vector<int64_t> reductions;
+    uint64_t q_draws = 0;
+  };
+  State state() const { return {residual_, q_, reductions_, q_draws_}; }
+  // Throws std::invalid_argument naming the tensor or count that does not
+  // match this reducer (a state saved for other tensors or buckets).
+  void restore(const State& state);
+
  private:
   void reduce_low_rank(size_t bucket, float* flat);
   void reset_q(size_t tensor);

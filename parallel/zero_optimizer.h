@@ -64,6 +64,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int64_t peak_bytes() const override { return peak_bytes_; }
   int64_t peak_gathered_parameter_bytes() const override;
   LayerGate* layer_gate() override { return gatherer_.get(); }
+  PowerSgdReducer* powersgd_reducer() override { return powersgd_.get(); }
   int zero_stage() const override { return stage_; }
   OptimizerStateView state() const override;
   void load_state(int64_t steps, const StateSource& source) override;

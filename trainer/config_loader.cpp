@@ -369,8 +369,8 @@ void check_consistency(const Config& c) {
     fail_at(c, "training.warmup_steps",
             "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
                 std::to_string(c.training.warmup_steps));
-  // PowerSGD replaces the dp gradient allreduce of ZeRO stages 0/1, and its
-  // per-rank residuals and Q matrices are not in checkpoints (yet).
+  // PowerSGD replaces the dp gradient allreduce of ZeRO stages 0/1 (its
+  // per-rank state goes into checkpoints: trainer/rank_state.h).
   for (const comm::PolicyRule& rule : c.compression.rules) {
     if (!rule.codec || !comm::is_powersgd(*rule.codec)) continue;
     if (c.parallel.zero_stage >= 2)
@@ -380,11 +380,6 @@ void check_consistency(const Config& c) {
                   "stage " +
                   std::to_string(c.parallel.zero_stage) +
                   " reduce-scatters the gradients, which a low-rank factorisation cannot do");
-    if (c.checkpoint.every > 0)
-      fail_at(c, "checkpoint.every",
-              "compression rule " + rule.origin +
-                  " uses powersgd, whose per-rank residuals and Q matrices checkpoints do not "
-                  "save yet (a resumed run would not continue the same run); set 0");
   }
   if (c.eval.every > 0 && c.data.kind == "indexed" && c.data.split[1] == 0)
     fail_at(c, "data.split",

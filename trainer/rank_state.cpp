@@ -1,7 +1,8 @@
 // Works as follows: collect_rank_state asks every group's communicator for
 // its codec state (residual float arrays and generator words, keyed by rule)
 // and LibTorch for the byte state of the default CPU generator and the
-// model's dropout generators, and stores each as a named byte string.
+// model's dropout generators, and the optimizer for PowerSGD's residuals,
+// Q's and counters, and stores each as a named byte string.
 // restore_rank_state splits the names again by prefix and hands every part
 // back to whoever owns it; a generator's state goes through set_state, which
 // checks its size.
@@ -17,6 +18,8 @@
 
 #include "comm/codec_state.h"
 #include "models/gpt.h"
+#include "parallel/data_parallel_optimizer.h"
+#include "parallel/powersgd_reducer.h"
 #include "parallel/process_groups.h"
 
 namespace cmpi::trainer {
@@ -71,9 +74,76 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
+constexpr const char* kPowerSgdResidual = "powersgd/residual/";
+constexpr const char* kPowerSgdQ = "powersgd/q/";
+constexpr const char* kPowerSgdProgress = "powersgd/progress";
+
+void collect_powersgd(const parallel::PowerSgdReducer& reducer, checkpoint::RankState& out) {
+  const auto state = reducer.state();
+  for (size_t t = 0; t < state.residuals.size(); ++t) {
+    if (!state.residuals[t].empty())
+      out[kPowerSgdResidual + std::to_string(t)] = to_bytes(state.residuals[t]);
+    if (!state.qs[t].empty()) out[kPowerSgdQ + std::to_string(t)] = to_bytes(state.qs[t]);
+  }
+  std::vector<uint64_t> progress{state.q_draws};
+  for (int64_t n : state.reductions) progress.push_back(uint64_t(n));
+  out[kPowerSgdProgress] = to_bytes(progress);
+}
+
+// The tensor index a powersgd/residual/ or powersgd/q/ name ends in.
+size_t powersgd_tensor(const std::string& name, size_t prefix, size_t tensors) {
+  const std::string digits = name.substr(prefix);
+  size_t t = 0;
+  bool ok = !digits.empty() && digits.size() < 10;
+  for (char c : digits) ok = ok && c >= '0' && c <= '9';
+  if (ok) t = size_t(std::stoul(digits));
+  if (!ok || t >= tensors)
+    throw std::runtime_error("rank state " + name + ": this run's PowerSGD has " +
+                             std::to_string(tensors) + " tensors");
+  return t;
+}
+
+// Puts the powersgd/ entries of `state` back into `reducer`; false when the
+// state holds none.
+bool restore_powersgd(const checkpoint::RankState& state, parallel::PowerSgdReducer& reducer) {
+  auto saved = reducer.state();
+  const size_t tensors = saved.residuals.size();
+  for (auto& r : saved.residuals) r.clear();
+  for (auto& q : saved.qs) q.clear();
+  bool found = false;
+  for (const auto& [name, bytes] : state) {
+    if (starts_with(name, kPowerSgdResidual)) {
+      const size_t t = powersgd_tensor(name, std::strlen(kPowerSgdResidual), tensors);
+      saved.residuals[t] = from_bytes<float>(name, bytes);
+    } else if (starts_with(name, kPowerSgdQ)) {
+      const size_t t = powersgd_tensor(name, std::strlen(kPowerSgdQ), tensors);
+      saved.qs[t] = from_bytes<float>(name, bytes);
+    } else if (name == kPowerSgdProgress) {
+      const auto progress = from_bytes<uint64_t>(name, bytes);
+      if (progress.size() != saved.reductions.size() + 1)
+        throw std::runtime_error("rank state " + name + ": " + std::to_string(progress.size()) +
+                                 " values, this run's PowerSGD needs " +
+                                 std::to_string(saved.reductions.size() + 1) +
+                                 " (Q draws, then one per bucket)");
+      saved.q_draws = progress[0];
+      for (size_t b = 0; b < saved.reductions.size(); ++b)
+        saved.reductions[b] = int64_t(progress[b + 1]);
+      found = true;
+    }
+  }
+  if (!found) return false;
+  try {
+    reducer.restore(saved);
+  } catch (const std::invalid_argument& error) {
+    throw std::runtime_error(std::string("rank state powersgd/: ") + error.what());
+  }
+  return true;
+}
+
 }  // namespace
 
-checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model) {
+checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model,
+                                         parallel::DataParallelOptimizer& optimizer) {
   checkpoint::RankState out;
   for (auto kind : kGroups) {
     const auto codecs = groups.group(kind).codec_state();
@@ -87,12 +157,16 @@ checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models
   out[kDefaultGenerator] = generator_bytes(default_generator);
   for (auto& [name, generator] : model.dropout_generators())
     out["model/" + name] = generator_bytes(generator);
+  if (const auto* reducer = optimizer.powersgd_reducer()) collect_powersgd(*reducer, out);
   return out;
 }
 
 RestoreReport restore_rank_state(const checkpoint::RankState& state,
-                                 parallel::ProcessGroups& groups, models::GptImpl& model) {
+                                 parallel::ProcessGroups& groups, models::GptImpl& model,
+                                 parallel::DataParallelOptimizer& optimizer) {
   RestoreReport report;
+  auto* reducer = optimizer.powersgd_reducer();
+  if (reducer != nullptr) report.powersgd_restarted = !restore_powersgd(state, *reducer);
   std::map<std::string, at::Generator> generators;
   for (auto& [name, generator] : model.dropout_generators())
     generators.emplace("model/" + name, generator);
@@ -108,7 +182,7 @@ RestoreReport restore_rank_state(const checkpoint::RankState& state,
       set_generator(name, generator->second, bytes);
       continue;
     }
-    bool taken = false;
+    bool taken = reducer != nullptr && starts_with(name, "powersgd/");
     for (auto kind : kGroups) {
       const std::string prefix = group_prefix(kind);
       if (starts_with(name, prefix + "residual/")) {

@@ -6,6 +6,8 @@
 //   comm/<group>/random/<rule key>                 u64[]  stochastic codec generator
 //   torch/default_generator                        bytes  LibTorch CPU default generator
 //   model/<name>                                   bytes  the model's own dropout generators
+//   powersgd/residual/<tensor>, powersgd/q/<tensor> f32[]  PowerSGD's residual and Q
+//   powersgd/progress                              u64[]  Q draws, then reductions per bucket
 //
 // Data sampling needs nothing here: every sample is a function of (run seed,
 // split, step, index). Rule keys: comm/codec_state.h.
@@ -17,19 +19,24 @@
 #include "checkpoint/shard_file.h"
 
 namespace cmpi::parallel {
+class DataParallelOptimizer;
 class ProcessGroups;
-}
+}  // namespace cmpi::parallel
 namespace cmpi::models {
 class GptImpl;
 }
 
 namespace cmpi::trainer {
 
-checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model);
+checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model,
+                                         parallel::DataParallelOptimizer& optimizer);
 
 // What restore_rank_state could not put back.
 struct RestoreReport {
   std::vector<std::string> dropped;  // saved keys this run has no place for
+  // This run reduces with PowerSGD but the checkpoint holds no PowerSGD
+  // state (saved without it): its Q's and residuals start afresh.
+  bool powersgd_restarted = false;
 };
 
 // Puts every saved state back into its codec or generator. Keys this run
@@ -37,7 +44,8 @@ struct RestoreReport {
 // listed in the report. Throws std::runtime_error naming the key for state
 // of the wrong size.
 RestoreReport restore_rank_state(const checkpoint::RankState& state,
-                                 parallel::ProcessGroups& groups, models::GptImpl& model);
+                                 parallel::ProcessGroups& groups, models::GptImpl& model,
+                                 parallel::DataParallelOptimizer& optimizer);
 
 // The names of the error-feedback residuals in `state` ("comm/dp/residual/...").
 std::vector<std::string> residual_names(const checkpoint::RankState& state);

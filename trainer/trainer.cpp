@@ -12,7 +12,6 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
-#include "comm/powersgd_settings.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "models/gpt.h"
@@ -210,11 +209,6 @@ void Trainer::Impl::restore_checkpoint() {
   const int64_t print_every = options.print_every >= 0 ? options.print_every : config.log.every;
   checkpoint::agree_or_throw(groups.world().mpi(), [&] {
     const std::string& path = options.resume_path;
-    for (const auto& rule : groups.policy().rules())
-      if (rule.codec && comm::is_powersgd(*rule.codec))
-        throw std::invalid_argument("--resume " + path + ": compression rule '" + rule.origin +
-                                    "' uses powersgd, whose residuals and Q matrices checkpoints "
-                                    "do not save; resuming would not continue the same run");
     std::set<std::string> wanted;
     for (const auto& p : checkpointed) wanted.insert(p.name);
     const auto loaded = checkpoint::LoadedCheckpoint::read(path, &wanted);
@@ -249,8 +243,16 @@ void Trainer::Impl::restore_rank_state(const checkpoint::LoadedCheckpoint& loade
   const bool is_root = groups.world_rank() == 0;
   const auto& saved = loaded.metadata();
   if (saved.layout == layout()) {
-    const auto report =
-        trainer::restore_rank_state(loaded.rank_state(groups.world_rank()), groups, *model);
+    const auto report = trainer::restore_rank_state(loaded.rank_state(groups.world_rank()), groups,
+                                                    *model, *optimizer);
+    if (report.powersgd_restarted && print && is_root) {
+      std::fprintf(stderr,
+                   "warning: checkpoint %s holds no PowerSGD state (saved by a run without a "
+                   "powersgd rule): PowerSGD restarts its Q's and residuals, so the run does not "
+                   "continue as an uninterrupted one would\n",
+                   loaded.dir().c_str());
+      std::fflush(stderr);
+    }
     if (!report.dropped.empty() && print && is_root) {
       std::string names;
       for (size_t i = 0; i < report.dropped.size() && i < 4; ++i)
@@ -282,6 +284,11 @@ void Trainer::Impl::restore_rank_state(const checkpoint::LoadedCheckpoint& loade
                  "dropped; error feedback restarts from zero residuals\n",
                  loaded.dir().c_str(), layout_text(saved.layout).c_str(),
                  layout_text(layout()).c_str(), (long long)saved.residual_buffers);
+  if (optimizer->powersgd_reducer() != nullptr)
+    std::fprintf(stderr,
+                 "warning: checkpoint %s was saved under another layout: PowerSGD's Q's and "
+                 "residuals belong to the old ranks' buckets; they restart\n",
+                 loaded.dir().c_str());
   if (config.model.dropout > 0)
     std::fprintf(stderr,
                  "warning: checkpoint %s was saved under another layout: dropout generators "
@@ -299,7 +306,7 @@ std::string Trainer::Impl::save_checkpoint() {
   metadata.skipped_steps = skipped_before + guard->skipped_steps();
   metadata.layout = layout();
   metadata.model = model_shape(config.model);
-  const auto rank_state = collect_rank_state(groups, *model);
+  const auto rank_state = collect_rank_state(groups, *model, *optimizer);
   int64_t residuals = int64_t(residual_names(rank_state).size());
   MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, groups.world().mpi());
   metadata.residual_buffers = residuals;

@@ -8,9 +8,10 @@
 //   3. B trains steps 3..4: same layout as A -> losses identical to A's;
 //      another layout -> within float tolerance of A's and of the single-rank
 //      model's.
-// Besides the plain runs, two variants resume bit-exactly under the same
+// Besides the plain runs, three variants resume bit-exactly under the same
 // layout: a lossy policy with error feedback (qsgd on dp, whose generator
-// state is saved too, and topk on the ZeRO group) and dropout 0.1; under
+// state is saved too, and topk on the ZeRO group), PowerSGD on dp, and
+// dropout 0.1; under
 // another layout, error-feedback residuals are dropped with a warning.
 // The resharding cases are generated (axis_changes): every change x -> y,
 // x != y in {1, 2, 4}, of each of dp, tp and pp, with the other two axes at
@@ -79,6 +80,22 @@ Variant error_feedback() {
   zero.match.groups = {comm::GroupKind::kZero};
   zero.codec = compress::CodecSpec("topk", {{"ratio", "0.25"}});
   v.policy.rules = {dp, zero};
+  return v;
+}
+
+// Every dp gradient allreduce through PowerSGD rank 2 from the second step
+// on: its Q's, residuals and per-bucket counters are per-rank state.
+Variant powersgd() {
+  Variant v;
+  v.name = "powersgd rank 2";
+  comm::PolicyRule rule;
+  rule.match.groups = {comm::GroupKind::kDp};
+  rule.match.ops = {comm::Op::kAllreduce};
+  rule.match.roles = {comm::Role::kGradient};
+  rule.match.min_bytes = 0;
+  rule.codec = compress::CodecSpec("powersgd", {{"rank", "2"}, {"start_step", "1"}});
+  rule.origin = "test rule";
+  v.policy.rules = {rule};
   return v;
 }
 
@@ -333,6 +350,15 @@ TEST_F(CheckpointReshard, LossyPolicyWithErrorFeedbackResumesBitExact) {
       EXPECT_GT(meta.residual_buffers, 0) << l.name() << ": no residuals saved";
       EXPECT_EQ(result.resume_notes, "") << l.name();
     }
+  }
+}
+
+// Without its Q's, residuals and counters the resumed run would warm up
+// again (a plain allreduce at step 3) and start from a fresh Q.
+TEST_F(CheckpointReshard, PowerSgdResumesBitExact) {
+  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{4, 1, 1, 1}}) {
+    const auto result = check_case(l, l, single_rank_, root_, powersgd());
+    if (world_rank() == 0) EXPECT_EQ(result.resume_notes, "") << l.name();
   }
 }
 
