@@ -379,6 +379,16 @@ TEST_F(CheckpointReshard, ReshardDropsResidualsWithAWarning) {
   }
 }
 
+// PowerSGD's state follows one rank's buckets too: a reshard restarts it and
+// says so.
+TEST_F(CheckpointReshard, PowerSgdReshardRestartsWithAWarning) {
+  const auto result =
+      check_case(Layout{2, 1, 1, 0}, Layout{4, 1, 1, 1}, single_rank_, root_, powersgd());
+  if (world_rank() == 0)
+    EXPECT_NE(result.resume_notes.find("PowerSGD's Q's and residuals"), std::string::npos)
+        << result.resume_notes;
+}
+
 TEST_F(CheckpointReshard, DataParallelChanges) {
   check_axis(Axis::kDp, single_rank_, root_);
 }
