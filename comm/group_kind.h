@@ -30,6 +30,9 @@ enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, k
 enum class Locality { kIntra, kInter };
 
 constexpr int kGroupKindCount = 6;
+// Every group kind, in the order metrics and summaries list them.
+inline constexpr GroupKind kAllGroupKinds[] = {GroupKind::kDp, GroupKind::kTp,   GroupKind::kPp,
+                                               GroupKind::kSp, GroupKind::kZero, GroupKind::kWorld};
 constexpr int kRoleCount = 7;
 constexpr int kOpCount = 7;
 constexpr int kLocalityCount = 2;

@@ -25,9 +25,6 @@
 namespace cmpi::trainer {
 namespace {
 
-constexpr comm::GroupKind kGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
-                                       comm::GroupKind::kPp,   comm::GroupKind::kSp,
-                                       comm::GroupKind::kZero, comm::GroupKind::kWorld};
 constexpr const char* kDefaultGenerator = "torch/default_generator";
 
 template <typename T>
@@ -145,7 +142,7 @@ bool restore_powersgd(const checkpoint::RankState& state, parallel::PowerSgdRedu
 checkpoint::RankState collect_rank_state(parallel::ProcessGroups& groups, models::GptImpl& model,
                                          parallel::DataParallelOptimizer& optimizer) {
   checkpoint::RankState out;
-  for (auto kind : kGroups) {
+  for (auto kind : comm::kAllGroupKinds) {
     const auto codecs = groups.group(kind).codec_state();
     const std::string prefix = group_prefix(kind);
     for (const auto& [key, residual] : codecs.residuals)
@@ -183,7 +180,7 @@ RestoreReport restore_rank_state(const checkpoint::RankState& state,
       continue;
     }
     bool taken = reducer != nullptr && starts_with(name, "powersgd/");
-    for (auto kind : kGroups) {
+    for (auto kind : comm::kAllGroupKinds) {
       const std::string prefix = group_prefix(kind);
       if (starts_with(name, prefix + "residual/")) {
         codecs[prefix].residuals[name.substr(prefix.size() + 9)] = from_bytes<float>(name, bytes);
@@ -198,7 +195,7 @@ RestoreReport restore_rank_state(const checkpoint::RankState& state,
   }
   // Every group's codecs are reset to the saved state, also those that saved
   // none (their residuals start from zero as they did in the saving run).
-  for (auto kind : kGroups) {
+  for (auto kind : comm::kAllGroupKinds) {
     const std::string prefix = group_prefix(kind);
     std::vector<std::string> dropped;
     try {
@@ -214,7 +211,7 @@ RestoreReport restore_rank_state(const checkpoint::RankState& state,
 std::vector<std::string> residual_names(const checkpoint::RankState& state) {
   std::vector<std::string> out;
   for (const auto& kv : state)
-    for (auto kind : kGroups)
+    for (auto kind : comm::kAllGroupKinds)
       if (starts_with(kv.first, group_prefix(kind) + "residual/")) out.push_back(kv.first);
   return out;
 }

@@ -122,8 +122,7 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
   json += nonfinite_json(nonfinite) + memory_by_stage_json(groups, result) + ",\"groups\":{";
   std::string lines;
   bool first = true;
-  for (auto kind : {comm::GroupKind::kDp, comm::GroupKind::kTp, comm::GroupKind::kPp,
-                    comm::GroupKind::kSp, comm::GroupKind::kZero, comm::GroupKind::kWorld}) {
+  for (auto kind : comm::kAllGroupKinds) {
     const GroupTotals t = reduce_over_world(groups.group(kind).stats().total());
     if (t.calls == 0) continue;
     const double ratio = t.wire_bytes ? double(t.raw_bytes) / double(t.wire_bytes) : 1.0;

@@ -8,17 +8,9 @@
 #include "trainer/metrics.h"
 
 namespace cmpi::trainer {
-namespace {
-
-constexpr comm::GroupKind kAllGroups[] = {comm::GroupKind::kDp,   comm::GroupKind::kTp,
-                                          comm::GroupKind::kPp,   comm::GroupKind::kSp,
-                                          comm::GroupKind::kZero, comm::GroupKind::kWorld};
-
-}  // namespace
-
 comm::OpCounters comm_totals(parallel::ProcessGroups& groups, const ExtraGroupStats& extra) {
   comm::OpCounters sum;
-  for (auto kind : kAllGroups) sum += groups.group(kind).stats().total();
+  for (auto kind : comm::kAllGroupKinds) sum += groups.group(kind).stats().total();
   for (const auto& [name, stats] : extra) sum += stats->total();
   return sum;
 }
@@ -29,7 +21,7 @@ std::string groups_json(parallel::ProcessGroups& groups, const ExtraGroupStats& 
     if (stats.total().calls == 0) return;
     out += (out.size() > 1 ? ",\"" : "\"") + name + "\":" + stats.to_json();
   };
-  for (auto kind : kAllGroups) add(comm::to_string(kind), groups.group(kind).stats());
+  for (auto kind : comm::kAllGroupKinds) add(comm::to_string(kind), groups.group(kind).stats());
   for (const auto& [name, stats] : extra) add(name, *stats);
   return out + "}";
 }
