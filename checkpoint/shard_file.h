@@ -5,7 +5,7 @@
 // row-major), followed by the master weights and the two AdamW moments.
 // After the entries comes the rank's own state, which only a resume under the
 // same layout can use: named byte strings (error-feedback residuals, random
-// generator states; see trainer/rank_state.h).
+// generator states; see checkpoint/rank_state.h).
 //
 // Bytes (little-endian, no padding):
 //   "CMPISHRD" u32 version=1 u32 entries

@@ -88,7 +88,7 @@ class PowerSgdReducer {
   const std::vector<float>& q(size_t tensor) const { return q_[tensor]; }
 
   // What a resumed run needs to continue bit for bit (a checkpoint holds it
-  // per rank: trainer/rank_state.h): every tensor's residual and Q (empty
+  // per rank: checkpoint/rank_state.h): every tensor's residual and Q (empty
   // when summed raw), every bucket's reductions so far (start_step) and the
   // Q's drawn so far (the next reset's stream).
   struct State {

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "trainer/human_units.h"
+#include "config/units.h"
 
 namespace cmpi::plan {
 namespace {
@@ -53,45 +53,45 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
         buf, sizeof buf, "cores: %d ranks share %.3g cores, waits %s%s%s\n", o.world_size, o.cores,
         o.spinning_waits ? "poll" : "sleep", p.compute_stretch > 1 ? stretch : "",
         p.cpu_bound_seconds > 0
-            ? (" | time-sharing bound " + trainer::human_seconds(p.cpu_bound_seconds)).c_str()
+            ? (" | time-sharing bound " + config::human_seconds(p.cpu_bound_seconds)).c_str()
             : "");
     out += buf;
   }
   const auto& m = p.memory;
   out += "memory per rank (pipeline stage " + std::to_string(m.stage) + "): parameters " +
-         trainer::human_bytes(double(m.parameter_bytes)) + ", gradients " +
-         trainer::human_bytes(double(m.gradient_bytes)) + ", optimizer " +
-         trainer::human_bytes(double(m.optimizer_bytes)) + ", activations " +
-         trainer::human_bytes(double(m.activation_bytes)) + ", buffers " +
-         trainer::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
-         trainer::human_bytes(double(m.scratch_bytes)) + ", runtime " +
-         trainer::human_bytes(double(m.runtime_bytes)) + " = " +
-         trainer::human_bytes(double(m.total())) + "\n";
+         config::human_bytes(double(m.parameter_bytes)) + ", gradients " +
+         config::human_bytes(double(m.gradient_bytes)) + ", optimizer " +
+         config::human_bytes(double(m.optimizer_bytes)) + ", activations " +
+         config::human_bytes(double(m.activation_bytes)) + ", buffers " +
+         config::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
+         config::human_bytes(double(m.scratch_bytes)) + ", runtime " +
+         config::human_bytes(double(m.runtime_bytes)) + " = " +
+         config::human_bytes(double(m.total())) + "\n";
   for (const StagePlan& sp : p.stages) {
     std::snprintf(buf, sizeof buf,
                   "stage %d: %lld layers, %s of parameters per rank | forward %s, backward %s per "
                   "micro-batch\n",
                   sp.shape.stage, (long long)sp.shape.layers,
-                  trainer::human_bytes(double(sp.shape.parameters) * 4).c_str(),
-                  trainer::human_seconds(sp.forward_seconds).c_str(),
-                  trainer::human_seconds(sp.backward_seconds).c_str());
+                  config::human_bytes(double(sp.shape.parameters) * 4).c_str(),
+                  config::human_seconds(sp.forward_seconds).c_str(),
+                  config::human_seconds(sp.backward_seconds).c_str());
     out += buf;
     out += "  group where  calls  raw/rank    wire/rank   ratio  time       exposed    codecs\n";
     for (const GroupCost& g : sp.groups) {
       std::snprintf(buf, sizeof buf, "  %-5s %-5s %6lld  %-10s  %-10s  %5.2f  %-9s  %-9s  %s\n",
                     comm::to_string(g.group), g.locality.c_str(), (long long)g.calls,
-                    trainer::human_bytes(g.raw_bytes).c_str(),
-                    trainer::human_bytes(g.wire_bytes).c_str(),
+                    config::human_bytes(g.raw_bytes).c_str(),
+                    config::human_bytes(g.wire_bytes).c_str(),
                     g.wire_bytes > 0 ? g.raw_bytes / g.wire_bytes : 1.0,
-                    trainer::human_seconds(g.seconds).c_str(),
-                    trainer::human_seconds(g.exposed_seconds).c_str(), g.codecs.c_str());
+                    config::human_seconds(g.seconds).c_str(),
+                    config::human_seconds(g.exposed_seconds).c_str(), g.codecs.c_str());
       out += buf;
     }
   }
   std::snprintf(buf, sizeof buf,
                 "step: %s (compute %s, pipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
-                trainer::human_seconds(p.step_seconds).c_str(),
-                trainer::human_seconds(p.compute_seconds).c_str(), 100 * p.bubble_fraction,
+                config::human_seconds(p.step_seconds).c_str(),
+                config::human_seconds(p.compute_seconds).c_str(), 100 * p.bubble_fraction,
                 p.tokens_per_second, p.bound_by.c_str());
   return out + buf;
 }
@@ -150,8 +150,8 @@ std::string presets_table(const std::vector<StepPlan>& plans) {
       for (const GroupCost& g : sp.groups) wire += g.wire_bytes;
     wire /= double(p.stages.size());
     std::snprintf(buf, sizeof buf, "%-10s %-10s  %10.0f  %-14s  %s\n", p.preset.c_str(),
-                  trainer::human_seconds(p.step_seconds).c_str(), p.tokens_per_second,
-                  trainer::human_bytes(wire).c_str(), p.bound_by.c_str());
+                  config::human_seconds(p.step_seconds).c_str(), p.tokens_per_second,
+                  config::human_bytes(wire).c_str(), p.bound_by.c_str());
     out += buf;
   }
   const StepPlan& best = fastest(plans);

@@ -7,7 +7,7 @@
 
 #include "comm/adaptive_model.h"
 #include "comm/policy.h"
-#include "trainer/memory_preflight.h"
+#include "config/memory_preflight.h"
 
 namespace cmpi::plan {
 namespace {
@@ -115,7 +115,7 @@ int ranks_sharing_uplink(const parallel::ParallelDims& dims, int stage, int rank
 
 }  // namespace
 
-double forward_flops_per_token(const trainer::Config& c, const StageShape& s, int tp) {
+double forward_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
   const double h = double(c.model.hidden), seq = double(c.model.seq_len);
   // Matmul weights of the blocks (LayerNorms and biases carry no matmul).
   const double r = double(c.model.mlp_ratio);
@@ -134,15 +134,15 @@ bool is_auto_block_sparse(const compress::CodecSpec& codec) {
 
 }  // namespace
 
-StepPlan plan_step(const trainer::Config& c, const parallel::ParallelDims& dims,
+StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
                    const PlanOptions& o, CodecCostTable& codecs) {
   StepPlan plan;
   plan.preset = c.compression.preset;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
-  plan.memory = trainer::estimate_memory(c, dims);
+  plan.memory = config::estimate_memory(c, dims);
   const std::vector<parallel::MemoryEstimate> stage_memory =
-      trainer::estimate_stage_memory(c, dims);
+      config::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
   const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
   const double m = double(plan.micro_batches);

@@ -37,7 +37,7 @@
 #include "parallel/parallel_dims.h"
 #include "plan/cost_model.h"
 #include "plan/step_traffic.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::plan {
 
@@ -91,11 +91,11 @@ struct StepPlan {
   std::string bound_by;  // "compute" or a group
 };
 
-StepPlan plan_step(const trainer::Config& config, const parallel::ParallelDims& dims,
+StepPlan plan_step(const config::Config& config, const parallel::ParallelDims& dims,
                    const PlanOptions& options, CodecCostTable& codecs);
 
 // Forward FLOPs per token of one rank of a stage: 2 x its matmul weights
 // (blocks, and the head on the last stage) + attention's QK^T and AV.
-double forward_flops_per_token(const trainer::Config& config, const StageShape& stage, int tp);
+double forward_flops_per_token(const config::Config& config, const StageShape& stage, int tp);
 
 }  // namespace cmpi::plan

@@ -44,7 +44,7 @@ double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
 
 // Per-layer ZeRO-3's units and uses on `stage`, as models::Gpt's
 // layer_schedule() cuts them, with their gathers over one step counted.
-StageUnits layer_units(const trainer::Config& c, const parallel::ParallelDims& dims, int stage,
+StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& dims, int stage,
                        const StageShape& shape, int64_t per_block, int64_t micro_batches) {
   const int64_t h = c.model.hidden, tp = dims.tp, table = c.model.vocab_size * h / tp;
   const bool tied = c.model.tie_embeddings;
@@ -81,7 +81,7 @@ StageUnits layer_units(const trainer::Config& c, const parallel::ParallelDims& d
   return units;
 }
 
-int64_t block_parameters(const trainer::Config& c, int64_t tp) {
+int64_t block_parameters(const config::Config& c, int64_t tp) {
   const int64_t h = c.model.hidden, r = c.model.mlp_ratio;
   // Column-parallel weights and biases split over tp; LayerNorms and the
   // row-parallel layers' biases are replicated (models/transformer_block.cpp).
@@ -91,7 +91,7 @@ int64_t block_parameters(const trainer::Config& c, int64_t tp) {
 
 }  // namespace
 
-StageShape stage_shape(const trainer::Config& c, const parallel::ParallelDims& dims, int stage) {
+StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& dims, int stage) {
   const auto s = parallel::stage_of(c.model.layers, dims.pp, stage, c.parallel.stage_layers);
   const int64_t h = c.model.hidden, tp = dims.tp;
   const int64_t per_block = block_parameters(c, tp);
@@ -109,7 +109,7 @@ StageShape stage_shape(const trainer::Config& c, const parallel::ParallelDims& d
   return shape;
 }
 
-std::vector<MessageClass> step_traffic(const trainer::Config& c, const parallel::ParallelDims& dims,
+std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::ParallelDims& dims,
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);

@@ -30,7 +30,7 @@
 
 #include "comm/group_kind.h"
 #include "parallel/parallel_dims.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::plan {
 
@@ -62,10 +62,10 @@ struct StageShape {
   int64_t parameters = 0;  // this rank's (its tp shard of the stage)
 };
 
-StageShape stage_shape(const trainer::Config& config, const parallel::ParallelDims& dims,
+StageShape stage_shape(const config::Config& config, const parallel::ParallelDims& dims,
                        int stage);
 
-std::vector<MessageClass> step_traffic(const trainer::Config& config,
+std::vector<MessageClass> step_traffic(const config::Config& config,
                                        const parallel::ParallelDims& dims, int stage);
 
 }  // namespace cmpi::plan

@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::trainer {
 
@@ -28,6 +28,6 @@ struct ComputeProbe {
 
 // Runs on this process alone (MPI must be initialised); uses
 // training.threads intra-op threads.
-ComputeProbe probe_compute(const Config& config);
+ComputeProbe probe_compute(const config::Config& config);
 
 }  // namespace cmpi::trainer

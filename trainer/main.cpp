@@ -12,21 +12,22 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/loaded_checkpoint.h"
+#include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_agreement.h"
 #include "checkpoint/safetensors_writer.h"
 #include "comm/mpi_session.h"
 #include "comm/termination_signals.h"
+#include "config/run_paths.h"
+#include "data/token_source.h"
 #include "parallel/process_groups.h"
 #include "trainer/blas_probe.h"
-#include "trainer/checkpoint_hooks.h"
 #include "trainer/cli_args.h"
-#include "trainer/config_loader.h"
-#include "trainer/config_warnings.h"
-#include "trainer/job_config.h"
-#include "trainer/memory_preflight.h"
+#include "config/config_loader.h"
+#include "config/config_warnings.h"
+#include "config/job_config.h"
+#include "config/memory_preflight.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
-#include "trainer/token_source.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   comm::report_termination_signals(kProgram, rank, mpi.world_size());
 
   trainer::CliArgs args;
-  trainer::Config config;
+  config::Config config;
   parallel::ParallelDims dims;
   std::string error;
   try {
@@ -71,11 +72,11 @@ int main(int argc, char** argv) {
   args.help = any_help != 0;
   if (!args.help) {
     try {
-      config = trainer::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
+      config = config::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
       // Exporting reads files only: the job's layout does not matter.
-      if (args.export_path.empty()) dims = trainer::validate_layout(config, world);
+      if (args.export_path.empty()) dims = config::validate_layout(config, world);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args.print_config) {
-    if (rank == 0) std::fputs(trainer::to_yaml(config).c_str(), stdout);
+    if (rank == 0) std::fputs(config::to_yaml(config).c_str(), stdout);
     return 0;
   }
   // Which checkpoint --resume means, agreed before anything is allocated.
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
   if (args.resume) {
     try {
       checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
-        resume_path = trainer::resolve_resume_path(config, args.resume_path);
+        resume_path = checkpoint::resolve_resume_path(config::checkpoint_root(config),
+                                                      args.resume_path);
       });
     } catch (const checkpoint::CheckpointError& e) {
       if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
@@ -134,24 +136,24 @@ int main(int argc, char** argv) {
   try {
     // The estimate sizes a GPT; a ResNet's synthetic images need no files.
     if (config.model.kind == "gpt")
-      error = trainer::check_memory_fits(config, dims, MPI_COMM_WORLD);
+      error = config::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
   }
   if (!all_ranks_ok(error, rank)) return 2;
   // The data is part of the config: a missing file, tokens outside the
   // vocabulary or a split too small ends the job here, before training.
-  std::shared_ptr<const trainer::TokenSource> data;
+  std::shared_ptr<const data::TokenSource> tokens;
   try {
     if (config.model.kind == "gpt")
-      data = trainer::open_token_source(config, MPI_COMM_WORLD,
+      tokens = data::open_token_source(config.data, data::token_demand(config), MPI_COMM_WORLD,
                                         config.log.every > 0 ? stdout : nullptr);
   } catch (const std::exception& e) {
     error = e.what();
   }
   if (!all_ranks_ok(error, rank)) return 2;
   if (rank == 0)
-    for (const std::string& warning : trainer::config_warnings(config))
+    for (const std::string& warning : config::config_warnings(config))
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, warning.c_str());
 
   try {
@@ -165,10 +167,10 @@ int main(int argc, char** argv) {
     }
     parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, config.compression);
     trainer::TrainerOptions options;
-    options.run_dir = config.run.dir + "/" + config.run.name;
-    options.resolved_config = trainer::to_yaml(config);
+    options.run_dir = config::run_directory(config);
+    options.resolved_config = config::to_yaml(config);
     options.dump_tensors_dir = args.dump_tensors_dir;
-    options.source = data;
+    options.source = tokens;
     options.resume_path = resume_path;
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();

@@ -102,7 +102,7 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
                 "comm %.1f ms (grad sync %.1f, exposed %.1f) | sent %s",
                 (long long)r.step, (long long)r.total_steps, r.loss, floor, val_loss, r.lr,
                 throughput, r.step_ms, r.comm_ms, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
-                human_bytes(double(r.wire_bytes)).c_str());
+                config::human_bytes(double(r.wire_bytes)).c_str());
   if (!r.skipped) return buf;
   return std::string(buf) + " | SKIPPED: non-finite values, update not applied (" +
          std::to_string(r.skipped_steps) + " skipped so far)";

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "io/checked_file.h"
-#include "trainer/human_units.h"
+#include "config/units.h"
 
 namespace cmpi::trainer {
 

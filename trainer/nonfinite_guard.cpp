@@ -75,10 +75,6 @@ std::string by_parameter(const std::vector<std::pair<std::string, std::string>>&
 
 }  // namespace
 
-bool RankHealth::loss_nonfinite() const {
-  return computed_loss && !std::isfinite(loss);
-}
-
 std::string describe_nonfinite_step(int64_t step, double grad_norm,
                                     const std::vector<RankHealth>& ranks) {
   std::vector<std::string> loss_ranks;
@@ -113,7 +109,7 @@ std::string describe_nonfinite_step(int64_t step, double grad_norm,
   return out;
 }
 
-NonfiniteGuard::NonfiniteGuard(const TrainingConfig& training, parallel::ProcessGroups& groups)
+NonfiniteGuard::NonfiniteGuard(const config::TrainingConfig& training, parallel::ProcessGroups& groups)
     : skip_(training.on_nonfinite == "skip_step"),
       max_skipped_in_a_row_(training.max_skipped_steps),
       groups_(groups) {

@@ -18,8 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+#include "models/train_model.h"
 #include "parallel/parallel_dims.h"
-#include "trainer/config.h"
 
 namespace cmpi::parallel {
 class ProcessGroups;
@@ -27,20 +28,8 @@ class ProcessGroups;
 
 namespace cmpi::trainer {
 
-// One rank's view of one step.
-struct RankHealth {
-  int world_rank = 0;
-  parallel::GridCoord coord;
-  bool computed_loss = false;   // this rank computes the loss (the last pipeline stage)
-  double loss = 0;              // over its own micro-batches, when computed_loss
-  bool update_skipped = false;  // the optimizer skipped the update (non-finite global norm)
-  // See parallel::NonfiniteGradients: the first parameter whose gradient was
-  // non-finite from this rank's own backward, and after the reduction over dp.
-  std::string own_param;
-  std::string reduced_param;
-
-  bool loss_nonfinite() const;
-};
+// One rank's view of one step (filled by the model, models/train_model.h).
+using models::RankHealth;
 
 struct StepVerdict {
   bool nonfinite = false;  // some rank's loss or gradients went non-finite
@@ -62,7 +51,7 @@ std::string describe_nonfinite_step(int64_t step, double grad_norm,
 class NonfiniteGuard {
  public:
   // Throws std::invalid_argument for an unknown policy or max_skipped_steps < 1.
-  NonfiniteGuard(const TrainingConfig& training, parallel::ProcessGroups& groups);
+  NonfiniteGuard(const config::TrainingConfig& training, parallel::ProcessGroups& groups);
 
   // Collective over the world, once after every step (1-based), with the
   // step's global gradient norm (the same on every rank).

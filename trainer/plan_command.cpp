@@ -8,19 +8,19 @@
 #include "plan/plan_report.h"
 #include "plan/step_plan.h"
 #include "trainer/compute_probe.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 namespace cmpi::trainer {
 
-int plan_world_size(const PlanArgs& plan, const Config& c) {
+int plan_world_size(const PlanArgs& plan, const config::Config& c) {
   if (plan.ranks > 0) return int(plan.ranks);
   if (c.parallel.data > 0)
     return int(c.parallel.data * c.parallel.tensor * c.parallel.pipeline * c.parallel.spatial);
-  throw UsageError("--plan: " + origin_of(c, "parallel.data") +
+  throw UsageError("--plan: " + config::origin_of(c, "parallel.data") +
                    ": parallel.data is auto, so the world size is unknown: give --plan-ranks N");
 }
 
-int run_plan(const PlanArgs& args, const Config& config, const parallel::ParallelDims& dims) {
+int run_plan(const PlanArgs& args, const config::Config& config, const parallel::ParallelDims& dims) {
   plan::PlanOptions options;
   options.world_size = dims.dp * dims.tp * dims.pp * dims.sp;
   options.ranks_per_node =
@@ -53,7 +53,7 @@ int run_plan(const PlanArgs& args, const Config& config, const parallel::Paralle
   if (args.compare_presets) {
     std::vector<plan::StepPlan> plans;
     for (const char* preset : {"none", "mzhybrid", "zhybrid", "auto"}) {
-      Config variant = config;
+      config::Config variant = config;
       variant.compression.preset = preset;
       plans.push_back(plan::plan_step(variant, dims, options, codecs));
     }

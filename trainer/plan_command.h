@@ -5,15 +5,15 @@
 
 #include "parallel/parallel_dims.h"
 #include "trainer/cli_args.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::trainer {
 
 // The ranks to plan for: --plan-ranks, else the product of the config's
 // layout (which needs parallel.data set). Throws UsageError otherwise.
-int plan_world_size(const PlanArgs& plan, const Config& config);
+int plan_world_size(const PlanArgs& plan, const config::Config& config);
 
 // Returns the process exit code.
-int run_plan(const PlanArgs& plan, const Config& config, const parallel::ParallelDims& dims);
+int run_plan(const PlanArgs& plan, const config::Config& config, const parallel::ParallelDims& dims);
 
 }  // namespace cmpi::trainer

@@ -75,7 +75,7 @@ std::string memory_by_stage_json(parallel::ProcessGroups& groups, const TrainRes
 
 }  // namespace
 
-void report_summary(const Config& config, parallel::ProcessGroups& groups,
+void report_summary(const config::Config& config, parallel::ProcessGroups& groups,
                     const TrainResult& result, const std::string& run_dir) {
   const bool is_root = groups.world_rank() == 0;
   const double final_loss = result.losses.empty() ? 0.0 : result.losses.back();
@@ -139,10 +139,10 @@ void report_summary(const Config& config, parallel::ProcessGroups& groups,
     std::snprintf(buf, sizeof buf,
                   "  %-5s %8llu calls | raw %10s | wire %10s (intra %s, inter %s) | ratio %5.2f "
                   "| comm %.2f s (slowest rank)\n",
-                  comm::to_string(kind), t.calls, human_bytes(double(t.raw_bytes)).c_str(),
-                  human_bytes(double(t.wire_bytes)).c_str(),
-                  human_bytes(double(t.intra_wire)).c_str(),
-                  human_bytes(double(t.inter_wire)).c_str(), ratio, t.max_seconds);
+                  comm::to_string(kind), t.calls, config::human_bytes(double(t.raw_bytes)).c_str(),
+                  config::human_bytes(double(t.wire_bytes)).c_str(),
+                  config::human_bytes(double(t.intra_wire)).c_str(),
+                  config::human_bytes(double(t.inter_wire)).c_str(), ratio, t.max_seconds);
     lines += buf;
     if (t.nonfinite_raw_chunks > 0) {
       std::snprintf(buf, sizeof buf,

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "trainer/config.h"
+#include "config/config.h"
 #include "trainer/trainer.h"
 
 namespace cmpi::parallel {
@@ -21,7 +21,7 @@ class ProcessGroups;
 
 namespace cmpi::trainer {
 
-void report_summary(const Config& config, parallel::ProcessGroups& groups,
+void report_summary(const config::Config& config, parallel::ProcessGroups& groups,
                     const TrainResult& result, const std::string& run_dir);
 
 }  // namespace cmpi::trainer

@@ -1,7 +1,7 @@
-// Step reporting shared by the GPT and the CNN trainer: the parts of a step's
+// Step reporting of the training loop: the parts of a step's
 // record that come from the communicators (time, bytes, per-group stats) and
-// from the optimizer (gradient reduction times, state memory), so that both
-// trainers write the same metrics.jsonl fields the same way.
+// from the optimizer (gradient reduction times, state memory), so that every
+// model family writes the same metrics.jsonl fields the same way.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/comm_stats.h"
+#include "models/train_model.h"
 
 namespace cmpi::parallel {
 class DataParallelOptimizer;
@@ -20,10 +21,8 @@ namespace cmpi::trainer {
 
 struct StepRecord;
 
-// Communicators outside the process grid that a trainer also reports (a
-// bidirectional pipeline's mirrored groups), by the name they get in the
-// groups JSON.
-using ExtraGroupStats = std::vector<std::pair<std::string, const comm::CommStats*>>;
+// Communicators outside the process grid that a model also reports.
+using models::ExtraGroupStats;
 
 // What this rank's communicators moved so far, every group and the extras.
 comm::OpCounters comm_totals(parallel::ProcessGroups& groups, const ExtraGroupStats& extra = {});

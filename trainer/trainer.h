@@ -1,14 +1,21 @@
-// Trainer: runs the training loop of one rank. Per step, for each of its
-// micro-batches: forward, loss scaled by 1/(micro-batches x dp), backward
-// (gradients accumulate); then gradients are averaged over the DP group in
-// buckets, clipped by global norm, and AdamW steps with the scheduled
-// learning rate. Rank 0 reports progress and appends metrics.jsonl. A step
-// whose loss or gradients went non-finite is never applied; all ranks agree
-// on it after the step and then skip it or stop together (NonfiniteGuard,
-// training.on_nonfinite).
+// Trainer: the one training loop of a rank, for every model family. It
+// composes, it does not contain:
+//   - the model comes from its family's parallelize function
+//     (models/gpt_parallelize.h, models/cnn/resnet_parallelize.h) as a
+//     TrainModel (models/train_model.h), which runs one step's micro-batches
+//     forward and backward, reduces, clips and applies the update;
+//   - a CheckpointManager (checkpoint/checkpoint_manager.h) is handed the
+//     model's checkpoint parts, restores --resume and saves every
+//     checkpoint.every steps;
+//   - the loop itself owns the step numbering, the learning-rate schedule,
+//     preset auto's step-boundary decisions, the NonfiniteGuard (a step whose
+//     loss or gradients went non-finite is never applied; all ranks agree on
+//     it and skip it or stop together, training.on_nonfinite), evaluation
+//     every eval.every steps, and the step report: rank 0 prints progress and
+//     appends metrics.jsonl.
 //
-// The header is torch-free (the model and optimizer live behind Impl), so
-// the CLI and tests that only drive a run compile without LibTorch.
+// The header is torch-free (the model lives behind Impl), so the CLI and
+// tests that only drive a run compile without LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -18,16 +25,17 @@
 #include <utility>
 #include <vector>
 
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::parallel {
 class ProcessGroups;
 }
+namespace cmpi::data {
+class TokenSource;
+}
 
 namespace cmpi::trainer {
 
-class TokenSource;
-class CnnTrainer;
 
 struct TrainerOptions {
   std::string run_dir;           // empty: write no files
@@ -35,9 +43,9 @@ struct TrainerOptions {
   int64_t print_every = -1;      // -1: log.every from the config; 0: silent
   std::string dump_tensors_dir;  // non-empty: after the last step, write
                                  // gradients.f32 and activations.f32 there
-  // The sequences to train and evaluate on; null: the trainer opens the
-  // config's data itself (open_token_source, collective over the world).
-  std::shared_ptr<const TokenSource> source;
+  // GPT: the sequences to train and evaluate on; null: the config's data is
+  // opened here (data::open_token_source, collective over the world).
+  std::shared_ptr<const data::TokenSource> source;
   // A complete checkpoint directory to continue from (resolved: see
   // resolve_resume_path); empty: start at step 0.
   std::string resume_path;
@@ -88,13 +96,11 @@ class TrainingStopped : public std::runtime_error {
 
 class Trainer {
  public:
-  Trainer(const Config& config, parallel::ProcessGroups& groups, TrainerOptions options = {});
+  Trainer(const config::Config& config, parallel::ProcessGroups& groups, TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // model.kind resnet runs CnnTrainer (cnn_trainer.h), which supports
-  // neither checkpoints nor tensor dumps.
   // Trains from the current position (0, or the resumed checkpoint's step)
   // to training.steps, saving a checkpoint every checkpoint.every steps.
   TrainResult run();
@@ -105,7 +111,6 @@ class Trainer {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  std::unique_ptr<CnnTrainer> cnn_;
 };
 
 }  // namespace cmpi::trainer

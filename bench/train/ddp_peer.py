@@ -16,7 +16,7 @@ What it matches (read from cmpi-train's resolved config, --config, as written by
   projections scaled by 1/sqrt(2*layers), zero biases (the same distributions; the values are not
   bit-identical: cmpi-train draws element i of each parameter from a counter-based generator keyed
   by (seed, parameter name, i), models/param_layout.cpp, this peer from torch's generator);
-- data: bench/train/markov_source.py, a bit-exact port of trainer/markov_source.cpp; rank r draws
+- data: bench/train/markov_source.py, a bit-exact port of data/markov_source.cpp; rank r draws
   the same sequences as cmpi-train's dp rank r (micro-batch m: sequences
   (r*micro_batches + m)*micro_batch ...);
 - optimizer: AdamW (decay on matrices and the token embedding only, as ParamInfo::weight_decay),

@@ -1,13 +1,13 @@
 // Reference tokens of the trainer's Markov source, for the bit-exactness check of the Python port
 // (bench/train/markov_source.py). Built by bench/train/run_bench.sh with g++ against
-// trainer/markov_source.cpp alone (no LibTorch, no MPI):
+// data/markov_source.cpp alone (no LibTorch, no MPI):
 //   markov_check VOCAB BRANCHING CONCENTRATION SEED SEQ_LEN STEPS PER_STEP > reference.json
 // prints JSON: the entropy rate and sequences (step, index) for step < STEPS, index < PER_STEP.
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "trainer/markov_source.h"
+#include "data/markov_source.h"
 
 int main(int argc, char** argv) {
   if (argc != 8) {
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   const unsigned long long seed = std::strtoull(argv[4], nullptr, 10);
   const long long length = std::atoll(argv[5]), steps = std::atoll(argv[6]),
                   per_step = std::atoll(argv[7]);
-  cmpi::trainer::MarkovSource source(vocab, branching, concentration, seed);
+  cmpi::data::MarkovSource source(vocab, branching, concentration, seed);
   std::printf("{\"vocab_size\":%lld,\"branching\":%lld,\"concentration\":%.17g,\"seed\":%llu,"
               "\"entropy_rate\":%.17g,\"sequences\":[",
               vocab, branching, concentration, seed, source.entropy_rate());

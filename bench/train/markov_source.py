@@ -1,4 +1,4 @@
-"""Bit-exact Python port of trainer/markov_source.{h,cpp} (the synthetic Markov token source).
+"""Bit-exact Python port of data/markov_source.{h,cpp} (the synthetic Markov token source).
 
 The C++ source builds its chain with std::mt19937_64, std::uniform_int_distribution<int64_t> and
 std::gamma_distribution<double> from libstdc++ (GCC 12, Debian 12) and draws sequence (step, index)
@@ -8,7 +8,7 @@ Lemire downscaling for uniform_int_distribution, generate_canonical<double, 53>,
 polar normal with its cached second value, Marsaglia-Tsang gamma) with the same floating-point
 operation order, so the DDP peer sees the same token stream as cmpi-train.
 
-`markov_check.cpp` (built by run_bench.sh with g++ against trainer/markov_source.cpp) prints
+`markov_check.cpp` (built by run_bench.sh with g++ against data/markov_source.cpp) prints
 reference tokens; `python3 markov_source.py --check REFERENCE.json` compares them.
 
 Runs with the standard library alone (numpy optional, only to speed up the power iteration).

@@ -365,7 +365,7 @@ class Runner:
         ref = os.path.join(self.out, "markov_reference.json")
         log = os.path.join(self.out, "markov_check.txt")
         build = ["g++", "-O2", "-std=c++17", "-I", ROOT, "-o", exe,
-                 os.path.join(HERE, "markov_check.cpp"), os.path.join(ROOT, "trainer", "markov_source.cpp")]
+                 os.path.join(HERE, "markov_check.cpp"), os.path.join(ROOT, "data", "markov_source.cpp")]
         status = "not checked"
         try:
             subprocess.run(build, check=True, capture_output=True, text=True)

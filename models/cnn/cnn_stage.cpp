@@ -55,14 +55,20 @@ std::vector<parallel::ParamInfo> CnnStageImpl::param_infos() {
   return infos;
 }
 
-std::vector<torch::Tensor> CnnStageImpl::running_statistics() {
-  std::vector<torch::Tensor> out;
+std::vector<std::pair<std::string, torch::Tensor>> CnnStageImpl::named_running_statistics() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& item : named_buffers()) {
     const std::string& name = item.key();
     if (name.size() >= 12 && (name.compare(name.size() - 12, 12, "running_mean") == 0 ||
                               name.compare(name.size() - 11, 11, "running_var") == 0))
-      out.push_back(item.value());
+      out.emplace_back(name, item.value());
   }
+  return out;
+}
+
+std::vector<torch::Tensor> CnnStageImpl::running_statistics() {
+  std::vector<torch::Tensor> out;
+  for (auto& named : named_running_statistics()) out.push_back(named.second);
   return out;
 }
 

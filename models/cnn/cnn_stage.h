@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "models/cnn/conv_layer_factory.h"
@@ -34,6 +36,8 @@ class CnnStageImpl : public torch::nn::Module {
   std::vector<parallel::ParamInfo> param_infos();
   // BatchNorm running means and variances (not learned, not in param_infos).
   std::vector<torch::Tensor> running_statistics();
+  // The same, with their names ("layer3.bn1.running_mean"), for checkpoints.
+  std::vector<std::pair<std::string, torch::Tensor>> named_running_statistics();
 
  private:
   std::vector<CnnLayerSpec> plan_;

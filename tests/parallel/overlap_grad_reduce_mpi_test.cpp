@@ -204,7 +204,7 @@ TEST(OverlapGradReduce, ACommThreadErrorReachesStepNamingBucketAndGroup) {
 
 // ------------------------------------------------------------ the trainer
 
-void expect_identical_trajectories(const trainer::Config& config, const ParallelDims& dims,
+void expect_identical_trajectories(const config::Config& config, const ParallelDims& dims,
                                    const comm::PolicyConfig& policy, const std::string& what) {
   const int group = dims.dp * dims.tp * dims.pp;
   auto off = config;
@@ -216,7 +216,7 @@ void expect_identical_trajectories(const trainer::Config& config, const Parallel
   EXPECT_EQ(overlapped, reference) << what;
 }
 
-trainer::Config small_buckets(uint64_t seed) {
+config::Config small_buckets(uint64_t seed) {
   auto config = cmpi::testing::tiny_gpt_config(seed);
   config.parallel.dp_bucket_bytes = 8 << 10;  // several buckets, cut through parameters
   config.training.grad_clip = 1.0;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -15,15 +15,15 @@ const std::string kBase =
     "model: {layers: 5, hidden: 32, heads: 4}\n"
     "training: {global_batch: 8, micro_batch: 2}\n";
 
-Config parse(const std::string& parallel_section, const std::vector<std::string>& overrides = {}) {
-  return parse_config(kBase + parallel_section, "pp.yaml", overrides);
+config::Config parse(const std::string& parallel_section, const std::vector<std::string>& overrides = {}) {
+  return config::parse_config(kBase + parallel_section, "pp.yaml", overrides);
 }
 
 std::string error_of(const std::string& parallel_section,
                      const std::vector<std::string>& overrides = {}) {
   try {
     parse(parallel_section, overrides);
-  } catch (const ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     return e.what();
   }
   return "(no error)";
@@ -70,9 +70,9 @@ TEST(PipelineConfig, BadStageLayersNameTheKeyAndLine) {
 TEST(PipelineConfig, StageLayersSurviveTheResolvedConfig) {
   for (const std::string section :
        {"parallel: {pipeline: 2, stage_layers: [2, 3]}\n", "parallel: {pipeline: 2}\n"}) {
-    const Config first = parse(section);
-    const Config again = parse_config(to_yaml(first), "resolved.yaml");
-    EXPECT_EQ(again.parallel.stage_layers, first.parallel.stage_layers) << to_yaml(first);
+    const config::Config first = parse(section);
+    const config::Config again = config::parse_config(config::to_yaml(first), "resolved.yaml");
+    EXPECT_EQ(again.parallel.stage_layers, first.parallel.stage_layers) << config::to_yaml(first);
   }
 }
 

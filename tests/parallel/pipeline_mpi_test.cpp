@@ -212,8 +212,8 @@ TEST(PipelineTiedEmbedding, CopiesGetTheSameSumBitForBit) {
 
 // --------------------------------------------------------------- training
 
-trainer::Config small_config(uint64_t seed, int64_t layers) {
-  trainer::Config c;
+config::Config small_config(uint64_t seed, int64_t layers) {
+  config::Config c;
   c.run.seed = seed;
   c.model.vocab_size = 64;
   c.model.seq_len = 16;
@@ -268,7 +268,7 @@ std::filesystem::path job_dir() {
           std::to_string(pid));
 }
 
-Run train_on(MPI_Comm comm, trainer::Config config, const Layout& layout,
+Run train_on(MPI_Comm comm, config::Config config, const Layout& layout,
              const comm::PolicyConfig& policy = {}, const std::string& run_dir = "") {
   ParallelDims dims;
   dims.dp = layout.dp;
@@ -294,7 +294,7 @@ Run train_on(MPI_Comm comm, trainer::Config config, const Layout& layout,
 }
 
 // Groups of layout.size() consecutive ranks each train the layout.
-Run train_in_groups(const trainer::Config& config, const Layout& layout,
+Run train_in_groups(const config::Config& config, const Layout& layout,
                     const comm::PolicyConfig& policy = {}, const std::string& run_dir = "") {
   const int group_index = world_rank() / layout.size();
   MPI_Comm group;
@@ -306,7 +306,7 @@ Run train_in_groups(const trainer::Config& config, const Layout& layout,
 }
 
 // The 1-rank run on world rank 0; its losses on every rank.
-Run single_rank_reference(trainer::Config config, const std::string& run_dir) {
+Run single_rank_reference(config::Config config, const std::string& run_dir) {
   config.parallel.stage_layers.clear();  // one stage holds every layer
   config.parallel.zero_stage = 0;
   Run reference;
@@ -330,7 +330,7 @@ void expect_same_trajectory(const std::vector<double>& reference, const std::vec
 // rank, and on world rank 0 the global gradient norms the runs reported (the
 // pipeline's norm must combine every stage's gradients, counting the tied
 // table once).
-void expect_layouts_match_single_rank(const trainer::Config& config,
+void expect_layouts_match_single_rank(const config::Config& config,
                                       const std::vector<Layout>& layouts) {
   const int size = layouts.front().size();
   if (world_size() % size != 0) GTEST_SKIP() << "needs a multiple of " << size << " ranks";

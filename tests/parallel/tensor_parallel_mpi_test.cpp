@@ -494,8 +494,8 @@ TEST(TensorParallelGpt, DropoutKeepsReplicasIdenticalAcrossTp) {
 
 // ---------------------------------------------------------------- training
 
-trainer::Config small_config(uint64_t seed) {
-  trainer::Config c = cmpi::testing::tiny_gpt_config(seed);
+config::Config small_config(uint64_t seed) {
+  config::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.training.grad_clip = 0.5;  // active: the tp-aware norm matters
   c.parallel.dp_bucket_bytes = 16 << 10;
   return c;
@@ -511,7 +511,7 @@ ParallelDims dims_of(int dp, int tp) {
 constexpr double kTrajectoryTolerance = 1e-4;  // relative, per step
 
 // Splits the world into groups of `size` consecutive ranks and trains on each.
-std::vector<double> train_in_groups_of(int size, const trainer::Config& config, int dp, int tp,
+std::vector<double> train_in_groups_of(int size, const config::Config& config, int dp, int tp,
                                        const comm::PolicyConfig& policy = {}) {
   return cmpi::testing::train_in_groups_of(size, config, dims_of(dp, tp), policy).losses;
 }

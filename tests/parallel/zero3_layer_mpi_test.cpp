@@ -46,8 +46,8 @@ ParallelDims dims_of(int dp, int tp, int pp) {
   return d;
 }
 
-trainer::Config zero3_config(uint64_t seed, const std::string& gather) {
-  trainer::Config c = cmpi::testing::tiny_gpt_config(seed);
+config::Config zero3_config(uint64_t seed, const std::string& gather) {
+  config::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.training.grad_clip = 0.5;
   c.parallel.dp_bucket_bytes = 4 << 10;  // several buckets per block
   c.parallel.zero_stage = 3;
@@ -55,7 +55,7 @@ trainer::Config zero3_config(uint64_t seed, const std::string& gather) {
   return c;
 }
 
-cmpi::testing::TinyGptRun train_in(int group_size, const trainer::Config& config,
+cmpi::testing::TinyGptRun train_in(int group_size, const config::Config& config,
                                    const ParallelDims& dims) {
   return cmpi::testing::train_in_groups_of(group_size, config, dims);
 }

@@ -425,8 +425,8 @@ TEST(ZeroOptimizer, GlobalNormCountsShardsOnceAndSkipsTheTiedCopy) {
 
 // ------------------------------------------------------------ the trainer
 
-trainer::Config small_config(uint64_t seed) {
-  trainer::Config c = cmpi::testing::tiny_gpt_config(seed);
+config::Config small_config(uint64_t seed) {
+  config::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.training.grad_clip = 0.5;            // below the early norms: clipping is exercised
   c.parallel.dp_bucket_bytes = 4 << 10;  // several buckets
   return c;
@@ -435,14 +435,14 @@ trainer::Config small_config(uint64_t seed) {
 using cmpi::testing::TinyGptRun;
 
 // Trains on `comm` (every rank of it calls this) with the given layout.
-TinyGptRun train_with(MPI_Comm comm, trainer::Config config, ParallelDims dims, int zero_stage,
+TinyGptRun train_with(MPI_Comm comm, config::Config config, ParallelDims dims, int zero_stage,
                       const comm::PolicyConfig& policy = {}) {
   config.parallel.zero_stage = zero_stage;
   dims.zero_stage = zero_stage;
   return cmpi::testing::train_tiny_gpt(comm, config, dims, policy);
 }
 
-std::vector<double> train_on(MPI_Comm comm, const trainer::Config& config, ParallelDims dims,
+std::vector<double> train_on(MPI_Comm comm, const config::Config& config, ParallelDims dims,
                              int zero_stage) {
   return train_with(comm, config, dims, zero_stage).losses;
 }

@@ -8,14 +8,14 @@
 
 #include "parallel/parallel_dims.h"
 #include "plan/step_plan.h"
-#include "trainer/config.h"
-#include "trainer/memory_preflight.h"
+#include "config/config.h"
+#include "config/memory_preflight.h"
 
 namespace cmpi::plan {
 namespace {
 
-trainer::Config small_gpt() {
-  trainer::Config c;
+config::Config small_gpt() {
+  config::Config c;
   c.model.vocab_size = 1024;
   c.model.seq_len = 128;
   c.model.layers = 4;
@@ -153,16 +153,16 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   // of gradients and 2P of moments; ZeRO-1 shards the moments and stages one
   // bucket's piece; ZeRO-2 adds the P/dp gradient shard to the flat buffer.
   const auto c = small_gpt();
-  const double p = double(trainer::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
-  const auto zero0 = trainer::estimate_memory(c, layout(4, 1, 1, 0));
+  const double p = double(config::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
+  const auto zero0 = config::estimate_memory(c, layout(4, 1, 1, 0));
   EXPECT_NEAR(double(zero0.state()), 4 * p, 1);
   EXPECT_NEAR(double(zero0.scratch_bytes), 4 << 20, 1) << "one bucket for the reduction";
-  const auto zero1 = trainer::estimate_memory(c, layout(4, 1, 1, 1));
+  const auto zero1 = config::estimate_memory(c, layout(4, 1, 1, 1));
   EXPECT_NEAR(double(zero1.optimizer_bytes), 2 * p / 4, 1);
   EXPECT_NEAR(double(zero1.buffer_bytes), double(4 << 20) / 4, 1);
-  const auto zero2 = trainer::estimate_memory(c, layout(4, 1, 1, 2));
+  const auto zero2 = config::estimate_memory(c, layout(4, 1, 1, 2));
   EXPECT_NEAR(double(zero2.gradient_bytes), p + p / 4, 1);
-  EXPECT_EQ(double(trainer::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
+  EXPECT_EQ(double(config::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
       << "no dp, no reduction";
 }
 

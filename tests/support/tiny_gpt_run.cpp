@@ -9,8 +9,8 @@
 
 namespace cmpi::testing {
 
-trainer::Config tiny_gpt_config(uint64_t seed) {
-  trainer::Config c;
+config::Config tiny_gpt_config(uint64_t seed) {
+  config::Config c;
   c.run.seed = seed;
   c.model.vocab_size = 64;
   c.model.seq_len = 16;
@@ -28,8 +28,8 @@ trainer::Config tiny_gpt_config(uint64_t seed) {
   return c;
 }
 
-trainer::Config tiny_resnet_config(uint64_t seed) {
-  trainer::Config c;
+config::Config tiny_resnet_config(uint64_t seed) {
+  config::Config c;
   c.run.seed = seed;
   c.model.kind = "resnet";
   c.model.depth = 11;  // stem, 3 blocks, head: 5 layers
@@ -78,7 +78,7 @@ trainer::Config tiny_resnet_config(uint64_t seed) {
   return c;
 }
 
-TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
+TinyGptRun train_tiny_gpt(MPI_Comm comm, const config::Config& config,
                           const parallel::ParallelDims& dims, const comm::PolicyConfig& policy) {
   parallel::ProcessGroups groups(comm, dims, policy);
   trainer::TrainerOptions options;
@@ -94,7 +94,7 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
   return run;
 }
 
-TinyGptRun train_in_groups_of(int group_size, const trainer::Config& config,
+TinyGptRun train_in_groups_of(int group_size, const config::Config& config,
                               const parallel::ParallelDims& dims,
                               const comm::PolicyConfig& policy) {
   int rank = 0;
@@ -106,7 +106,7 @@ TinyGptRun train_in_groups_of(int group_size, const trainer::Config& config,
   return run;
 }
 
-std::vector<double> single_rank_losses(const trainer::Config& config) {
+std::vector<double> single_rank_losses(const config::Config& config) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::vector<double> losses(size_t(config.training.steps));

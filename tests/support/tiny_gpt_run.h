@@ -14,7 +14,7 @@
 #include "comm/comm_stats.h"
 #include "comm/policy_config.h"
 #include "parallel/parallel_dims.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace cmpi::testing {
 
@@ -22,13 +22,13 @@ namespace cmpi::testing {
 // steps on a global batch of 8 in micro-batches of 2, with warm-up and decay;
 // Markov data (branching 3) seeded from `seed`. Gradient clipping and the
 // bucket size stay at the Config defaults: each test sets what it exercises.
-trainer::Config tiny_gpt_config(uint64_t seed);
+config::Config tiny_gpt_config(uint64_t seed);
 
 // ResNet depth 11 (stem, 3 bottleneck blocks, head), width 4, 16x16 images of
 // 3 channels in 4 classes (noise 0.5); 8 steps on a global batch of 16 in
 // micro-batches of 4; Adam's eps 1e-3 (why: tiny_gpt_run.cpp); buckets of
 // 4 KiB so dp reduces several.
-trainer::Config tiny_resnet_config(uint64_t seed);
+config::Config tiny_resnet_config(uint64_t seed);
 
 struct TinyGptRun {
   std::vector<double> losses;                          // per step
@@ -39,19 +39,19 @@ struct TinyGptRun {
 };
 
 // Trains on `comm` (every rank of it calls this); `dims` must cover its size.
-TinyGptRun train_tiny_gpt(MPI_Comm comm, const trainer::Config& config,
+TinyGptRun train_tiny_gpt(MPI_Comm comm, const config::Config& config,
                           const parallel::ParallelDims& dims,
                           const comm::PolicyConfig& policy = {});
 
 // Splits MPI_COMM_WORLD into groups of `group_size` consecutive ranks and
 // trains on each (every rank of the world calls this).
-TinyGptRun train_in_groups_of(int group_size, const trainer::Config& config,
+TinyGptRun train_in_groups_of(int group_size, const config::Config& config,
                               const parallel::ParallelDims& dims,
                               const comm::PolicyConfig& policy = {});
 
 // The single-rank trajectory: world rank 0 trains alone, every rank of the
 // world gets its losses.
-std::vector<double> single_rank_losses(const trainer::Config& config);
+std::vector<double> single_rank_losses(const config::Config& config);
 
 // A policy that sends every message of `groups`, whatever its size, through
 // `codec` on the compressed algorithms (e.g. "mpc", "identity").

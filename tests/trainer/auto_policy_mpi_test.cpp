@@ -40,7 +40,7 @@ struct AutoRun {
 
 // Trains on groups of `group_size` consecutive world ranks; world rank 0
 // writes metrics.jsonl.
-AutoRun train(int group_size, const Config& config, const parallel::ParallelDims& dims,
+AutoRun train(int group_size, const config::Config& config, const parallel::ParallelDims& dims,
               const comm::PolicyConfig& policy) {
   io::testing::ScratchDir dir;
   MPI_Comm group;
@@ -88,7 +88,7 @@ TEST(AutoPolicy, DataParallelTrainsAndLogsDecisions) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world, 4) << "run this test on 4 ranks";
-  const Config config = cmpi::testing::tiny_gpt_config(cmpi::testing::test_seed() % 100000);
+  const config::Config config = cmpi::testing::tiny_gpt_config(cmpi::testing::test_seed() % 100000);
   parallel::ParallelDims dims;
   dims.dp = 2;
   const AutoRun raw = train(2, config, dims, policy("none"));
@@ -98,7 +98,7 @@ TEST(AutoPolicy, DataParallelTrainsAndLogsDecisions) {
 }
 
 TEST(AutoPolicy, DataAndTensorParallelTrainsAndLogsDecisions) {
-  const Config config = cmpi::testing::tiny_gpt_config(cmpi::testing::test_seed() % 100000);
+  const config::Config config = cmpi::testing::tiny_gpt_config(cmpi::testing::test_seed() % 100000);
   parallel::ParallelDims dims;
   dims.dp = 2;
   dims.tp = 2;

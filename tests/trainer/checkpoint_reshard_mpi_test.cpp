@@ -34,6 +34,7 @@
 #include "checkpoint/loaded_checkpoint.h"
 #include "checkpoint/metadata.h"
 #include "parallel/process_groups.h"
+#include "tests/support/checkpoint_state.h"
 #include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"
 
@@ -108,9 +109,9 @@ Variant dropout() {
 
 // The trainer takes the ZeRO stage (and the sizes it reports) from the
 // config, the process groups from ParallelDims: both are set.
-trainer::Config test_config(const std::string& checkpoint_dir, const Variant& variant,
+config::Config test_config(const std::string& checkpoint_dir, const Variant& variant,
                             const Layout& layout) {
-  trainer::Config c = testing::tiny_gpt_config(77);
+  config::Config c = testing::tiny_gpt_config(77);
   c.parallel.data = layout.dp;
   c.parallel.tensor = layout.tp;
   c.parallel.pipeline = layout.pp;
@@ -177,19 +178,7 @@ trainer::TrainerOptions quiet() {
 void expect_same_state(const std::string& saved, const std::string& reloaded,
                        const std::string& what) {
   if (world_rank() != 0) return;
-  const auto a = checkpoint::LoadedCheckpoint::read(saved, nullptr);
-  const auto b = checkpoint::LoadedCheckpoint::read(reloaded, nullptr);
-  ASSERT_EQ(a.names(), b.names()) << what;
-  EXPECT_EQ(a.metadata().optimizer_steps, b.metadata().optimizer_steps) << what;
-  for (const auto& name : a.names()) {
-    const auto x = a.assemble(name), y = b.assemble(name);
-    ASSERT_EQ(x.shape, y.shape) << what << " " << name;
-    const size_t bytes = x.values.size() * sizeof(float);
-    EXPECT_EQ(std::memcmp(x.values.data(), y.values.data(), bytes), 0) << what << " " << name;
-    EXPECT_EQ(std::memcmp(x.exp_avg.data(), y.exp_avg.data(), bytes), 0) << what << " " << name;
-    EXPECT_EQ(std::memcmp(x.exp_avg_sq.data(), y.exp_avg_sq.data(), bytes), 0)
-        << what << " " << name;
-  }
+  testing::expect_same_checkpoint_state(saved, reloaded, what);
 }
 
 struct CaseResult {

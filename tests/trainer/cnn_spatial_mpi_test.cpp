@@ -28,7 +28,7 @@
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/trainer.h"
 
 namespace cmpi::trainer {
@@ -38,8 +38,8 @@ constexpr double kTolerance = 1e-4;  // relative, per step
 
 // The shared tiny ResNet on 18x18 images (uneven tiles on every slicing),
 // 6 steps on a global batch of 8 in micro-batches of 2.
-Config tiny_spatial_resnet_config(uint64_t seed) {
-  Config c = cmpi::testing::tiny_resnet_config(seed);
+config::Config tiny_spatial_resnet_config(uint64_t seed) {
+  config::Config c = cmpi::testing::tiny_resnet_config(seed);
   c.model.image_size = 18;
   c.training.steps = 6;
   c.training.global_batch = 8;
@@ -56,7 +56,7 @@ parallel::ParallelDims dims_of(int sp, int dp, int pp, int zero_stage = 0) {
   return d;
 }
 
-TrainResult train_on(MPI_Comm comm, const Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel::ParallelDims& dims) {
   parallel::ProcessGroups groups(comm, dims, config.compression);
   TrainerOptions options;
   options.print_every = 0;
@@ -64,7 +64,7 @@ TrainResult train_on(MPI_Comm comm, const Config& config, const parallel::Parall
   return trainer.run();
 }
 
-TrainResult train_in_groups_of(int size, const Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_in_groups_of(int size, const config::Config& config, const parallel::ParallelDims& dims) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm group;
@@ -75,7 +75,7 @@ TrainResult train_in_groups_of(int size, const Config& config, const parallel::P
 }
 
 // World rank 0 trains alone; every rank gets its losses and accuracies.
-TrainResult single_rank(const Config& config) {
+TrainResult single_rank(const config::Config& config) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainResult result;
@@ -115,16 +115,16 @@ class CnnSpatial : public ::testing::Test {
   }
   int world_ = 0;
   uint64_t seed_ = 0;
-  Config config_;
+  config::Config config_;
 };
 
 TEST_F(CnnSpatial, SpatialMatchesSingleRank) {
   require_world(4);
   const TrainResult reference = single_rank(config_);
-  Config vertical = config_;
+  config::Config vertical = config_;
   vertical.parallel.spatial_slicing = "vertical";
   expect_same_run(reference, train_in_groups_of(2, vertical, dims_of(2, 1, 1)), "sp2 vertical");
-  Config square = config_;
+  config::Config square = config_;
   square.parallel.spatial_slicing = "square";
   expect_same_run(reference, train_on(MPI_COMM_WORLD, square, dims_of(4, 1, 1)), "sp4 square");
 }
@@ -132,23 +132,23 @@ TEST_F(CnnSpatial, SpatialMatchesSingleRank) {
 TEST_F(CnnSpatial, SpatialWithDataAndPipelineMatchesSingleRank) {
   require_world(4);
   const TrainResult reference = single_rank(config_);
-  Config dp = config_;
+  config::Config dp = config_;
   dp.parallel.spatial_slicing = "horizontal";
   expect_same_run(reference, train_on(MPI_COMM_WORLD, dp, dims_of(2, 2, 1, 1)),
                   "sp2 horizontal x dp2 zero1");
-  Config pp = config_;
+  config::Config pp = config_;
   pp.parallel.spatial_stages = 1;
   pp.parallel.stage_layers = {2, 3};
   expect_same_run(reference, train_on(MPI_COMM_WORLD, pp, dims_of(2, 1, 2)),
                   "sp2 x pp2, spatial_stages 1 (gathered into the tail)");
-  Config all = config_;
+  config::Config all = config_;
   all.parallel.schedule = "gpipe";
   expect_same_run(reference, train_on(MPI_COMM_WORLD, all, dims_of(2, 1, 2)),
                   "sp2 x pp2, both stages spatial");
 }
 
-Config with_rule(const Config& base, const std::string& rule) {
-  Config c = parse_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
+config::Config with_rule(const config::Config& base, const std::string& rule) {
+  config::Config c = config::parse_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
   c.run = base.run;
   c.model = base.model;
   c.data = base.data;
@@ -165,11 +165,11 @@ Config with_rule(const Config& base, const std::string& rule) {
 // the same trajectory within the tolerance, not bit for bit.
 TEST_F(CnnSpatial, LosslessHaloCompressionIsBitIdentical) {
   require_world(4);
-  Config raw = config_;
+  config::Config raw = config_;
   raw.parallel.spatial_slicing = "square";
   const TrainResult a = train_on(MPI_COMM_WORLD, raw, dims_of(4, 1, 1));
   EXPECT_EQ(a.wire_bytes, a.raw_bytes) << "the raw run compresses nothing";
-  const Config halos_only =
+  const config::Config halos_only =
       with_rule(raw, "{match: {group: sp, role: halo, min_bytes: 0}, codec: {name: mpc}}");
   parallel::ProcessGroups groups(MPI_COMM_WORLD, dims_of(4, 1, 1), halos_only.compression);
   TrainerOptions options;
@@ -182,7 +182,7 @@ TEST_F(CnnSpatial, LosslessHaloCompressionIsBitIdentical) {
   const comm::OpCounters halos = groups.sp().stats().at(comm::Op::kHalo);
   EXPECT_GT(halos.calls, 0u);
   EXPECT_EQ(halos.compressed_calls, halos.calls) << "every halo went through mpc";
-  const Config whole_group =
+  const config::Config whole_group =
       with_rule(raw, "{match: {group: sp, min_bytes: 0}, codec: {name: mpc}}");
   expect_same_run(a, train_on(MPI_COMM_WORLD, whole_group, dims_of(4, 1, 1)),
                   "sp4 with mpc on all sp traffic");
@@ -193,7 +193,7 @@ TEST_F(CnnSpatial, LosslessHaloCompressionIsBitIdentical) {
 TEST_F(CnnSpatial, FiveDimensionalLayoutMatchesSingleRank) {
   require_world(8);
   const TrainResult reference = single_rank(config_);
-  Config five = config_;
+  config::Config five = config_;
   five.parallel.bidirectional = true;
   five.parallel.zero_stage = 1;
   five.parallel.spatial_stages = 1;

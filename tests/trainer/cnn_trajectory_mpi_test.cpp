@@ -35,7 +35,7 @@ parallel::ParallelDims dims_of(int dp, int pp, int zero_stage = 0) {
   return d;
 }
 
-TrainResult train_on(MPI_Comm comm, const Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel::ParallelDims& dims) {
   parallel::ProcessGroups groups(comm, dims, config.compression);
   TrainerOptions options;
   options.print_every = 0;
@@ -45,7 +45,7 @@ TrainResult train_on(MPI_Comm comm, const Config& config, const parallel::Parall
 
 // Groups of `size` consecutive world ranks each train; every rank returns
 // its group's result.
-TrainResult train_in_groups_of(int size, const Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_in_groups_of(int size, const config::Config& config, const parallel::ParallelDims& dims) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm group;
@@ -56,7 +56,7 @@ TrainResult train_in_groups_of(int size, const Config& config, const parallel::P
 }
 
 // World rank 0 trains alone; every rank gets its losses and accuracies.
-TrainResult single_rank(const Config& config) {
+TrainResult single_rank(const config::Config& config) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainResult result;
@@ -94,11 +94,11 @@ class CnnTrajectory : public ::testing::Test {
     config_ = cmpi::testing::tiny_resnet_config(seed_);
   }
   uint64_t seed_ = 0;
-  Config config_;
+  config::Config config_;
 };
 
 TEST_F(CnnTrajectory, SingleRankLearnsTheSyntheticImages) {
-  Config config = config_;
+  config::Config config = config_;
   config.model.width = 8;
   config.training.steps = 40;
   config.training.global_batch = 32;
@@ -132,14 +132,14 @@ TEST_F(CnnTrajectory, DataParallelMatchesSingleRank) {
 
 TEST_F(CnnTrajectory, PipelineMatchesSingleRank) {
   const TrainResult reference = single_rank(config_);
-  Config gpipe = config_;
+  config::Config gpipe = config_;
   gpipe.parallel.schedule = "gpipe";
   expect_same_run(reference, train_in_groups_of(2, gpipe, dims_of(1, 2)), "pp2 gpipe");
-  Config uneven = config_;
+  config::Config uneven = config_;
   uneven.parallel.schedule = "1f1b";
   uneven.parallel.stage_layers = {1, 4};
   expect_same_run(reference, train_in_groups_of(2, uneven, dims_of(1, 2)), "pp2 1f1b [1, 4]");
-  Config four = config_;
+  config::Config four = config_;
   four.parallel.stage_layers = {2, 1, 1, 1};
   expect_same_run(reference, train_on(MPI_COMM_WORLD, four, dims_of(1, 4)), "pp4 [2, 1, 1, 1]");
 }
@@ -155,16 +155,16 @@ TEST_F(CnnTrajectory, DataAndPipelineMatchSingleRank) {
 // each stage: the single-rank trajectory again.
 TEST_F(CnnTrajectory, BidirectionalPipelineMatchesSingleRank) {
   const TrainResult reference = single_rank(config_);
-  Config two = config_;
+  config::Config two = config_;
   two.parallel.bidirectional = true;
   two.parallel.schedule = "gpipe";
   expect_same_run(reference, train_in_groups_of(2, two, dims_of(1, 2)), "bidirectional pp2 gpipe");
-  Config four = config_;
+  config::Config four = config_;
   four.parallel.bidirectional = true;
   four.parallel.stage_layers = {2, 1, 1, 1};
   expect_same_run(reference, train_on(MPI_COMM_WORLD, four, dims_of(1, 4)),
                   "bidirectional pp4 [2, 1, 1, 1] 1f1b");
-  Config dp = config_;
+  config::Config dp = config_;
   dp.parallel.bidirectional = true;
   expect_same_run(reference, train_on(MPI_COMM_WORLD, dp, dims_of(2, 2, 1)),
                   "bidirectional dp2 x pp2 zero1");

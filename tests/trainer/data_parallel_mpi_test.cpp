@@ -18,8 +18,8 @@ using cmpi::testing::train_in_groups_of;
 
 constexpr double kTolerance = 1e-5;  // relative: only the order of float sums differs
 
-Config small_config(uint64_t seed) {
-  Config c = cmpi::testing::tiny_gpt_config(seed);
+config::Config small_config(uint64_t seed) {
+  config::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.parallel.dp_bucket_bytes = 16 << 10;  // several buckets
   return c;
 }
@@ -34,7 +34,7 @@ TEST(DataParallel, MatchesSingleRankLossTrajectory) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world % 4, 0) << "run this test on 4 ranks";
-  const Config config = small_config(cmpi::testing::test_seed() % 100000);
+  const config::Config config = small_config(cmpi::testing::test_seed() % 100000);
 
   const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
   EXPECT_LT(reference.back(), reference.front()) << "the 1-rank run should learn";

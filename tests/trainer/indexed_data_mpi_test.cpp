@@ -18,8 +18,8 @@
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
-#include "trainer/config_loader.h"
-#include "trainer/token_source.h"
+#include "config/config_loader.h"
+#include "data/token_source.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -87,7 +87,7 @@ TEST(IndexedData, DataParallelReproducesTheSingleRankTrainingAndValidationLosses
   write_dataset(dir.path("b"), seed + 1, 40, 64);
   MPI_Barrier(MPI_COMM_WORLD);
 
-  Config config = cmpi::testing::tiny_gpt_config(seed);
+  config::Config config = cmpi::testing::tiny_gpt_config(seed);
   config.parallel.dp_bucket_bytes = 16 << 10;
   config.data.kind = "indexed";
   config.data.paths = {dir.path("a"), dir.path("b")};
@@ -118,7 +118,7 @@ TEST(IndexedData, DataParallelReproducesTheSingleRankTrainingAndValidationLosses
     dims.dp = dp;
     dims.pp = pp;
     dims.zero_stage = zero;
-    Config layout_config = config;
+    config::Config layout_config = config;
     layout_config.parallel.data = dp;
     layout_config.parallel.pipeline = pp;
     layout_config.parallel.zero_stage = zero;
@@ -136,14 +136,14 @@ TEST(IndexedData, BadDataStopsEveryRankWithTheKeyAndTheFile) {
   SharedDir dir(seed);
   write_dataset(dir.path("wide"), seed, 30, 300);
   MPI_Barrier(MPI_COMM_WORLD);
-  Config config = cmpi::testing::tiny_gpt_config(seed);
+  config::Config config = cmpi::testing::tiny_gpt_config(seed);
   config.source = "run.yaml";
   config.data.kind = "indexed";
 
-  const auto error_of = [&](const Config& c) -> std::string {
+  const auto error_of = [&](const config::Config& c) -> std::string {
     try {
-      open_token_source(c, MPI_COMM_WORLD, nullptr);
-    } catch (const ConfigError& e) {
+      data::open_token_source(c.data, data::token_demand(c), MPI_COMM_WORLD, nullptr);
+    } catch (const config::ConfigError& e) {
       return e.what();
     }
     return "";

@@ -8,10 +8,12 @@
 
 #include "tests/support/test_seed.h"
 #include "trainer/lr_schedule.h"
-#include "trainer/markov_source.h"
+#include "data/markov_source.h"
 
 namespace cmpi::trainer {
 namespace {
+
+using data::MarkovSource;
 
 TEST(MarkovSource, EmpiricalConditionalEntropyMatchesEntropyRate) {
   const uint64_t seed = cmpi::testing::test_seed();

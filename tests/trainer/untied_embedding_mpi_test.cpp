@@ -27,8 +27,8 @@ constexpr double kTolerance = 1e-5;  // relative: only the order of float sums d
 
 // A vocabulary large against the 64 tokens a dp2 rank sees per step, so the
 // embedding's gradient is sparse (rows of 32 floats, blocks of 8 rows).
-Config untied_config(uint64_t seed) {
-  Config c = cmpi::testing::tiny_gpt_config(seed);
+config::Config untied_config(uint64_t seed) {
+  config::Config c = cmpi::testing::tiny_gpt_config(seed);
   c.model.vocab_size = 1024;
   c.model.tie_embeddings = false;
   c.parallel.dp_bucket_bytes = 16 << 10;  // several buckets, the embedding's among them
@@ -70,7 +70,7 @@ class UntiedEmbedding : public ::testing::Test {
     reference_ = cmpi::testing::single_rank_losses(config_);
     ASSERT_LT(reference_.back(), reference_.front()) << "the 1-rank run should learn";
   }
-  Config config_;
+  config::Config config_;
   std::vector<double> reference_;
 };
 

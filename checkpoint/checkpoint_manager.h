@@ -1,0 +1,122 @@
+// CheckpointManager: when a run saves, what a checkpoint holds, and how a run
+// resumes from one. The training loop hands it the stateful parts of its
+// rank (CheckpointParts: each optimizer with its parameters named against the
+// global layout, plain tensors such as BatchNorm running statistics, the
+// random generators) once; the manager owns the interval
+// (checkpoint.every), the retention (keep_last), the save and the restore.
+//
+// Save (collective over the world): every rank writes its shard — the
+// optimizer state runs it owns, its plain tensors, and its rank state
+// (codec residuals and generators, PowerSGD, the generator parts) — and
+// rank 0 writes metadata.yaml last (checkpoint_store.h), so a crash mid-save
+// leaves the previous checkpoint the newest complete one.
+//
+// Restore (collective over the world; every rank throws the same
+// CheckpointError when any fails, rank_agreement.h):
+//   - the saved model shape must equal this run's (the metadata names the
+//     first key that differs);
+//   - weights, AdamW moments and plain tensors are reassembled from whatever
+//     slices the saving layout cut them into and re-cut for this one, so any
+//     dp/tp/pp/sp/ZeRO layout loads any other (resharding);
+//   - under the same layout, each rank also takes back its own rank state,
+//     and the run continues bit for bit; under another layout that state
+//     belongs to ranks that no longer exist: it restarts (generators through
+//     restart_generators) and rank 0 warns about what was dropped.
+// The data position needs nothing: every sample is a function of (seed,
+// split, step, index). Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "checkpoint/optimizer_state.h"
+#include "checkpoint/rank_state.h"
+#include "parallel/parallel_dims.h"
+
+namespace cmpi::parallel {
+class DataParallelOptimizer;
+class ProcessGroups;
+}  // namespace cmpi::parallel
+
+namespace cmpi::checkpoint {
+
+// One optimizer and the parameters it updates.
+struct OptimizerPart {
+  std::vector<CheckpointedParam> params;  // in the optimizer's order
+  parallel::DataParallelOptimizer* optimizer = nullptr;
+  // False where another rank writes an identical copy (a spatial replica, a
+  // bi-directional pipeline's second replica): this rank only loads.
+  bool writes = true;
+  // True where this rank writes state that is replicated over dp (dp rank 0).
+  bool writes_replicated = true;
+  std::set<std::string> held_elsewhere;  // parameters another stage writes
+};
+
+// A tensor that is saved and resharded but not optimized.
+struct TensorPart {
+  CheckpointedParam param;
+  float* data = nullptr;  // this rank's slice, param.slice.numel() floats
+  bool writes = true;
+};
+
+struct CheckpointParts {
+  // The keys a checkpoint must match to be loaded ("hidden", "depth", ...).
+  std::map<std::string, int64_t> model_shape;
+  // The first one's PowerSGD state and step count go into the checkpoint.
+  std::vector<OptimizerPart> optimizers;
+  std::vector<TensorPart> tensors;
+  std::vector<GeneratorPart> generators;
+  // Called instead of restoring the generators when the checkpoint comes from
+  // another layout: `step` is the checkpoint's (dropout must not replay the
+  // masks of step 0).
+  std::function<void(int64_t step)> restart_generators;
+  bool has_dropout = false;  // says, on another layout, that the masks change
+};
+
+struct CheckpointSettings {
+  std::string root;  // checkpoint directories go here
+  int64_t every = 0;  // save every this many steps; 0: never
+  int64_t keep_last = 3;
+  std::string resolved_config;  // stored beside the metadata
+  bool print = true;            // rank 0 prints a line per save and resume
+};
+
+// Where a resumed run continues.
+struct ResumePoint {
+  int64_t step = 0;           // training steps completed
+  int64_t skipped_steps = 0;  // of those, not applied (non-finite)
+};
+
+// The layout a checkpoint records: dp, tp, pp, zero_stage, world; sp and
+// bidirectional only where used, so that checkpoints of layouts without them
+// keep reading as the same layout.
+std::map<std::string, int64_t> checkpoint_layout(const parallel::ParallelDims& dims,
+                                                 bool bidirectional);
+
+class CheckpointManager {
+ public:
+  CheckpointManager(CheckpointSettings settings, parallel::ProcessGroups& groups,
+                    std::map<std::string, int64_t> layout, CheckpointParts parts);
+
+  // Whether the loop saves after `steps_done` steps.
+  bool due(int64_t steps_done) const;
+  // Collective over the world. Returns the checkpoint directory.
+  std::string save(int64_t steps_done, int64_t skipped_steps);
+  // Collective over the world; `path` is a complete checkpoint directory.
+  ResumePoint restore(const std::string& path);
+
+ private:
+  void restore_rank_state(const LoadedCheckpoint& loaded);
+  void warn_other_layout(const LoadedCheckpoint& loaded) const;
+
+  CheckpointSettings settings_;
+  parallel::ProcessGroups& groups_;
+  std::map<std::string, int64_t> layout_;
+  CheckpointParts parts_;
+};
+
+}  // namespace cmpi::checkpoint

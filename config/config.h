@@ -1,0 +1,156 @@
+// Config: the typed form of a run's YAML file, one struct per section, with
+// the defaults a user gets for every key left out. Loaded and validated by
+// load_config (config_loader.h); nothing else reads the YAML.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/policy_config.h"
+
+namespace cmpi::config {
+
+struct RunConfig {
+  std::string name = "run";
+  std::string dir = "runs";  // the run directory is <dir>/<name>
+  uint64_t seed = 1234;      // model init and dropout
+  // Refuse to start a run whose estimated memory exceeds what the node has
+  // available (memory_preflight.h).
+  bool memory_check = true;
+};
+
+struct ModelConfig {
+  // gpt: the GPT below (vocab_size .. init_std); resnet: a pre-activation
+  // ResNet v2 image classifier (depth .. classes; docs/cnn.md).
+  std::string kind = "gpt";
+  int64_t vocab_size = 256;
+  int64_t seq_len = 64;
+  int64_t layers = 2;
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t mlp_ratio = 4;  // MLP inner width = mlp_ratio * hidden
+  double dropout = 0.0;
+  double init_std = 0.02;
+  // true: the output head reuses the token embedding's table (GPT-2);
+  // false: a separate head table "output_head.weight" (GPT-NeoX-20B), which
+  // leaves the token embedding's gradient sparse (only the rows of the
+  // step's tokens), so it is reduced over dp in its own bucket.
+  bool tie_embeddings = true;
+  // resnet: depth 9n + 2 (three groups of n bottleneck blocks), inner width
+  // of the first group, square images of image_size x image_size with
+  // `channels` channels, `classes` output classes.
+  int64_t depth = 29;
+  int64_t width = 16;
+  int64_t image_size = 16;
+  int64_t channels = 3;
+  int64_t classes = 10;
+  // "relu" (default) | "silu" (smooth; see models/cnn/resnet_plan.h).
+  std::string activation = "relu";
+};
+
+struct ParallelConfig {
+  int64_t data = 0;  // 0 = auto: world / (tensor * pipeline * spatial)
+  int64_t tensor = 1;
+  int64_t pipeline = 1;
+  int64_t spatial = 1;
+  int64_t zero_stage = 0;  // 0..3
+  // ZeRO-3 only: gather parameters per layer (layer: peak = shard + ~2
+  // layers, sharded initialisation) or the whole model once per step (model).
+  std::string zero3_gather = "layer";
+  std::string schedule = "1f1b";  // gpipe | 1f1b
+  // Layers per pipeline stage, first stage first; empty = balanced (written
+  // `balanced` in YAML).
+  std::vector<int64_t> stage_layers;
+  int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
+  // Two model replicas pipelined in opposite directions over the same pp
+  // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
+  // rank's micro-batches; their gradients are summed with each other.
+  bool bidirectional = false;
+  // Spatial parallelism (model.kind resnet): how the images are cut over the
+  // `spatial` ranks (square | vertical | horizontal), and how many pipeline
+  // stages, from the first, run on tiles (0 = all of them).
+  std::string spatial_slicing = "vertical";
+  int64_t spatial_stages = 0;
+};
+
+struct TrainingConfig {
+  int64_t steps = 100;
+  int64_t global_batch = 32;  // sequences per optimizer step, over all DP ranks
+  int64_t micro_batch = 8;    // sequences per forward/backward on one rank
+  double lr = 3e-3;
+  double min_lr = 3e-4;
+  int64_t warmup_steps = 10;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // 0 disables clipping
+  int64_t threads = 1;     // LibTorch intra-op threads per rank
+  // Reduce gradient buckets over dp on a communication thread while the last
+  // micro-batch's backward runs (false: all after backward, in the step).
+  bool overlap_grad_reduce = true;
+  // A step whose global gradient norm is non-finite never updates the
+  // weights. When that or a non-finite loss happens (on any rank) abort ends
+  // the job there, naming the step, the rank(s) and what went non-finite;
+  // skip_step goes on with the next step, unless more than
+  // max_skipped_steps steps in a row were skipped (or the loss alone was
+  // non-finite, whose update could not be held back).
+  std::string on_nonfinite = "abort";  // abort | skip_step
+  int64_t max_skipped_steps = 5;       // >= 1
+};
+
+struct DataConfig {
+  // markov: tokens from a fixed random Markov chain; indexed: Megatron/GPT-NeoX
+  // .bin/.idx datasets sampled as GPTDataset does (data/gpt_sample_index.h);
+  // images: synthetic labelled images (data/synthetic_images.h), the only
+  // kind model.kind resnet reads and its default.
+  std::string kind = "markov";
+  uint64_t seed = 42;          // the chain (markov); the shuffles (indexed)
+  int64_t branching = 4;       // successors per token in the chain (entropy <= log branching)
+  double concentration = 1.0;  // Dirichlet-like spread of successor probabilities
+  // indexed: dataset prefixes (PREFIX.bin + PREFIX.idx) and their blend
+  // weights (empty: equal), the train/valid ratios of each dataset's
+  // documents, and where the sample index caches go (empty: beside the data).
+  std::vector<std::string> paths;
+  std::vector<double> weights;
+  std::vector<double> split = {0.98, 0.02};
+  std::string cache_dir = "";
+  double noise = 0.5;  // images: standard deviation of the pixel noise
+};
+
+struct EvalConfig {
+  int64_t every = 0;    // validation loss every N steps and at the last; 0 = never
+  int64_t batches = 4;  // global batches of the held-out split per evaluation
+};
+
+struct CheckpointConfig {
+  std::string dir = "";   // default <run dir>/checkpoints
+  int64_t every = 0;      // 0 = never
+  int64_t keep_last = 3;  // complete checkpoints kept; 0 = all
+};
+
+struct LogConfig {
+  int64_t every = 10;
+  bool metrics_jsonl = true;
+};
+
+struct Config {
+  std::string source;  // file the config came from
+  // Key path ("training.lr") -> where it was written ("configs/x.yaml:14" or
+  // "--set training.lr=0.01"), for errors found after loading. Keys left at
+  // their default are absent.
+  std::map<std::string, std::string> origins;
+  RunConfig run;
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainingConfig training;
+  DataConfig data;
+  EvalConfig eval;
+  comm::PolicyConfig compression;
+  CheckpointConfig checkpoint;
+  LogConfig log;
+};
+
+}  // namespace cmpi::config

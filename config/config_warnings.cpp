@@ -1,0 +1,61 @@
+#include "config/config_warnings.h"
+
+#include <cstdio>
+
+#include "config/config_loader.h"
+#include "config/model_shape.h"
+#include "config/yaml_reader.h"
+
+namespace cmpi::config {
+namespace {
+
+// Below these a message's fixed costs (MPI's per-message latency, a payload
+// header, a codec call) outweigh its bytes many times over.
+constexpr int64_t kSmallChunkBytes = 4 << 10;
+constexpr int64_t kSmallBucketBytes = 64 << 10;
+
+double gradient_bytes(const ModelConfig& m) {
+  return double(gpt_options(m).parameter_count()) * sizeof(float);
+}
+
+std::string count_text(double n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, n < 1e6 ? "%.0f" : "%.3g", n);
+  return buf;
+}
+
+void warn_small_chunk(const Config& c, const std::string& key, int64_t chunk,
+                      std::vector<std::string>& out) {
+  if (chunk <= 0 || chunk >= kSmallChunkBytes) return;
+  const double messages = gradient_bytes(c.model) / double(chunk);
+  out.push_back(origin_of(c, key) + ": " + key + ": " + format_size(chunk) +
+                (chunk < 1024 ? " bytes" : "") +
+                " cuts every compressed transfer into pieces of that size: this model's " +
+                format_size(int64_t(gradient_bytes(c.model))) + " of gradients alone become ~" +
+                count_text(messages) +
+                " messages per step, each paying MPI's per-message latency and a codec header; "
+                "that can make a step thousands of times slower than the default 1MiB");
+}
+
+}  // namespace
+
+std::vector<std::string> config_warnings(const Config& c) {
+  std::vector<std::string> out;
+  warn_small_chunk(c, "compression.chunk_bytes", c.compression.chunk_bytes, out);
+  for (size_t i = 0; i < c.compression.rules.size(); ++i)
+    warn_small_chunk(c, "compression.rules[" + std::to_string(i) + "].chunk_bytes",
+                     c.compression.rules[i].chunk_bytes, out);
+  const int64_t bucket = c.parallel.dp_bucket_bytes;
+  if (bucket < kSmallBucketBytes) {
+    const double collectives = gradient_bytes(c.model) / double(bucket);
+    if (collectives > 64)
+      out.push_back(origin_of(c, "parallel.dp_bucket_bytes") +
+                    ": parallel.dp_bucket_bytes: " + format_size(bucket) +
+                    " turns this model's gradients into ~" + count_text(collectives) +
+                    " collectives per step, each paying the network's latency; the default is "
+                    "25MiB");
+  }
+  return out;
+}
+
+}  // namespace cmpi::config

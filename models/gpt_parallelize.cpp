@@ -1,0 +1,137 @@
+#include "models/gpt_parallelize.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "config/model_shape.h"
+#include "models/gpt_train_model.h"
+#include "parallel/data_parallel_optimizer.h"
+#include "parallel/pipeline_engine.h"
+#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline_tied_embedding.h"
+#include "parallel/process_groups.h"
+
+namespace cmpi::models {
+namespace {
+
+// Every DP replica starts from DP rank 0's weights, whatever each rank's RNG did.
+void broadcast_over_dp(const std::vector<parallel::ParamInfo>& infos,
+                       parallel::ProcessGroups& groups) {
+  if (groups.dims().dp == 1) return;
+  torch::NoGradGuard no_grad;
+  for (const auto& info : infos) {
+    auto p = info.tensor;
+    auto contiguous = p.contiguous();
+    groups.dp().broadcast(contiguous.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
+    p.copy_(contiguous);
+  }
+}
+
+// This rank's parameters against the global layout: a tensor-parallel
+// parameter is slice tp_rank of tp along its split dimension.
+std::vector<checkpoint::CheckpointedParam> global_layout(const Gpt& model,
+                                                         parallel::ProcessGroups& groups) {
+  std::vector<checkpoint::CheckpointedParam> out;
+  for (const auto& layout : model->layouts()) {
+    checkpoint::SliceSpec slice{layout.tensor.sizes().vec(), int32_t(layout.split_dim), 0, 1};
+    if (layout.split_dim >= 0) {
+      slice.global_shape[size_t(layout.split_dim)] *= groups.tp().size();
+      slice.index = groups.tp().rank();
+      slice.count = groups.tp().size();
+    }
+    out.push_back({layout.name, slice});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
+                                            parallel::ProcessGroups& groups,
+                                            GptBuildOptions options) {
+  const auto& t = config.training;
+  const int dp = groups.dims().dp;
+  if (t.global_batch % (t.micro_batch * dp) != 0)
+    throw std::invalid_argument("training.global_batch (" + std::to_string(t.global_batch) +
+                                ") is not a multiple of training.micro_batch (" +
+                                std::to_string(t.micro_batch) + ") x dp (" + std::to_string(dp) +
+                                ")");
+  GptParts parts;
+  parts.source = options.source ? options.source
+                                : data::open_token_source(config.data, data::token_demand(config),
+                                                          groups.world().mpi(), /*log=*/nullptr);
+  parts.micro_batches = t.global_batch / (t.micro_batch * dp);
+  at::set_num_threads(int(t.threads));
+  torch::manual_seed(config.run.seed);
+
+  // 1-2. This rank's stage of the model, tensor-parallel over tp.
+  auto model_options = config::gpt_options(config.model);
+  model_options.seed = config.run.seed;
+  // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
+  // holds stand-ins, and no rank builds a whole parameter tensor.
+  const bool layered_zero3 =
+      config.parallel.zero_stage == 3 && config.parallel.zero3_gather == "layer";
+  model_options.materialize_parameters = !layered_zero3;
+  const auto stage = parallel::stage_of(config.model.layers, groups.dims().pp, groups.coord().pp,
+                                        config.parallel.stage_layers);
+  parts.model =
+      Gpt(model_options, groups,
+          StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});
+  auto& model = parts.model;
+
+  // 3-4. The pipeline over pp and the tied table across its ends.
+  const bool tied = config.model.tie_embeddings;
+  if (groups.dims().pp > 1) {
+    if (options.dump_tensors)
+      throw std::invalid_argument("dumping tensors needs the whole model on one rank (pp = 1), " +
+                                  groups.dims().to_string());
+    parts.pipeline = std::make_unique<parallel::PipelineEngine>(
+        groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
+        std::vector<int64_t>{t.micro_batch, config.model.seq_len, config.model.hidden});
+    if (tied)
+      parts.tied_embedding =
+          std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
+  }
+  const auto param_infos = model->param_infos();
+  parts.checkpointed = global_layout(model, groups);
+
+  // 5. Equal replicas over dp.
+  if (!layered_zero3) broadcast_over_dp(param_infos, groups);
+
+  // 6. The optimizer. Weight decay on matrices only (ParamInfo::weight_decay);
+  // the head's copy of the tied table on a stage without the embedding is
+  // counted in the global gradient norm by the first stage.
+  parallel::DataParallelOptimizerOptions optimizer_options;
+  optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
+  optimizer_options.zero_stage = int(config.parallel.zero_stage);
+  optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
+  if (tied && model->stage().has_head && !model->stage().has_embedding)
+    optimizer_options.counted_elsewhere.insert("token_embedding.weight");
+  // Untied, the token embedding's gradient holds only the rows of the step's
+  // tokens: its own buckets, role embedding_gradient, so the policy may send
+  // it block-sparse (compression.sparse_embedding).
+  if (!tied && model->stage().has_embedding)
+    optimizer_options.sparse_gradients.insert("token_embedding.weight");
+  // The tied table's gradient is summed over the pipeline's end stages after
+  // backward (pipeline_step), so its bucket is reduced over dp only in step().
+  optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
+  if (parts.tied_embedding)
+    for (const auto& info : param_infos)
+      if (info.name == "token_embedding.weight") optimizer_options.late_gradients.insert(info.name);
+  if (layered_zero3) {
+    optimizer_options.layer_schedule = model->layer_schedule();
+    auto* gpt = model.get();
+    optimizer_options.initial_values = [gpt](size_t param, size_t offset, size_t length,
+                                             float* out) {
+      gpt->fill_initial_values(param, offset, length, out);
+    };
+  }
+  parts.optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
+  model->set_layer_gate(parts.optimizer->layer_gate());
+  return std::make_unique<GptTrainModel>(config, groups, std::move(parts));
+}
+
+}  // namespace cmpi::models

@@ -1,0 +1,49 @@
+// parallelize_gpt: builds this rank's part of a GPT for the layout of
+// `groups` and returns it as a TrainModel. The parallelisms are applied in
+// this order, each needing what the one before made:
+//   1. pipeline stage: which blocks (and whether the embedding, the head)
+//      this rank's pp coordinate holds (parallel.stage_layers, or balanced);
+//   2. the model: the stage's layers, tensor-parallel over tp (column- and
+//      row-parallel linears, vocab-parallel embedding and loss); under
+//      per-layer ZeRO-3 the parameters are stand-ins, so no rank ever builds
+//      a whole tensor;
+//   3. the pipeline engine over pp (pp > 1): the schedule, and the shape of
+//      the activations it sends;
+//   4. the tied embedding across the pipeline's ends (pp > 1, tied): its two
+//      copies' gradients are summed before the dp reduction;
+//   5. equal replicas: dp rank 0's weights broadcast over dp (skipped under
+//      per-layer ZeRO-3, whose generated shards agree by construction);
+//   6. the data-parallel optimizer last, because it wraps the parameters the
+//      steps before created: dp reduction in buckets, the ZeRO stage, AdamW;
+//      it is told which gradients arrive late (the tied table, summed in 4),
+//      are sparse (the untied embedding) or are counted by another stage (the
+//      head's tied copy); under per-layer ZeRO-3 its layer gate goes back
+//      into the model.
+// Throws std::invalid_argument for a layout it cannot run (e.g. tensor dumps
+// with pp > 1).
+#pragma once
+
+#include <memory>
+
+#include "config/config.h"
+#include "data/token_source.h"
+#include "models/train_model.h"
+
+namespace cmpi::parallel {
+class ProcessGroups;
+}
+
+namespace cmpi::models {
+
+struct GptBuildOptions {
+  // The sequences to train and evaluate on; null: opened from the config's
+  // data section here (collective over the world).
+  std::shared_ptr<const data::TokenSource> source;
+  bool dump_tensors = false;  // --dump-tensors: needs the whole model on one rank (pp = 1)
+};
+
+std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
+                                            parallel::ProcessGroups& groups,
+                                            GptBuildOptions options);
+
+}  // namespace cmpi::models

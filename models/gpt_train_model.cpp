@@ -1,0 +1,243 @@
+#include "models/gpt_train_model.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "config/model_shape.h"
+#include "io/atomic_file.h"
+#include "models/generator_state.h"
+#include "models/tensor_dump.h"
+#include "parallel/data_parallel_optimizer.h"
+#include "parallel/pipeline_engine.h"
+#include "parallel/pipeline_tied_embedding.h"
+#include "parallel/process_groups.h"
+
+namespace cmpi::models {
+
+GptTrainModel::GptTrainModel(const config::Config& config, parallel::ProcessGroups& groups,
+                             GptParts parts)
+    : config_(config), groups_(groups), parts_(std::move(parts)) {}
+
+GptTrainModel::~GptTrainModel() = default;
+
+int64_t GptTrainModel::parameter_count() const {
+  return config::gpt_options(config_.model).parameter_count();
+}
+
+int64_t GptTrainModel::local_parameter_count() const {
+  int64_t local = 0;
+  for (const auto& info : parts_.model->param_infos()) local += info.tensor.numel();
+  return local;
+}
+
+std::string GptTrainModel::describe() const {
+  const double floor = loss_floor();
+  const std::string data =
+      floor > 0 ? "entropy floor " + std::to_string(floor) + " nats/token" : config_.data.kind;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "model: %lld parameters (%lld on rank 0) | layout %s | %lld micro-batches of %lld "
+                "per rank | data: %s",
+                (long long)parameter_count(), (long long)local_parameter_count(),
+                groups_.dims().to_string().c_str(), (long long)parts_.micro_batches,
+                (long long)config_.training.micro_batch, data.c_str());
+  return line;
+}
+
+std::vector<comm::AutoDecision> GptTrainModel::adapt(int64_t step) {
+  auto decisions = groups_.adapt(step);
+  if (parts_.tied_embedding)
+    for (auto& d : parts_.tied_embedding->adapt(step)) decisions.push_back(std::move(d));
+  return decisions;
+}
+
+Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
+                                  const std::string& dump_dir) {
+  const int64_t seq = config_.model.seq_len;
+  const int dp = groups_.dims().dp;
+  const int64_t micro_batches = parts_.micro_batches;
+  const double scale = 1.0 / double(micro_batches * dp);
+  auto& optimizer = *parts_.optimizer;
+
+  // Dumped gradients are this rank's own (before the dp reduction and
+  // clipping), so that step reduces nothing during backward.
+  const bool dump = !dump_dir.empty();
+  optimizer.zero_grad();
+  optimizer.before_forward();
+  parts_.model->train();
+  double local_loss = 0;
+  if (parts_.pipeline) {
+    local_loss = pipeline_step(step, scale, /*overlap=*/!dump);
+  } else {
+    for (int64_t m = 0; m < micro_batches; ++m) {
+      auto batch = sample_micro_batch(data::Split::kTrain, step, m);
+      auto loss = parts_.model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq));
+      // Buckets start reducing as this backward finishes their gradients.
+      if (m + 1 == micro_batches && !dump) optimizer.begin_last_micro_batch();
+      (loss * scale).backward();
+      local_loss += loss.item<double>() * scale;
+    }
+  }
+
+  if (dump) dump_tensors(step, dump_dir);
+  last_local_loss_ = local_loss;
+  // Reduces over dp, clips by the global norm over dp/tp/pp, AdamW (ZeRO
+  // stage); a non-finite norm leaves everything as it was.
+  last_grad_norm_ = optimizer.step(lr, clip);
+
+  // After step(): until then the optimizer's comm thread may be using dp.
+  float loss_value = float(local_loss);
+  if (dp > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
+  return Outcome{double(loss_value), -1};
+}
+
+torch::Tensor GptTrainModel::sample_micro_batch(data::Split split, int64_t step, int64_t m) const {
+  const int64_t seq = config_.model.seq_len, micro_batch = config_.training.micro_batch;
+  auto batch = torch::empty({micro_batch, seq + 1}, torch::kLong);
+  int64_t* tokens = batch.data_ptr<int64_t>();
+  // This rank's sequences are a contiguous slice of the step's global batch.
+  const int64_t first = (int64_t(groups_.coord().dp) * parts_.micro_batches + m) * micro_batch;
+  for (int64_t b = 0; b < micro_batch; ++b)
+    parts_.source->sample(split, step, first + b, tokens + b * (seq + 1), seq + 1);
+  return batch;
+}
+
+// The pipeline runs this stage's share of every micro-batch; the first and
+// last stage draw the same tokens (inputs and targets) from the source.
+double GptTrainModel::pipeline_step(int64_t step, double scale, bool overlap) {
+  const int64_t seq = config_.model.seq_len;
+  auto& model = parts_.model;
+  parallel::PipelineStageWork work;
+  if (overlap) work.before_last_backward = [&] { parts_.optimizer->begin_last_micro_batch(); };
+  work.embed = [&](int64_t m) {
+    return model->embed(sample_micro_batch(data::Split::kTrain, step, m).narrow(1, 0, seq));
+  };
+  work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+  work.loss = [&](const torch::Tensor& hidden, int64_t m) {
+    return model->head_loss(hidden,
+                            sample_micro_batch(data::Split::kTrain, step, m).narrow(1, 1, seq));
+  };
+  const double loss = parts_.pipeline->run_step(work, parts_.micro_batches, scale);
+  if (parts_.tied_embedding) parts_.tied_embedding->sync_gradients(model->tied_embedding_weight());
+  return loss;
+}
+
+// Mean loss over eval.batches global batches of the valid split, without
+// gradients or dropout; the same on every rank. With pp > 1 the batches go
+// forward through the pipeline; under ZeRO-3 the parameters are gathered.
+Outcome GptTrainModel::evaluate() {
+  const int64_t seq = config_.model.seq_len, batches = config_.eval.batches;
+  const int dp = groups_.dims().dp;
+  auto& model = parts_.model;
+  torch::NoGradGuard no_grad;
+  // ZeRO-3 holds only shards between steps: gather the parameters as the
+  // training forward does (the next step finds them in place and reuses them).
+  if (parts_.optimizer->zero_stage() == 3) parts_.optimizer->before_forward();
+  model->eval();
+  double local_loss = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    if (parts_.pipeline) {
+      // Forward through the stages; every stage gets the last stage's sum.
+      parallel::PipelineStageWork work;
+      work.embed = [&](int64_t m) {
+        return model->embed(sample_micro_batch(data::Split::kValid, b, m).narrow(1, 0, seq));
+      };
+      work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+      work.loss = [&](const torch::Tensor& hidden, int64_t m) {
+        return model->head_loss(hidden,
+                                sample_micro_batch(data::Split::kValid, b, m).narrow(1, 1, seq));
+      };
+      local_loss += parts_.pipeline->run_forward(work, parts_.micro_batches, 1.0);
+      continue;
+    }
+    for (int64_t m = 0; m < parts_.micro_batches; ++m) {
+      auto batch = sample_micro_batch(data::Split::kValid, b, m);
+      local_loss += model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq)).item<double>();
+    }
+  }
+  model->train();
+  float loss = float(local_loss / double(batches * parts_.micro_batches * dp));
+  if (dp > 1) groups_.dp().allreduce(&loss, 1, comm::Role::kOther);
+  return Outcome{double(loss), -1};
+}
+
+RankHealth GptTrainModel::health() const {
+  RankHealth h;
+  h.world_rank = groups_.world_rank();
+  h.coord = groups_.coord();
+  // Only the last pipeline stage computes the loss; the others received it.
+  h.computed_loss = !parts_.pipeline || parts_.pipeline->is_last();
+  h.loss = last_local_loss_;
+  h.update_skipped = parts_.optimizer->last_step_skipped();
+  h.own_param = parts_.optimizer->last_nonfinite_gradients().own_param;
+  h.reduced_param = parts_.optimizer->last_nonfinite_gradients().reduced_param;
+  return h;
+}
+
+std::pair<std::string, int64_t> GptTrainModel::memory_extra() const {
+  return {"gathered_parameters_peak_bytes", parts_.optimizer->peak_gathered_parameter_bytes()};
+}
+
+checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
+  checkpoint::CheckpointParts parts;
+  parts.model_shape = config::checkpoint_shape(config_.model);
+  checkpoint::OptimizerPart optimizer;
+  optimizer.params = parts_.checkpointed;
+  optimizer.optimizer = parts_.optimizer.get();
+  optimizer.writes_replicated = groups_.coord().dp == 0;
+  // The head stage's copy of the tied table equals the embedding stage's.
+  if (config_.model.tie_embeddings && !parts_.model->stage().has_embedding)
+    optimizer.held_elsewhere.insert("token_embedding.weight");
+  parts.optimizers.push_back(std::move(optimizer));
+  parts.generators.push_back(default_generator_part());
+  for (auto& [name, generator] : parts_.model->dropout_generators())
+    parts.generators.push_back(generator_part("model/" + name, generator));
+  parts.restart_generators = [seed = config_.run.seed](int64_t step) {
+    restart_default_generator(seed, step);
+  };
+  parts.has_dropout = config_.model.dropout > 0;
+  return parts;
+}
+
+void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
+  // The forward below is collective over tp: world rank 0's tp group runs it.
+  const auto& coord = groups_.coord();
+  if (coord.dp != 0 || coord.pp != 0 || coord.sp != 0) return;
+  std::vector<torch::Tensor> grads;
+  for (const auto& info : parts_.model->param_infos())
+    if (info.tensor.grad().defined()) grads.push_back(info.tensor.grad().reshape({-1}));
+  std::vector<torch::Tensor> activations;
+  {
+    torch::NoGradGuard no_grad;
+    const int64_t seq = config_.model.seq_len;
+    std::vector<int64_t> tokens(size_t(config_.training.micro_batch * seq));
+    for (int64_t b = 0; b < config_.training.micro_batch; ++b)
+      parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * seq)], seq);
+    auto batch =
+        torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
+    parts_.model->forward(batch, &activations);
+  }
+  if (groups_.world_rank() != 0) return;
+  for (auto& a : activations) a = a.reshape({-1});
+  write_f32(dump_dir + "/gradients.f32", torch::cat(grads));
+  write_f32(dump_dir + "/activations.f32", torch::cat(activations));
+}
+
+// The final weights, for checking exports: only where world rank 0 holds the
+// whole model materialised (tp = 1, pp = 1, ZeRO stage below 3).
+void GptTrainModel::dump_parameters(const std::string& dump_dir) {
+  if (groups_.world_rank() != 0 || groups_.dims().tp > 1 || config_.parallel.zero_stage == 3)
+    return;
+  std::string index;
+  std::vector<torch::Tensor> flat;
+  for (const auto& info : parts_.model->param_infos()) {
+    index += info.name;
+    for (int64_t d : info.tensor.sizes()) index += " " + std::to_string(d);
+    index += "\n";
+    flat.push_back(info.tensor.detach().reshape({-1}));
+  }
+  write_f32(dump_dir + "/parameters.f32", torch::cat(flat));
+  io::write_file_atomically(dump_dir + "/parameters.txt", index);
+}
+
+}  // namespace cmpi::models

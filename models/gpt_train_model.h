@@ -1,0 +1,80 @@
+// GptTrainModel: the GPT as a TrainModel. Per step, for each of this rank's
+// micro-batches: forward, loss scaled by 1/(micro-batches x dp), backward
+// (gradients accumulate in the optimizer's buffer); with pp > 1 the pipeline
+// engine runs the schedule instead and the tied embedding's two copies sum
+// their gradients; then the data-parallel optimizer reduces, clips and
+// steps. Built by parallelize_gpt (gpt_parallelize.h), which fills GptParts.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/optimizer_state.h"
+#include "config/config.h"
+#include "data/token_source.h"
+#include "models/gpt.h"
+#include "models/train_model.h"
+
+namespace cmpi::parallel {
+class PipelineEngine;
+class PipelineTiedEmbedding;
+class ProcessGroups;
+}  // namespace cmpi::parallel
+
+namespace cmpi::models {
+
+// What parallelize_gpt builds for one rank.
+struct GptParts {
+  Gpt model{nullptr};
+  std::shared_ptr<const data::TokenSource> source;
+  std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;  // pp > 1, tied only
+  std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
+  // This rank's parameters against the global layout, in the optimizer's order.
+  std::vector<checkpoint::CheckpointedParam> checkpointed;
+  int64_t micro_batches = 1;  // per rank per step
+};
+
+class GptTrainModel : public TrainModel {
+ public:
+  GptTrainModel(const config::Config& config, parallel::ProcessGroups& groups, GptParts parts);
+  ~GptTrainModel() override;
+
+  std::string describe() const override;
+  int64_t parameter_count() const override;
+  int64_t local_parameter_count() const override;
+  int64_t tokens_per_sample() const override { return config_.model.seq_len; }
+  double loss_floor() const override { return parts_.source->loss_floor(); }
+
+  std::vector<comm::AutoDecision> adapt(int64_t step) override;
+  Outcome train_step(int64_t step, double lr, double clip, const std::string& dump_dir) override;
+  double last_grad_norm() const override { return last_grad_norm_; }
+  RankHealth health() const override;
+  Outcome evaluate() override;
+
+  parallel::DataParallelOptimizer& optimizer() override { return *parts_.optimizer; }
+  std::pair<std::string, int64_t> memory_extra() const override;
+  checkpoint::CheckpointParts checkpoint_parts() override;
+  void dump_parameters(const std::string& dump_dir) override;
+
+ private:
+  // Tokens [micro_batch, seq + 1] of this rank's micro-batch m of global
+  // batch `batch` (a fresh tensor: the pipeline's backward reads them after
+  // later micro-batches are drawn).
+  torch::Tensor sample_micro_batch(data::Split split, int64_t batch, int64_t m) const;
+  double pipeline_step(int64_t step, double scale, bool overlap);
+  // The last step's own gradients and block activations (world rank 0's tp
+  // group runs the forward).
+  void dump_tensors(int64_t step, const std::string& dump_dir);
+
+  const config::Config& config_;
+  parallel::ProcessGroups& groups_;
+  GptParts parts_;
+  double last_grad_norm_ = 0;
+  double last_local_loss_ = 0;  // this rank's own micro-batches, before the dp average
+};
+
+}  // namespace cmpi::models
