@@ -7,9 +7,11 @@
 //     count and the running statistics all came back);
 //   - another layout: dp2 x pp2 -> sp2 x dp2 and sp2 x pp2 -> dp4 change dp,
 //     pp and sp at once; the run continues within the spatial tests'
-//     tolerance of A's (only the order of float sums differs), and the
-//     resumed run's first save holds A's step-3 tensors bit for bit (the load
-//     re-cut them for B, the save cut them back).
+//     tolerance of A's (only the order of float sums differs), so does the
+//     validation loss where dp stays (the running statistics are averaged
+//     over dp, so another dp averages them otherwise), and the resumed run's
+//     first save holds A's step-3 tensors, running statistics included, bit
+//     for bit (the load re-cut them for B, the save cut them back).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -173,9 +175,13 @@ TEST_F(CnnCheckpoint, ReshardChangesDataPipelineAndSpatial) {
     const std::vector<double> after(original.losses.begin() + kSaveAt, original.losses.end());
     cmpi::testing::expect_same_trajectory(after, resumed.losses, kTolerance,
                                           a.name() + " -> " + b.name());
-    EXPECT_NEAR(resumed.val_losses.back().second, original.val_losses.back().second,
-                kTolerance * std::abs(original.val_losses.back().second))
-        << a.name() << " -> " << b.name() << "; seed " << seed_;
+    // The running statistics are averaged over dp after every step, so after
+    // the resume they follow dp's averaging: equal validation losses only
+    // where dp stays the same (docs/cnn.md).
+    if (a.dp == b.dp)
+      EXPECT_NEAR(resumed.val_losses.back().second, original.val_losses.back().second,
+                  kTolerance * std::abs(original.val_losses.back().second))
+          << a.name() << " -> " << b.name() << "; seed " << seed_;
   }
 }
 
