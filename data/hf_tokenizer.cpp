@@ -40,7 +40,15 @@ HfTokenizerTables::HfTokenizerTables(const HfTokenizerFile& file)
       split_by_gpt2_pattern(file.split_by_gpt2_pattern),
       end_of_text(-1),
       vocab_size(vocabulary->size()) {
-  for (const HfAddedToken& t : file.added_tokens) {
+  for (size_t i = 0; i < file.added_tokens.size(); ++i) {
+    const HfAddedToken& t = file.added_tokens[i];
+    // An id shared with a different vocabulary token would decode two ways.
+    if (uint64_t(t.id) < vocabulary->size() && !vocabulary->token(t.id).empty() &&
+        vocabulary->token(t.id) != t.content) {
+      throw std::runtime_error(path + ": added_tokens[" + std::to_string(i) + "].id: " +
+                               std::to_string(t.id) + " is model.vocab's '" +
+                               vocabulary->token(t.id) + "', not '" + t.content + "'");
+    }
     added_content[t.id] = t.content;
     vocab_size = std::max(vocab_size, uint64_t(t.id) + 1);
     if (t.content == HfTokenizer::kEndOfText) end_of_text = t.id;
