@@ -14,6 +14,7 @@
 
 #include "comm/powersgd_settings.h"
 #include "compress/codec_registry.h"
+#include "data/tokenizer.h"
 #include "models/cnn/resnet_plan.h"
 #include "parallel/pipeline_stages.h"
 #include "parallel/spatial/tile_geometry.h"
@@ -177,6 +178,7 @@ void read_data(MapReader r, DataConfig& data) {
   data.weights = read_ratio_list(r, "weights", {});
   data.split = read_ratio_list(r, "split", data.split);
   r.read("cache_dir", data.cache_dir, {}, /*allow_empty=*/true);
+  r.read("tokenizer", data.tokenizer, {}, /*allow_empty=*/true);
   r.read("noise", data.noise, at_least(0.0));
   if (data.kind == "indexed" && data.paths.empty())
     r.fail("paths",
@@ -385,6 +387,18 @@ void check_consistency(const Config& c) {
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +
                 " but the valid share (second item) is 0: no documents are held out");
+  if (!c.data.tokenizer.empty()) {
+    uint64_t ids = 0;
+    try {
+      ids = data::make_tokenizer(c.data.tokenizer, "", "")->vocab_size();
+    } catch (const std::exception& e) {
+      fail_at(c, "data.tokenizer", e.what());
+    }
+    if (ids > uint64_t(c.model.vocab_size))
+      fail_at(c, "model.vocab_size",
+              "is " + std::to_string(c.model.vocab_size) + " but data.tokenizer " +
+                  c.data.tokenizer + " has " + std::to_string(ids) + " ids");
+  }
   if (c.model.kind == "gpt" && c.data.branching > c.model.vocab_size)
     fail_at(c, "data.branching",
             "a token cannot have more successors than model.vocab_size (" +
@@ -621,6 +635,7 @@ std::string to_yaml(const Config& c) {
     out << YAML::EndSeq;
   }
   put(out, "cache_dir", c.data.cache_dir);
+  put(out, "tokenizer", c.data.tokenizer);
   put(out, "noise", c.data.noise);
   out << YAML::EndMap;
 
