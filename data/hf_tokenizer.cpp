@@ -45,8 +45,8 @@ HfTokenizerTables::HfTokenizerTables(const HfTokenizerFile& file)
     // An id shared with a different vocabulary token would decode two ways.
     if (uint64_t(t.id) < vocabulary->size() && !vocabulary->token(t.id).empty() &&
         vocabulary->token(t.id) != t.content) {
-      throw std::runtime_error(path + ": added_tokens[" + std::to_string(i) + "].id: " +
-                               std::to_string(t.id) + " is model.vocab's '" +
+      throw std::runtime_error(path + ": added_tokens[" + std::to_string(i) +
+                               "].id: " + std::to_string(t.id) + " is model.vocab's '" +
                                vocabulary->token(t.id) + "', not '" + t.content + "'");
     }
     added_content[t.id] = t.content;
