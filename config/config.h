@@ -117,6 +117,9 @@ struct DataConfig {
   std::vector<double> weights;
   std::vector<double> split = {0.98, 0.02};
   std::string cache_dir = "";
+  // The tokenizer the data was made with ("bytes" or a tokenizer.json path;
+  // empty: not said): its ids must fit model.vocab_size.
+  std::string tokenizer = "";
   double noise = 0.5;  // images: standard deviation of the pixel noise
 };
 

@@ -20,6 +20,7 @@
 #include "config/config_sections.h"
 #include "config/model_shape.h"
 #include "config/spatial_resnet_check.h"
+#include "data/tokenizer.h"
 #include "models/cnn/resnet_plan.h"
 #include "parallel/pipeline_stages.h"
 #include "parallel/spatial/tile_geometry.h"
@@ -196,6 +197,18 @@ void check_consistency(const Config& c) {
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +
                 " but the valid share (second item) is 0: no documents are held out");
+  if (!c.data.tokenizer.empty()) {
+    uint64_t ids = 0;
+    try {
+      ids = data::make_tokenizer(c.data.tokenizer, "", "")->vocab_size();
+    } catch (const std::exception& e) {
+      fail_at(c, "data.tokenizer", e.what());
+    }
+    if (ids > uint64_t(c.model.vocab_size))
+      fail_at(c, "model.vocab_size",
+              "is " + std::to_string(c.model.vocab_size) + " but data.tokenizer " +
+                  c.data.tokenizer + " has " + std::to_string(ids) + " ids");
+  }
   if (c.model.kind == "gpt" && c.data.branching > c.model.vocab_size)
     fail_at(c, "data.branching",
             "a token cannot have more successors than model.vocab_size (" +

@@ -254,6 +254,7 @@ void read_data(MapReader r, DataConfig& data) {
   data.weights = read_ratio_list(r, "weights", {});
   data.split = read_ratio_list(r, "split", data.split);
   r.read("cache_dir", data.cache_dir, {}, /*allow_empty=*/true);
+  r.read("tokenizer", data.tokenizer, {}, /*allow_empty=*/true);
   r.read("noise", data.noise, at_least(0.0));
   if (data.kind == "indexed" && data.paths.empty())
     r.fail("paths",
@@ -289,6 +290,7 @@ void write_data(YAML::Emitter& out, const DataConfig& data) {
     out << YAML::EndSeq;
   }
   put(out, "cache_dir", data.cache_dir);
+  put(out, "tokenizer", data.tokenizer);
   put(out, "noise", data.noise);
 }
 

@@ -46,12 +46,10 @@ Gpt2Vocabulary Gpt2Vocabulary::parse(const std::string& encoder_json,
         cursor.expect(':', "':' after a token");
         const int64_t id = cursor.read_integer();
         if (id < 0 || id > INT32_MAX) throw JsonError(cursor.offset(), "id out of range");
-        if (size_t(id) >= v.tokens_.size()) v.tokens_.resize(size_t(id) + 1);
-        if (!v.tokens_[size_t(id)].empty()) {
+        if (size_t(id) < v.tokens_.size() && !v.tokens_[size_t(id)].empty()) {
           throw JsonError(cursor.offset(), "id " + std::to_string(id) + " used twice");
         }
-        v.tokens_[size_t(id)] = token;
-        v.ids_[std::move(token)] = int32_t(id);
+        v.add_token(std::move(token), id, encoder_name);
       } while (cursor.consume(','));
       cursor.expect('}', "',' or '}'");
     }
@@ -59,19 +57,11 @@ Gpt2Vocabulary Gpt2Vocabulary::parse(const std::string& encoder_json,
   } catch (const JsonError& e) {
     throw std::runtime_error(encoder_name + ": " + e.what());
   }
-  for (int b = 0; b < 256; ++b) {
-    const auto found = v.ids_.find(v.byte_map_.utf8(uint8_t(b)));
-    if (found == v.ids_.end()) {
-      throw std::runtime_error(encoder_name + ": no token for byte " + std::to_string(b) + " ('" +
-                               v.byte_map_.utf8(uint8_t(b)) + "')");
-    }
-    v.byte_ids_[size_t(b)] = found->second;
-  }
+  v.find_byte_tokens(encoder_name);
 
   std::istringstream lines(merges_text);
   std::string line;
   size_t line_number = 0;
-  int32_t rank = 0;
   while (std::getline(lines, line)) {
     ++line_number;
     if (line_number == 1 && line.rfind("#version", 0) == 0) continue;
@@ -90,18 +80,68 @@ Gpt2Vocabulary Gpt2Vocabulary::parse(const std::string& encoder_json,
     if (b == b_end || rest != line.size()) {
       throw std::runtime_error(where + "expected two tokens separated by a space");
     }
-    const std::string left = line.substr(a, a_end - a), right = line.substr(b, b_end - b);
-    const auto left_id = v.id(left), right_id = v.id(right), merged_id = v.id(left + right);
-    if (!left_id || !right_id || !merged_id) {
-      throw std::runtime_error(where + "'" +
-                               (!left_id    ? left
-                                : !right_id ? right
-                                            : left + right) +
-                               "' is not in " + encoder_name);
-    }
-    v.merges_[pair_key(*left_id, *right_id)] = Gpt2Merge{rank++, *merged_id};
+    v.add_merge(line.substr(a, a_end - a), line.substr(b, b_end - b), where, encoder_name);
   }
   return v;
+}
+
+Gpt2Vocabulary Gpt2Vocabulary::from_tables(std::vector<std::pair<std::string, int32_t>> vocab,
+                                           const std::vector<Gpt2MergeRule>& merges,
+                                           const std::string& file_name,
+                                           const std::string& vocab_field,
+                                           const std::function<std::string(size_t)>& merge_field) {
+  Gpt2Vocabulary v;
+  const std::string vocab_where = file_name + ": " + vocab_field;
+  for (auto& [token, id] : vocab) {
+    if (id < 0) {
+      throw std::runtime_error(vocab_where + ": '" + token + "' has the negative id " +
+                               std::to_string(id));
+    }
+    if (size_t(id) < v.tokens_.size() && !v.tokens_[size_t(id)].empty()) {
+      throw std::runtime_error(vocab_where + ": id " + std::to_string(id) + " used by '" +
+                               v.tokens_[size_t(id)] + "' and '" + token + "'");
+    }
+    v.add_token(std::move(token), id, vocab_where);
+  }
+  v.find_byte_tokens(vocab_where);
+  for (size_t i = 0; i < merges.size(); ++i) {
+    v.add_merge(merges[i].left, merges[i].right, file_name + ": " + merge_field(i) + ": ",
+                vocab_field);
+  }
+  return v;
+}
+
+void Gpt2Vocabulary::add_token(std::string token, int64_t id, const std::string& where) {
+  if (id < 0 || id > INT32_MAX) {
+    throw std::runtime_error(where + ": id " + std::to_string(id) + " out of range");
+  }
+  if (size_t(id) >= tokens_.size()) tokens_.resize(size_t(id) + 1);
+  tokens_[size_t(id)] = token;
+  ids_[std::move(token)] = int32_t(id);
+}
+
+void Gpt2Vocabulary::find_byte_tokens(const std::string& where) {
+  for (int b = 0; b < 256; ++b) {
+    const auto found = ids_.find(byte_map_.utf8(uint8_t(b)));
+    if (found == ids_.end()) {
+      throw std::runtime_error(where + ": no token for byte " + std::to_string(b) + " ('" +
+                               byte_map_.utf8(uint8_t(b)) + "')");
+    }
+    byte_ids_[size_t(b)] = found->second;
+  }
+}
+
+void Gpt2Vocabulary::add_merge(const std::string& left, const std::string& right,
+                               const std::string& where, const std::string& vocab_label) {
+  const auto left_id = id(left), right_id = id(right), merged_id = id(left + right);
+  if (!left_id || !right_id || !merged_id) {
+    throw std::runtime_error(where + "'" +
+                             (!left_id    ? left
+                              : !right_id ? right
+                                          : left + right) +
+                             "' is not in " + vocab_label);
+  }
+  merges_[pair_key(*left_id, *right_id)] = Gpt2Merge{next_rank_++, *merged_id};
 }
 
 const Gpt2Merge* Gpt2Vocabulary::merge(int32_t left, int32_t right) const {

@@ -16,8 +16,11 @@ namespace cmpi::data {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  // Appends the ids of `text` to `out`. Never emits end_of_document(): the
-  // text "<|endoftext|>" is encoded as ordinary text, as GPT-2's encoder does.
+  // Appends the ids of `text` to `out`. The gpt2 and bytes tokenizers never
+  // emit end_of_document(): the text "<|endoftext|>" is encoded as ordinary
+  // text, as GPT-2's encoder does. A tokenizer.json tokenizer matches its
+  // added tokens in the text, "<|endoftext|>" included, as Hugging Face's
+  // encode does.
   virtual void encode(std::string_view text, std::vector<int32_t>& out) = 0;
   // The bytes the ids stand for (end-of-document ids decode to nothing).
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
@@ -27,8 +30,10 @@ class Tokenizer {
   virtual std::string name() const = 0;
 };
 
-// "bytes", or "gpt2" with its encoder.json/vocab.json and vocab.bpe/merges.txt.
-// Throws std::invalid_argument for an unknown name or missing files.
+// "bytes"; "gpt2" with its encoder.json/vocab.json and vocab.bpe/merges.txt;
+// or the path of a Hugging Face tokenizer.json (any name ending in ".json").
+// Throws std::invalid_argument for an unknown name or missing or extra file
+// arguments, std::runtime_error for a file that cannot be used.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& name, const std::string& vocab_file,
                                           const std::string& merge_file);
 

@@ -16,7 +16,8 @@ PACKAGES=(
   slurm-wlm slurm-wlm-basic-plugins munge bc
 )
 
-# node and npm run the GPT-2 reference encoder in a test. A machine may have
+# node and npm run the reference encoders of two tests (GPT-2's and
+# tokenizer.json's). A machine may have
 # them from elsewhere (NodeSource's nodejs bundles npm and conflicts with
 # Debian's npm package): install Debian's only where the commands are absent.
 command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs)

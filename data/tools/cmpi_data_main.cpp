@@ -15,14 +15,17 @@
 namespace {
 
 const char* kUsage = R"(usage: cmpi-data --input FILE [--input FILE ...] --output-prefix PREFIX
-                 --tokenizer gpt2|bytes [--vocab-file encoder.json --merge-file vocab.bpe]
+                 --tokenizer gpt2|bytes|PATH/tokenizer.json
+                 [--vocab-file encoder.json --merge-file vocab.bpe]
                  [--format auto|jsonl|text] [--text-documents file|paragraphs]
                  [--dtype auto|uint16|int32] [--workers N] [--verify] [--quiet]
 
   --input           an input file; repeatable. *.jsonl/*.json are JSONL (the "text" field of
                     each line is a document), anything else text (see --text-documents)
   --output-prefix   writes PREFIX.bin and PREFIX.idx (via temporary names, renamed at the end)
-  --tokenizer       gpt2 (needs --vocab-file and --merge-file) or bytes (ids 0-255, 256 = end)
+  --tokenizer       gpt2 (needs --vocab-file and --merge-file), bytes (ids 0-255, 256 = end), or
+                    a Hugging Face tokenizer.json of a byte-level BPE model (GPT-2, GPT-NeoX;
+                    any path ending in .json): its <|endoftext|> ends each document
   --format          force every input to jsonl or text (default auto: by extension)
   --text-documents  file: a text file is one document (default); paragraphs: documents are
                     separated by blank lines

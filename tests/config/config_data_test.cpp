@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data/byte_to_unicode.h"
 #include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
 
@@ -63,10 +64,39 @@ TEST_F(ConfigTest, InconsistentDataKeysAreRefusedAtTheirKey) {
                   "every item must be a non-empty path");
   expect_error_at("data:\n  kind: indexed\n  paths: x\n  split: [1, 0]\neval:\n  every: 10\n",
                   "split", "data.split", "no documents are held out");
-  expect_error_at("parallel:\n  zero3_gather: shard\n", "shard", "parallel.zero3_gather",
-                  "layer");
+  expect_error_at("parallel:\n  zero3_gather: shard\n", "shard", "parallel.zero3_gather", "layer");
   expect_error_at("data:\n  kind: sqlite\n", "sqlite", "data.kind", "indexed");
   expect_error_at("eval:\n  batches: 0\n", "batches", "eval.batches", "");
+}
+
+// data.tokenizer: a tokenizer.json whose 257 ids (256 bytes and
+// <|endoftext|>) must fit model.vocab_size; a file it cannot use is refused at
+// data.tokenizer with the file's own error.
+TEST_F(ConfigTest, DataTokenizerMustFitTheVocabulary) {
+  const data::ByteToUnicode bytes;
+  std::string vocab = "{";
+  for (int b = 0; b < 256; ++b) {
+    std::string token = bytes.utf8(uint8_t(b));
+    if (token == "\"" || token == "\\") token = "\\" + token;
+    vocab += "\"" + token + "\": " + std::to_string(b) + ", ";
+  }
+  vocab += "\"<|endoftext|>\": 256}";
+  const std::string tokenizer =
+      write(R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )" +
+                vocab + R"(, "merges": []}})",
+            "tokenizer.json");
+  const Config c =
+      load_config(write("model:\n  vocab_size: 257\ndata:\n  tokenizer: " + tokenizer + "\n"));
+  EXPECT_EQ(c.data.tokenizer, tokenizer);
+  EXPECT_EQ(parse_config(to_yaml(c), "r.yaml").data.tokenizer, tokenizer);
+  expect_error_at("model:\n  vocab_size: 256\ndata:\n  tokenizer: " + tokenizer + "\n",
+                  "vocab_size", "model.vocab_size", "has 257 ids");
+  const std::string unsupported = write(
+      R"({"normalizer": {"type": "Lowercase"}, "model": {"type": "BPE", "vocab": {}, "merges": []}})",
+      "lower.json");
+  expect_error_at("data:\n  tokenizer: " + unsupported + "\n", "tokenizer", "data.tokenizer",
+                  unsupported + ": normalizer.type: 'Lowercase' is not supported");
+  expect_error_at("data:\n  tokenizer: nope\n", "nope", "data.tokenizer", "unknown tokenizer");
 }
 
 }  // namespace

