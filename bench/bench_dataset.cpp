@@ -4,12 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <stdexcept>
 
-#include "io/tensor_file.h"
+#include "io/float32_file.h"
 
 namespace cmpi::bench {
 namespace {
@@ -35,42 +33,6 @@ double open_unit(std::mt19937_64& rng) {
   return (double(rng() >> 11) + 1.0) * 0x1.0p-53;
 }
 
-// Where a data file's float32 values start and how many there are: after
-// the header of a tensor file, or (raw) the whole file.
-struct F32FileLayout {
-  size_t elements = 0;
-  size_t data_offset = 0;
-  bool raw = false;  // no tensor header: the older raw float32 format
-};
-
-F32FileLayout f32_file_layout(const std::string& path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
-  const std::streamoff bytes = file.tellg();
-  if (bytes <= 0) throw std::runtime_error("data file '" + path + "': empty");
-  std::string head(std::min<size_t>(size_t(bytes), io::kTensorHeaderFixedBytes +
-                                                       8 * size_t(io::kTensorFileMaxDims)),
-                   '\0');
-  file.seekg(0);
-  if (!file.read(head.data(), std::streamsize(head.size())))
-    throw std::runtime_error("data file '" + path + "': read failed");
-  const auto header = io::decode_tensor_header(head.data(), head.size(), path);
-  if (!header) {
-    if (bytes % 4 != 0)
-      throw std::runtime_error("data file '" + path + "': " + std::to_string(bytes) +
-                               " bytes is not a whole number of float32 values");
-    return {size_t(bytes / 4), 0, true};
-  }
-  const size_t elements = size_t(header->elements());
-  const size_t data_bytes = size_t(bytes) - header->header_bytes();
-  if (elements == 0) throw std::runtime_error("data file '" + path + "': the tensor is empty");
-  if (data_bytes != elements * header->element_bytes())
-    throw std::runtime_error("data file '" + path + "': the header promises " +
-                             std::to_string(elements) + " float32 values, " +
-                             std::to_string(data_bytes) + " bytes follow it");
-  return {elements, header->header_bytes(), false};
-}
-
 }  // namespace
 
 Dataset make_gaussian_dataset(size_t n, uint64_t seed) {
@@ -90,11 +52,11 @@ Dataset make_gaussian_dataset(size_t n, uint64_t seed) {
 }
 
 size_t f32_file_elements(const std::string& path) {
-  return f32_file_layout(path).elements;
+  return io::float32_file_layout(path).elements;
 }
 
 Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements) {
-  const F32FileLayout layout = f32_file_layout(path);
+  const io::Float32FileLayout layout = io::float32_file_layout(path);
   if (layout.raw)
     std::fprintf(stderr,
                  "warning: data file '%s' has no tensor header (io/tensor_file.h); reading it as "
@@ -102,15 +64,10 @@ Dataset load_f32_dataset(const std::string& name, const std::string& path, size_
                  path.c_str());
   const size_t total = layout.elements;
   const size_t count = (max_elements != 0 && total > max_elements) ? max_elements : total;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
   Dataset data;
   data.name = name;
   data.source = path;
-  data.values.resize(count);
-  file.seekg(std::streamoff(layout.data_offset));
-  if (!file.read(reinterpret_cast<char*>(data.values.data()), std::streamsize(count * 4)))
-    throw std::runtime_error("data file '" + path + "': read failed");
+  data.values = io::read_float32_values(path, layout, count);
   if (!host_is_little_endian()) swap_bytes(data.values);
   if (count < total)
     data.source += " (first " + std::to_string(count) + " of " + std::to_string(total) + " values)";
