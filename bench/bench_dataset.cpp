@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <stdexcept>
+
+#include "io/float32_file.h"
 
 namespace cmpi::bench {
 namespace {
@@ -51,27 +52,22 @@ Dataset make_gaussian_dataset(size_t n, uint64_t seed) {
 }
 
 size_t f32_file_elements(const std::string& path) {
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
-  const std::streamoff bytes = file.tellg();
-  if (bytes <= 0) throw std::runtime_error("data file '" + path + "': empty");
-  if (bytes % 4 != 0)
-    throw std::runtime_error("data file '" + path + "': " + std::to_string(bytes) +
-                             " bytes is not a whole number of float32 values");
-  return size_t(bytes / 4);
+  return io::float32_file_layout(path).elements;
 }
 
 Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements) {
-  const size_t total = f32_file_elements(path);
+  const io::Float32FileLayout layout = io::float32_file_layout(path);
+  if (layout.raw)
+    std::fprintf(stderr,
+                 "warning: data file '%s' has no tensor header (io/tensor_file.h); reading it as "
+                 "raw little-endian float32\n",
+                 path.c_str());
+  const size_t total = layout.elements;
   const size_t count = (max_elements != 0 && total > max_elements) ? max_elements : total;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw std::runtime_error("data file '" + path + "': cannot open");
   Dataset data;
   data.name = name;
   data.source = path;
-  data.values.resize(count);
-  if (!file.read(reinterpret_cast<char*>(data.values.data()), std::streamsize(count * 4)))
-    throw std::runtime_error("data file '" + path + "': read failed");
+  data.values = io::read_float32_values(path, layout, count);
   if (!host_is_little_endian()) swap_bytes(data.values);
   if (count < total)
     data.source += " (first " + std::to_string(count) + " of " + std::to_string(total) + " values)";

@@ -1,6 +1,8 @@
-// Datasets the benchmarks run on: seeded synthetic Gaussian floats, and raw
-// little-endian float32 files (gradients and activations captured from a run
-// of the project's GPT by scripts/capture_bench_data.sh, or any --data file).
+// Datasets the benchmarks run on: seeded synthetic Gaussian floats, and
+// float32 tensor files (io/tensor_file.h: gradients and activations captured
+// from a run of the project's GPT by scripts/capture_bench_data.sh, or any
+// --data file). A file without the tensor header is read as raw little-endian
+// float32, the format before the header, with a warning naming it.
 #pragma once
 
 #include <cstddef>
@@ -28,14 +30,17 @@ struct DatasetStats {
 // (own Box-Muller on a fixed generator, not std::normal_distribution).
 Dataset make_gaussian_dataset(size_t n, uint64_t seed);
 
-// Number of floats in a raw float32 file. Throws std::runtime_error naming
-// the file if it cannot be opened, is empty, or its size is not a multiple of
-// 4 bytes.
+// Number of floats in a float32 tensor file (or a raw float32 file). Throws
+// std::runtime_error naming the file if it cannot be opened, is empty, has a
+// header this build does not read (another dtype or version) or one whose
+// shape disagrees with the bytes after it, or, raw, its size is not a
+// multiple of 4 bytes.
 size_t f32_file_elements(const std::string& path);
 
-// Reads up to max_elements floats from a raw little-endian float32 file.
-// Throws std::runtime_error naming the file as f32_file_elements does, or if
-// reading fails.
+// Reads up to max_elements floats from a float32 tensor file (or a raw
+// little-endian float32 file, with a warning on stderr naming it). Throws
+// std::runtime_error naming the file as f32_file_elements does, or if reading
+// fails.
 Dataset load_f32_dataset(const std::string& name, const std::string& path, size_t max_elements);
 
 DatasetStats compute_stats(const std::vector<float>& values);

@@ -227,7 +227,8 @@ std::string codec_bench_usage() {
          "                     or none\n"
          "  --dataset NAME     only this dataset (gaussian, gradients, activations, a --data\n"
          "                     file's stem); repeatable\n"
-         "  --data FILE.f32    also run on this raw little-endian float32 file; repeatable\n"
+         "  --data FILE.f32    also run on this float32 tensor file (a raw float32 file is\n"
+         "                     read with a warning); repeatable\n"
          "  --data-dir DIR     where gradients.f32 and activations.f32 are (default " +
          std::string(CMPI_BENCH_DATA_DIR) +
          ")\n"

@@ -18,7 +18,7 @@ struct CodecBenchOptions {
   std::vector<std::string> codecs;      // names or full specs; empty: every registered codec
   std::vector<std::string> references;  // families; empty: all; {"none"}: none
   std::vector<std::string> datasets;    // dataset names to keep; empty: all
-  std::vector<std::string> data_files;  // extra raw float32 files
+  std::vector<std::string> data_files;  // extra float32 files (tensor files or raw)
   std::string data_dir;                 // holds gradients.f32 and activations.f32
   size_t size = 0;                      // synthetic elements, and cap for files
   int repeats = 0;

@@ -247,7 +247,8 @@ barrier-synchronized, a round's time is the slowest rank's, the figure is the me
   --min-bytes S       smallest message the codec rule compresses (default 0: always);
                       'default' keeps the policy's min_bytes, so that small sizes
                       show whether the policy leaves them raw (column comp)
-  --data FILE         float32 file (e.g. bench/data/gradients.f32), tiled to each size;
+  --data FILE         float32 tensor file (e.g. bench/data/gradients.f32; raw float32
+                      is read with a warning), tiled to each size;
                       default: Gaussian N(0,1) data, seed --seed + rank
   --seed N            seed of the synthetic data (default 42)
   --block-density D   zero all but a fraction D of each rank's blocks (rank-seeded, so

@@ -1,9 +1,10 @@
 #include "comm/adaptive_policy.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <stdexcept>
+
+#include "comm/clock.h"
 
 namespace cmpi::comm {
 namespace {
@@ -14,10 +15,6 @@ constexpr double kCodecBoundShare = 0.5;  // codec time share beyond which a cal
 constexpr size_t kLinkFields = 2;         // per locality: sample, lower bound
 constexpr size_t kSlotFields = 4;         // raw bytes, calls, seconds, codec seconds (per step)
 constexpr size_t kCandidateFields = 3;    // wire fraction, codec s/byte, error
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 bool has(uint32_t mask, int bit) {
   return (mask >> bit) & 1u;
@@ -145,11 +142,11 @@ void AdaptivePolicy::probe(Slot& slot, const float* own, size_t n) {
     double encode_s = kUnpredictable, decode_s = kUnpredictable;
     size_t size = 0;
     for (int rep = 0; rep < 2; ++rep) {
-      auto start = std::chrono::steady_clock::now();
+      auto start = Clock::now();
       size = codec->encode(own, m, probe_payload_.data(), probe_payload_.size());
       encode_s = std::min(encode_s, seconds_since(start));
       if (!random_state.empty()) codec->restore_random_state(random_state);
-      start = std::chrono::steady_clock::now();
+      start = Clock::now();
       codec->decode(probe_payload_.data(), size, probe_decoded_.data(), m);
       decode_s = std::min(decode_s, seconds_since(start));
     }

@@ -594,12 +594,12 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
     auto pending = std::make_unique<CompressedSendPending>();
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
     // The same transfer compressed_send makes, so that recv can take it.
-    check_context(pending->ctx, TransferOp::kSendRecv);
+    check_context(pending->ctx, Op::kSendRecv);
     if (dest == rank_)
-      throw std::invalid_argument(describe_call(pending->ctx, TransferOp::kSendRecv) + ": rank " +
+      throw std::invalid_argument(describe_call(pending->ctx, Op::kSendRecv) + ": rank " +
                                   std::to_string(rank_) + " cannot send to itself");
-    OutgoingTransfer& out = pending->out.emplace(
-        pending->ctx, dest, make_shape(pending->ctx, TransferOp::kSendRecv, n, rank_));
+    OutgoingTransfer& out =
+        pending->out.emplace(pending->ctx, dest, make_shape(pending->ctx, Op::kSendRecv, n, rank_));
     for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
       uint64_t key = feedback_key(buffer_key, FeedbackSite::kSend, uint64_t(dest), k);
       out.send_chunk(k, data + out.shape().chunk_offset(k), &key);
@@ -625,9 +625,8 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
   if (const Route* route = compressing(found)) {
     auto pending = std::make_unique<CompressedRecvPending>();
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
-    check_context(pending->ctx, TransferOp::kSendRecv);
-    pending->in.emplace(pending->ctx, source,
-                        make_shape(pending->ctx, TransferOp::kSendRecv, n, source));
+    check_context(pending->ctx, Op::kSendRecv);
+    pending->in.emplace(pending->ctx, source, make_shape(pending->ctx, Op::kSendRecv, n, source));
     pending->data = data;
     request.op_ = std::move(pending);
     return request;

@@ -60,6 +60,12 @@ const char* to_string(Op op) {
   return "?";
 }
 
+const char* call_name(Op op) {
+  if (op == Op::kSendRecv) return "send/recv";
+  if (op == Op::kHalo) return "halo_exchange";
+  return to_string(op);
+}
+
 const char* to_string(Locality locality) {
   return locality == Locality::kIntra ? "intra" : "inter";
 }

@@ -1,5 +1,7 @@
 // The vocabulary the policy engine matches on: which communicator group a
 // message travels in, what kind of tensor it is, and which operation moves it.
+// Op is also the operation a compressed transfer's chunk frame names
+// (comm/algorithms/chunk_frame.h).
 #pragma once
 
 #include <optional>
@@ -39,7 +41,10 @@ constexpr int kLocalityCount = 2;
 
 const char* to_string(GroupKind kind);
 const char* to_string(Role role);
-const char* to_string(Op op);
+const char* to_string(Op op);  // the YAML and metrics spelling: "p2p", "halo", ...
+// How error messages name a call: as to_string, but "send/recv" and
+// "halo_exchange" for the point-to-point operations.
+const char* call_name(Op op);
 const char* to_string(Locality locality);  // "intra", "inter"
 
 // Parse the YAML spellings ("dp", "activation_grad", "reduce_scatter", "p2p");

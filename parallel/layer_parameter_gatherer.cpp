@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 
 #include "comm/communicator.h"
@@ -25,63 +24,37 @@ LayerParameterGatherer::LayerParameterGatherer(std::vector<ParamInfo>& params,
     : params_(params),
       shapes_(shapes),
       layout_(layout),
-      uses_(std::move(uses)),
+      rules_(std::move(uses), layout.units().size()),
       shard_(shard),
       zero_(zero),
       queue_(queue),
       weight_key_base_(weight_key_base),
       on_gather_(std::move(on_gather)),
-      units_(layout.units().size()) {
-  for (size_t u = 0; u < uses_.size(); ++u)
-    for (size_t unit : uses_[u])
-      if (unit >= units_.size())
-        throw std::invalid_argument("layer schedule: use " + std::to_string(u) + " reads unit " +
-                                    std::to_string(unit) + " of " + std::to_string(units_.size()));
-}
+      units_(layout.units().size()) {}
 
 LayerParameterGatherer::~LayerParameterGatherer() = default;
 
-const std::vector<size_t>& LayerParameterGatherer::units_of(size_t use) const {
-  if (use >= uses_.size())
-    throw std::logic_error("per-layer ZeRO-3: the model ran use " + std::to_string(use) +
-                           " of a schedule of " + std::to_string(uses_.size()) + " uses");
-  return uses_[use];
-}
-
 void LayerParameterGatherer::before_forward(size_t use) {
-  for (size_t unit : units_of(use)) materialise(unit);
-  if (use + 1 < uses_.size())
-    for (size_t unit : uses_[use + 1]) request(unit);
+  rules_.before_forward(use, *this);
 }
 
 void LayerParameterGatherer::after_forward(size_t use) {
-  if (use + 1 < uses_.size())
-    release_except(use, &uses_[use + 1]);
-  else if (!torch::GradMode::is_enabled())
-    release_except(use, nullptr);
-  // The last use with gradients keeps its units: its backward comes next.
+  rules_.after_forward(use, torch::GradMode::is_enabled(), *this);
 }
 
 void LayerParameterGatherer::before_backward(size_t use) {
-  for (size_t unit : units_of(use)) materialise(unit);
-  if (use > 0)
-    for (size_t unit : uses_[use - 1]) request(unit);
+  rules_.before_backward(use, *this);
 }
 
 void LayerParameterGatherer::after_backward(size_t use) {
-  release_except(use, use > 0 ? &uses_[use - 1] : nullptr);
-}
-
-void LayerParameterGatherer::release_except(size_t use, const std::vector<size_t>* keep) {
-  for (size_t unit : units_of(use))
-    if (!keep || std::find(keep->begin(), keep->end(), unit) == keep->end()) release(unit);
+  rules_.after_backward(use, *this);
 }
 
 void LayerParameterGatherer::release_all() {
   for (size_t unit = 0; unit < units_.size(); ++unit) release(unit);
 }
 
-void LayerParameterGatherer::request(size_t u) {
+void LayerParameterGatherer::prefetch(size_t u) {
   Unit& unit = units_[u];
   if (unit.state != State::kReleased) return;
   const ZeroUnit& range = layout_.units()[u];
@@ -111,8 +84,8 @@ void LayerParameterGatherer::request(size_t u) {
   if (on_gather_) on_gather_();
 }
 
-void LayerParameterGatherer::materialise(size_t u) {
-  request(u);
+void LayerParameterGatherer::gather(size_t u) {
+  prefetch(u);
   Unit& unit = units_[u];
   if (unit.state == State::kGathered) return;
   queue_.wait(unit.ticket);

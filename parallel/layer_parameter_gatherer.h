@@ -8,17 +8,12 @@
 // stand-ins), in flight (a buffer of the unit's padded size is allocated and
 // one allgather per bucket of the unit, role weight, is queued on the
 // OrderedCommQueue) or gathered (the parameters are views of the buffer).
-//   before_forward(u):  gather use u's units (waiting for their prefetch);
-//                       prefetch use u+1's.
-//   after_forward(u):   release u's units that u+1 does not read, except
-//                       after the last use with gradients on (its backward
-//                       comes next).
-//   before_backward(u): gather u's units again; prefetch u-1's.
-//   after_backward(u):  release u's units that u-1 does not read.
-// So at most the current and the next use's units are alive: about two
-// layers (plus the tied table with the head). The parameters' gradients are
-// not touched: they stay views of the optimizer's flat gradient buffer, so
-// AccumulateGrad adds into it whether or not the unit is gathered.
+// When to gather, prefetch and release is Zero3GatherRules'
+// (zero3_gather_rules.h, shared with the planner); evaluation is forward with
+// gradients off (torch::GradMode), which releases the last use's units too.
+// The parameters' gradients are not touched: they stay views of the
+// optimizer's flat gradient buffer, so AccumulateGrad adds into it whether or
+// not the unit is gathered.
 // Gathered bytes (unit buffers alive, in flight included) are counted; the
 // peak is what a test asserts and the trainer reports.
 #pragma once
@@ -32,6 +27,7 @@
 #include "parallel/layer_schedule.h"
 #include "parallel/ordered_comm_queue.h"
 #include "parallel/param_info.h"
+#include "parallel/zero3_gather_rules.h"
 #include "parallel/zero_layout.h"
 
 namespace cmpi::comm {
@@ -40,7 +36,7 @@ class Communicator;
 
 namespace cmpi::parallel {
 
-class LayerParameterGatherer final : public LayerGate {
+class LayerParameterGatherer final : public LayerGate, private UnitGatherer {
  public:
   // `params`, `shapes`, `layout`, `shard` (this rank's parameter shard,
   // layout.shard_size() floats), `queue` outlive this; `zero` is the group
@@ -72,17 +68,16 @@ class LayerParameterGatherer final : public LayerGate {
     torch::Tensor buffer;
     OrderedCommQueue::Ticket ticket = 0;
   };
-  const std::vector<size_t>& units_of(size_t use) const;
-  void request(size_t unit);      // released -> in flight
-  void materialise(size_t unit);  // -> gathered
-  void release(size_t unit);      // -> released
-  // Releases the units of `use` that `keep` does not read.
-  void release_except(size_t use, const std::vector<size_t>* keep);
+  // UnitGatherer, what the rules call: released -> in flight (prefetch),
+  // -> gathered (gather), -> released (release).
+  void gather(size_t unit) override;
+  void prefetch(size_t unit) override;
+  void release(size_t unit) override;
 
   std::vector<ParamInfo>& params_;
   const std::vector<std::vector<int64_t>>& shapes_;
   const ZeroLayout& layout_;
-  std::vector<std::vector<size_t>> uses_;
+  Zero3GatherRules rules_;
   const float* shard_;
   comm::Communicator& zero_;
   OrderedCommQueue& queue_;

@@ -11,14 +11,10 @@
 #include <thread>
 #include <utility>
 
+#include "comm/clock.h"
+
 namespace cmpi::parallel {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 struct Entry {
   OrderedCommQueue::Ticket ticket;
@@ -50,7 +46,7 @@ struct OrderedCommQueue::State {
       s->queue.pop_front();
       s->running = true;
       lock.unlock();
-      const auto start = Clock::now();
+      const auto start = comm::Clock::now();
       std::string error;
       try {
         entry.task();
@@ -59,7 +55,7 @@ struct OrderedCommQueue::State {
       } catch (...) {
         error = "unknown exception";
       }
-      const double seconds = seconds_since(start);
+      const double seconds = comm::seconds_since(start);
       lock.lock();
       s->running = false;
       s->times.busy_seconds += seconds;
@@ -109,9 +105,9 @@ OrderedCommQueue::Ticket OrderedCommQueue::submit(Task task, std::string what) {
   const Ticket ticket = ++submitted_;
   State& s = *state_;
   if (!threaded_) {
-    const auto start = Clock::now();
+    const auto start = comm::Clock::now();
     task();
-    const double seconds = seconds_since(start);
+    const double seconds = comm::seconds_since(start);
     s.times.busy_seconds += seconds;
     s.times.waited_seconds += seconds;  // all of it is exposed
     s.done_through = ticket;
@@ -130,10 +126,10 @@ OrderedCommQueue::Ticket OrderedCommQueue::submit(Task task, std::string what) {
 void OrderedCommQueue::wait(Ticket ticket) {
   if (!threaded_) return;
   State& s = *state_;
-  const auto start = Clock::now();
+  const auto start = comm::Clock::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   s.done.wait(lock, [&] { return s.done_through >= ticket || s.failed; });
-  s.times.waited_seconds += seconds_since(start);
+  s.times.waited_seconds += comm::seconds_since(start);
   if (s.failed) throw std::runtime_error(s.error);
 }
 

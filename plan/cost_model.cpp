@@ -1,13 +1,13 @@
 #include "plan/cost_model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
+#include "comm/clock.h"
 #include "compress/codec.h"
 #include "compress/codec_registry.h"
 #include "compress/codec_spec.h"
@@ -33,10 +33,6 @@ bool parse_number_with_unit(const std::string& text,
       return value >= 0 && std::isfinite(out);
     }
   return false;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -83,12 +79,12 @@ const CodecCost& CodecCostTable::cost(const compress::CodecSpec& spec) {
   size_t size = codec->encode(data.data(), kFloats, payload.data(), payload.size());  // warm-up
   double encode_s = 1e30, decode_s = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
-    auto start = std::chrono::steady_clock::now();
+    auto start = comm::Clock::now();
     size = codec->encode(data.data(), kFloats, payload.data(), payload.size());
-    encode_s = std::min(encode_s, seconds_since(start));
-    start = std::chrono::steady_clock::now();
+    encode_s = std::min(encode_s, comm::seconds_since(start));
+    start = comm::Clock::now();
     codec->decode(payload.data(), size, decoded.data(), kFloats);
-    decode_s = std::min(decode_s, seconds_since(start));
+    decode_s = std::min(decode_s, comm::seconds_since(start));
   }
   const double raw = double(kFloats * sizeof(float));
   CodecCost c;

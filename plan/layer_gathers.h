@@ -1,47 +1,61 @@
 // What per-layer ZeRO-3 moves over the zero group in one step of a pipeline
-// stage, exactly as the trainer does it: the stage's parameters cut into
-// units (embedding, each block, head) laid out as parallel::ZeroLayout lays
-// them out (each unit in its own buckets, padded to a multiple of dp), and
-// how often each unit is gathered, found by running the rules of
-// parallel::LayerParameterGatherer (layer_parameter_gatherer.h) over the
-// stage's pipeline actions: gather a use's units before it runs (forward and
-// backward) and prefetch the next use's, release a use's units after it
-// unless the next use reads them, keep the last use's for its backward.
+// stage: the stage's parameters cut into units (embedding, each block, head),
+// each cut into buckets by parallel::ZeroLayout itself (each unit on its own,
+// padded to a multiple of dp), and how often each unit is gathered, found by
+// replaying parallel::Zero3GatherRules (zero3_gather_rules.h, the rules
+// parallel::LayerParameterGatherer follows) over the stage's passes.
 // Torch-free: sizes only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <string>
 #include <vector>
 
 namespace cmpi::plan {
 
+// A run of parameters that ZeroLayout cuts into buckets of its own: `own` for
+// an own-buckets parameter (the untied token embedding, reduced with role
+// embedding_gradient), alone in its buckets.
+struct ParameterRun {
+  int64_t elements = 0;  // on this rank (its tp slice)
+  bool own = false;
+};
+
+// A bucket in floats over the whole dp group (dp pieces each).
+struct GatherBucket {
+  int64_t floats = 0;
+  bool own = false;  // holds an own-buckets parameter alone
+};
+
 struct GatherUnit {
   int64_t elements = 0;  // parameters of the unit on this rank (its tp slice)
-  // Bucket sizes in floats over the whole dp group (dp pieces each), as
-  // ZeroLayout cuts them.
-  std::vector<int64_t> bucket_floats;
-  // The first own_buckets of bucket_floats hold an own-buckets parameter
-  // alone (an untied token embedding, reduced with role embedding_gradient).
-  size_t own_buckets = 0;
+  std::vector<GatherBucket> buckets;
   int64_t gathers = 0;  // per step
+  // The unit's gathered buffer: its buckets together (padding included).
+  int64_t padded_floats() const;
 };
 
 struct StageUnits {
   std::vector<GatherUnit> units;
   std::vector<std::vector<size_t>> uses;  // units each use reads, forward order
   // Whether backward reaches the first use's input (false when it is token
-  // ids: the embedding stage), which releases the first use's units.
+  // ids: the embedding stage). Only then is the first use's after_backward
+  // called (parallel/layer_gate_ops.h), which releases its units.
   bool first_input_has_gradient = false;
 };
 
-// Cuts `elements` into ZeroLayout's buckets: pieces of min(max_piece,
-// ceil(remaining / dp)) floats, dp pieces a bucket.
-std::vector<int64_t> zero_buckets(int64_t elements, int dp, int64_t bucket_bytes);
+// One pass of a stage over all its uses: forward with gradients (a training
+// micro-batch), its backward, or forward without gradients (evaluation).
+enum class StagePass { kForward, kBackward, kEval };
 
-// Counts every unit's gathers over one step: `actions` are the stage's
-// pipeline actions ((forward?, micro-batch) in order).
-void count_gathers(StageUnits& stage, const std::vector<bool>& forward_actions);
+// `runs`, in order, as one unit: bucket sizes as parallel::ZeroLayout cuts
+// them for `dp` ranks and buckets of `bucket_bytes`.
+GatherUnit zero_unit(const std::vector<ParameterRun>& runs, int dp, int64_t bucket_bytes);
+
+// Replays `passes` in order from every unit released (the optimizer's step()
+// releases all), calling the gather rules as a model calls its gate: each
+// unit's gathers are added to its `gathers`. Returns the most bytes of unit
+// buffers alive at once (in flight included), as the gatherer counts them.
+int64_t count_gathers(StageUnits& stage, const std::vector<StagePass>& passes);
 
 }  // namespace cmpi::plan

@@ -14,13 +14,6 @@ using comm::GroupKind;
 using comm::Op;
 using comm::Role;
 
-// A run of parameters cut into buckets of its own (parallel::ZeroLayout):
-// `own` for an own-buckets parameter (the untied token embedding).
-struct GradientRun {
-  int64_t elements = 0;
-  bool own = false;
-};
-
 double ring_share_fraction(int n) {
   return n > 1 ? double(n - 1) / n : 0.0;
 }
@@ -49,23 +42,15 @@ StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& di
   const int64_t h = c.model.hidden, tp = dims.tp, table = c.model.vocab_size * h / tp;
   const bool tied = c.model.tie_embeddings;
   StageUnits units;
-  const auto add_unit = [&](const std::vector<GradientRun>& runs) {
-    GatherUnit unit;
-    for (const GradientRun& run : runs) {
-      unit.elements += run.elements;
-      for (int64_t floats : zero_buckets(run.elements, dims.dp, c.parallel.dp_bucket_bytes)) {
-        unit.bucket_floats.push_back(floats);
-        if (run.own) ++unit.own_buckets;
-      }
-    }
-    units.units.push_back(unit);
+  const auto add_unit = [&](const std::vector<ParameterRun>& runs) {
+    units.units.push_back(zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes));
     return units.units.size() - 1;
   };
   size_t embedding = 0;
   if (shape.has_embedding)
     embedding =
-        add_unit(tied ? std::vector<GradientRun>{{table + c.model.seq_len * h, false}}
-                      : std::vector<GradientRun>{{table, true}, {c.model.seq_len * h, false}});
+        add_unit(tied ? std::vector<ParameterRun>{{table + c.model.seq_len * h, false}}
+                      : std::vector<ParameterRun>{{table, true}, {c.model.seq_len * h, false}});
   else if (shape.has_head && tied)
     embedding = add_unit({{table, false}});
   if (shape.has_embedding) units.uses.push_back({embedding});
@@ -73,11 +58,12 @@ StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& di
   if (shape.has_head && tied) units.uses.push_back({add_unit({{2 * h, false}}), embedding});
   if (shape.has_head && !tied) units.uses.push_back({add_unit({{2 * h + table, false}})});
   units.first_input_has_gradient = !shape.has_embedding;
-  std::vector<bool> forward;
+  std::vector<StagePass> passes;
   for (const auto& a : parallel::make_pipeline_schedule(c.parallel.schedule)
                            ->actions(stage, dims.pp, micro_batches))
-    forward.push_back(a.kind == parallel::PipelineAction::Kind::kForward);
-  count_gathers(units, forward);
+    passes.push_back(a.kind == parallel::PipelineAction::Kind::kForward ? StagePass::kForward
+                                                                        : StagePass::kBackward);
+  count_gathers(units, passes);
   return units;
 }
 
@@ -126,7 +112,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   const int zero = dims.zero_stage;
   const int64_t table = c.model.vocab_size * c.model.hidden / dims.tp;
   const bool own_embedding = !c.model.tie_embeddings && shape.has_embedding;
-  std::vector<GradientRun> runs;
+  std::vector<ParameterRun> runs;
   if (own_embedding) runs.push_back({table, true});
   runs.push_back({shape.parameters - (own_embedding ? table : 0), false});
   const bool per_layer = zero == 3 && c.parallel.zero3_gather == "layer";
@@ -138,9 +124,9 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     std::map<std::pair<bool, int64_t>, int64_t> reduced;  // (own, bucket floats) -> calls
     std::map<int64_t, int64_t> gathered;                  // bucket floats -> calls
     for (const GatherUnit& unit : units.units)
-      for (size_t b = 0; b < unit.bucket_floats.size(); ++b) {
-        ++reduced[{b < unit.own_buckets, unit.bucket_floats[b]}];
-        gathered[unit.bucket_floats[b]] += unit.gathers;
+      for (const GatherBucket& bucket : unit.buckets) {
+        ++reduced[{bucket.own, bucket.floats}];
+        gathered[bucket.floats] += unit.gathers;
       }
     for (const auto& [key, calls] : reduced) {
       const auto& [own, floats] = key;
@@ -164,9 +150,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     }
   } else {
     std::map<std::pair<bool, int64_t>, int64_t> buckets;  // (own, bucket floats) -> calls
-    for (const GradientRun& run : runs)
-      for (int64_t floats : zero_buckets(run.elements, dims.dp, c.parallel.dp_bucket_bytes))
-        ++buckets[{run.own, floats}];
+    for (const GatherBucket& bucket : zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets)
+      ++buckets[{bucket.own, bucket.floats}];
     for (const auto& [key, calls] : buckets) {
       const auto& [own, floats] = key;
       MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the codec benchmark's captured data, bench/data/gradients.f32 and
 # bench/data/activations.f32: trains the tiny GPT (configs/tiny.yaml) for 20
-# steps and dumps the last step's gradients and block activations as raw
-# little-endian float32. Extra arguments go to cmpi-train, e.g.
+# steps and dumps the last step's gradients and block activations as tensor
+# files (io/tensor_file.h: a header with magic, dtype and shape, then
+# little-endian float32). Extra arguments go to cmpi-train, e.g.
 #   scripts/capture_bench_data.sh --set model.hidden=256 --set model.layers=4
 # for a larger capture. Needs build/trainer/cmpi-train (scripts/build.sh);
 # CMPI_BUILD_DIR picks another build directory, CMPI_RANKS the rank count (1).
@@ -35,12 +36,15 @@ for name in gradients activations; do
     exit 1
   fi
   bytes=$(stat -c %s "$file")
-  if [ $((bytes % 4)) -ne 0 ]; then
-    echo "capture_bench_data: $file has $bytes bytes, not whole float32 values" >&2
+  if [ "$(head -c 8 "$file")" != CMPITNSR ]; then
+    echo "capture_bench_data: $file is not a tensor file (io/tensor_file.h)" >&2
     exit 1
   fi
+  # The header: 20 bytes, then 8 per dimension (u32 ndim at byte 16).
+  ndim=$(od -An -tu4 -j16 -N4 "$file" | tr -d ' ')
+  values=$(((bytes - 20 - 8 * ndim) / 4))
   # Copy next to the destination, then rename: a reader never sees half a file.
   cp "$file" "$DEST/.$name.f32.tmp"
   mv "$DEST/.$name.f32.tmp" "$DEST/$name.f32"
-  echo "capture_bench_data: $DEST/$name.f32: $((bytes / 4)) floats"
+  echo "capture_bench_data: $DEST/$name.f32: $values floats"
 done

@@ -4,9 +4,9 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
+#include "comm/clock.h"
 #include "models/gpt.h"
 #include "parallel/process_groups.h"
 #include "plan/step_plan.h"
@@ -18,10 +18,6 @@ namespace {
 // Caps that keep one probe run near 20 GFLOP (a few tenths of a second on a
 // CPU core): hidden 512, vocab 4096, 512 tokens.
 constexpr int64_t kMaxHidden = 512, kMaxVocab = 4096, kMaxSeq = 512, kMaxTokens = 512;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 
@@ -58,14 +54,14 @@ ComputeProbe probe_compute(const config::Config& config) {
   // The best of several after a warm-up: on a busy machine some run gets the
   // core to itself. At least 3, more while they take under half a second.
   double best = 1e30;
-  const auto probe_start = std::chrono::steady_clock::now();
+  const auto probe_start = comm::Clock::now();
   for (int rep = 0; rep < 12; ++rep) {
     model->zero_grad();
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = comm::Clock::now();
     model->loss(tokens, targets).backward();
-    const double s = seconds_since(start);
+    const double s = comm::seconds_since(start);
     if (rep > 0) best = std::min(best, s);
-    if (rep >= 3 && seconds_since(probe_start) > 0.5) break;
+    if (rep >= 3 && comm::seconds_since(probe_start) > 0.5) break;
   }
   plan::StageShape one_layer;
   one_layer.layers = 1;

@@ -18,14 +18,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import report  # noqa: E402
+from report_common import color_of, fmt, read_jsonl  # noqa: E402
 
 
 def run_curve(entry):
     path = os.path.join(entry.get("run_dir") or "", "metrics.jsonl")
     if entry.get("rc") != 0 or not os.path.exists(path):
         return None
-    steps = report.read_jsonl(path)
+    steps = read_jsonl(path)
     return steps or None
 
 
@@ -71,9 +71,9 @@ def write_markdown(path, meta, rows):
         for r in rows:
             vs = (f"{r['vs_best_other']:.2f}× ({r['best_other']})" if r.get("vs_best_other") else "–")
             f.write(f"| {r['link']} | {r['system']} | {r['layout']} | {r['policy']} | {r['runs_ok']}/"
-                    f"{r['runs_total']} | {report.fmt(r.get('run_s'), 1) or '–'} | "
-                    f"{report.fmt(r.get('tokens_per_s'), 0) or '–'} | {vs} | "
-                    f"{report.fmt(r.get('final_loss'), 3) or '–'} |\n")
+                    f"{r['runs_total']} | {fmt(r.get('run_s'), 1) or '–'} | "
+                    f"{fmt(r.get('tokens_per_s'), 0) or '–'} | {vs} | "
+                    f"{fmt(r.get('final_loss'), 3) or '–'} |\n")
 
 
 def plot(path, meta, rows):
@@ -94,7 +94,7 @@ def plot(path, meta, rows):
                 continue
             ys = r["curve"]
             ax.plot(range(1, len(ys) + 1), ys, "--" if r["system"] == "pytorch-ddp" else "-",
-                    color=report.color_of(r["policy"], extra), linewidth=1.2, marker=".", markersize=4,
+                    color=color_of(r["policy"], extra), linewidth=1.2, marker=".", markersize=4,
                     label=f"{'DDP ' if r['system'] == 'pytorch-ddp' else ''}{r['layout']} {r['policy']}")
             changes = changes or r.get("changes", [])
         for c in changes:
@@ -116,7 +116,7 @@ def main(out):
     with open(os.path.join(out, "meta.json")) as f:
         meta = json.load(f)
     index = os.path.join(out, "runs.jsonl")
-    rows = build(meta, report.read_jsonl(index) if os.path.exists(index) else [])
+    rows = build(meta, read_jsonl(index) if os.path.exists(index) else [])
     write_markdown(os.path.join(out, "link_change.md"), meta, rows)
     try:
         plot(os.path.join(out, "link_change_steps.png"), meta, rows)

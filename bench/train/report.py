@@ -20,9 +20,9 @@ import os
 import statistics
 import sys
 
-POLICY_COLORS = {"none": "#7f7f7f", "mzhybrid": "#1f77b4", "zhybrid": "#ff7f0e", "fp16": "#2ca02c",
-                 "powersgd": "#d62728"}
-EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from report_common import color_of, fmt, read_jsonl  # noqa: E402
 
 COLUMNS = ["link", "system", "layout", "policy", "status", "runs_ok", "runs", "step_ms",
            "tokens_per_s", "tokens_per_s_min", "tokens_per_s_max", "speedup_vs_none",
@@ -33,16 +33,6 @@ COLUMNS = ["link", "system", "layout", "policy", "status", "runs_ok", "runs", "s
 def median(xs):
     xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
     return statistics.median(xs) if xs else None
-
-
-def read_jsonl(path):
-    rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                rows.append(json.loads(line))
-    return rows
 
 
 def run_stats(entry, warmup):
@@ -87,16 +77,6 @@ def run_stats(entry, warmup):
         "parameters": summary.get("parameters"),
         "losses": [r["loss"] for r in steps],
     }
-
-
-def fmt(x, digits=1):
-    if x is None:
-        return ""
-    if isinstance(x, str):
-        return x
-    if isinstance(x, int):
-        return str(x)
-    return f"{x:.{digits}f}"
 
 
 def build_rows(meta, entries):
@@ -205,14 +185,6 @@ def write_markdown(path, meta, rows):
                 cells.append(fmt(v, 2 if c in ("speedup_vs_none", "wire_ratio") else
                                  (3 if c == "final_loss" else 0)) or "–")
             f.write("| " + " | ".join(cells) + " |\n")
-
-
-def color_of(policy, extra):
-    if policy in POLICY_COLORS:
-        return POLICY_COLORS[policy]
-    if policy not in extra:
-        extra[policy] = EXTRA_COLORS[len(extra) % len(EXTRA_COLORS)]
-    return extra[policy]
 
 
 def plot(out, meta, rows, curves):

@@ -34,7 +34,7 @@ namespace cmpi::comm {
 void compressed_alltoall(CompressedContext& ctx, const float* in,
                          const std::vector<size_t>& send_counts, float* out,
                          const std::vector<size_t>& recv_counts) {
-  const TransferOp op = TransferOp::kAlltoall;
+  const Op op = Op::kAlltoall;
   check_context(ctx, op);
   check_counts(ctx, op, send_counts.size(), "send_counts");
   check_counts(ctx, op, recv_counts.size(), "recv_counts");

@@ -163,11 +163,11 @@ class BlockSparseRing {
   }
 
   [[noreturn]] void fail(const Incoming& in, const std::string& what) const {
-    throw TransferError("payload",
-                        describe_call(ctx_, TransferOp::kAllreduce) + " (block-sparse): rank " +
-                            std::to_string(ctx_.rank) + " receiving segment " +
-                            std::to_string(in.segment) + " from rank " +
-                            std::to_string((ctx_.rank - 1 + ctx_.size) % ctx_.size) + ": " + what);
+    throw TransferError("payload", describe_call(ctx_, Op::kAllreduce) + " (block-sparse): rank " +
+                                       std::to_string(ctx_.rank) + " receiving segment " +
+                                       std::to_string(in.segment) + " from rank " +
+                                       std::to_string((ctx_.rank - 1 + ctx_.size) % ctx_.size) +
+                                       ": " + what);
   }
 
   void check_message(const Incoming& in, size_t bytes) const {
@@ -327,7 +327,7 @@ void block_sparse_allreduce(CompressedContext& ctx, float* data, size_t n, size_
                             const std::vector<uint8_t>& nonzero_marks) {
   if (ctx.size == 1 || n == 0) return;
   if (block == 0 || nonzero_marks.size() != (n + block - 1) / block)
-    throw std::invalid_argument(describe_call(ctx, TransferOp::kAllreduce) +
+    throw std::invalid_argument(describe_call(ctx, Op::kAllreduce) +
                                 " (block-sparse): " + std::to_string(nonzero_marks.size()) +
                                 " block marks for " + std::to_string(n) + " floats in blocks of " +
                                 std::to_string(block));

@@ -31,9 +31,9 @@
 namespace cmpi::comm {
 
 void chain_broadcast(CompressedContext& ctx, float* data, size_t n, int root) {
-  check_context(ctx, TransferOp::kBroadcast);
+  check_context(ctx, Op::kBroadcast);
   if (root < 0 || root >= ctx.size)
-    throw std::invalid_argument(describe_call(ctx, TransferOp::kBroadcast) + ": root " +
+    throw std::invalid_argument(describe_call(ctx, Op::kBroadcast) + ": root " +
                                 std::to_string(root) + " is not a rank of a group of " +
                                 std::to_string(ctx.size));
   if (ctx.size == 1) return;
@@ -41,7 +41,7 @@ void chain_broadcast(CompressedContext& ctx, float* data, size_t n, int root) {
   const bool has_successor = position < ctx.size - 1;
   const int successor = (ctx.rank + 1) % ctx.size;
   const int predecessor = (ctx.rank - 1 + ctx.size) % ctx.size;
-  const TransferShape shape = make_shape(ctx, TransferOp::kBroadcast, n, root);
+  const TransferShape shape = make_shape(ctx, Op::kBroadcast, n, root);
   Progress progress(ctx);
 
   if (position == 0) {

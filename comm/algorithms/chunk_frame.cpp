@@ -1,5 +1,7 @@
 #include "comm/algorithms/chunk_frame.h"
 
+#include <iterator>
+
 #include "compress/byte_order.h"
 
 namespace cmpi::comm {
@@ -9,30 +11,25 @@ using compress::load_le64;
 using compress::store_le32;
 using compress::store_le64;
 
-const char* transfer_op_name(TransferOp op) {
-  switch (op) {
-    case TransferOp::kSendRecv:
-      return "send/recv";
-    case TransferOp::kAllgather:
-      return "allgather";
-    case TransferOp::kReduceScatter:
-      return "reduce_scatter";
-    case TransferOp::kAllreduce:
-      return "allreduce";
-    case TransferOp::kBroadcast:
-      return "broadcast";
-    case TransferOp::kAlltoall:
-      return "alltoall";
-    case TransferOp::kHalo:
-      return "halo_exchange";
-  }
-  return "unknown operation";
+namespace {
+
+// The operation byte of the frame (the table in chunk_frame.h): fixed codes,
+// independent of Op's order, so the wire format does not move with the enum.
+constexpr Op kFrameCodeOps[] = {Op::kSendRecv,  Op::kAllgather, Op::kReduceScatter, Op::kAllreduce,
+                                Op::kBroadcast, Op::kAlltoall,  Op::kHalo};
+
+uint8_t frame_code(Op op) {
+  for (size_t i = 0; i < std::size(kFrameCodeOps); ++i)
+    if (kFrameCodeOps[i] == op) return uint8_t(i + 1);
+  return 0;
 }
+
+}  // namespace
 
 void write_chunk_frame(const ChunkFrame& frame, uint8_t* out) {
   store_le32(out + 0, kChunkFrameMagic);
   out[4] = kChunkFrameVersion;
-  out[5] = static_cast<uint8_t>(frame.op);
+  out[5] = frame_code(frame.op);
   out[6] = static_cast<uint8_t>(frame.codec);
   out[7] = 0;
   store_le64(out + 8, frame.total_elems);
@@ -47,7 +44,8 @@ void write_chunk_frame(const ChunkFrame& frame, uint8_t* out) {
 bool read_chunk_frame(const uint8_t* in, size_t size, ChunkFrame& frame) {
   if (in == nullptr || size < kChunkFrameBytes) return false;
   if (load_le32(in) != kChunkFrameMagic || in[4] != kChunkFrameVersion) return false;
-  frame.op = static_cast<TransferOp>(in[5]);
+  if (in[5] < 1 || in[5] > std::size(kFrameCodeOps)) return false;
+  frame.op = kFrameCodeOps[in[5] - 1];
   frame.codec = static_cast<compress::CodecId>(in[6]);
   frame.total_elems = load_le64(in + 8);
   frame.chunk_elems = load_le64(in + 16);

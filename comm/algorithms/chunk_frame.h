@@ -9,7 +9,9 @@
 //   offset  size  field
 //   0       4     magic        'C','M','C','F'
 //   4       1     version      kChunkFrameVersion
-//   5       1     operation    TransferOp
+//   5       1     operation    the call's Op, as its frame code: send/recv 1,
+//                              allgather 2, reduce_scatter 3, allreduce 4,
+//                              broadcast 5, alltoall 6, halo_exchange 7
 //   6       1     codec        compress::CodecId of the payloads
 //   7       1     reserved     0
 //   8       8     total_elems  elements of the whole transfer
@@ -26,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/group_kind.h"
 #include "compress/payload.h"
 
 namespace cmpi::comm {
@@ -34,20 +37,8 @@ constexpr size_t kChunkFrameBytes = 48;
 constexpr uint32_t kChunkFrameMagic = 0x46434d43u;  // "CMCF" read little-endian
 constexpr uint8_t kChunkFrameVersion = 1;
 
-enum class TransferOp : uint8_t {
-  kSendRecv = 1,
-  kAllgather = 2,
-  kReduceScatter = 3,
-  kAllreduce = 4,
-  kBroadcast = 5,
-  kAlltoall = 6,
-  kHalo = 7,
-};
-
-const char* transfer_op_name(TransferOp op);
-
 struct ChunkFrame {
-  TransferOp op = TransferOp::kSendRecv;
+  Op op = Op::kSendRecv;
   compress::CodecId codec = compress::CodecId::kIdentity;
   uint64_t total_elems = 0;
   uint64_t chunk_elems = 0;
@@ -61,7 +52,8 @@ struct ChunkFrame {
 void write_chunk_frame(const ChunkFrame& frame, uint8_t* out);
 
 // Reads a frame from a message of `size` bytes. Returns false if the message
-// is too short or does not start with a frame of this version.
+// is too short, does not start with a frame of this version or names no
+// operation.
 bool read_chunk_frame(const uint8_t* in, size_t size, ChunkFrame& frame);
 
 }  // namespace cmpi::comm

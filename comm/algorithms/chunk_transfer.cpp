@@ -21,13 +21,13 @@ void leak(std::vector<SharedBytes>& buffers) {
   new std::vector<SharedBytes>(std::move(buffers));
 }
 
-const char* origin_field(TransferOp op) {
+const char* origin_field(Op op) {
   switch (op) {
-    case TransferOp::kBroadcast:
+    case Op::kBroadcast:
       return "root";
-    case TransferOp::kAllgather:
-    case TransferOp::kReduceScatter:
-    case TransferOp::kAllreduce:
+    case Op::kAllgather:
+    case Op::kReduceScatter:
+    case Op::kAllreduce:
       return "segment";
     default:
       return "origin";
@@ -36,7 +36,7 @@ const char* origin_field(TransferOp op) {
 
 }  // namespace
 
-TransferShape make_shape(const CompressedContext& ctx, TransferOp op, size_t total, int origin) {
+TransferShape make_shape(const CompressedContext& ctx, Op op, size_t total, int origin) {
   TransferShape shape;
   shape.op = op;
   shape.total_elems = total;
@@ -229,8 +229,8 @@ void IncomingTransfer::accept(size_t k, const MPI_Status& status) {
                       std::to_string(ours));
   };
   if (frame.op != shape_.op)
-    fail("operation", std::string("sender is in ") + transfer_op_name(frame.op) +
-                          ", this rank in " + transfer_op_name(shape_.op));
+    fail("operation", std::string("sender is in ") + call_name(frame.op) + ", this rank in " +
+                          call_name(shape_.op));
   if (frame.codec != ctx_.codec->id())
     fail("codec", std::string("sender encodes with ") + compress::codec_id_name(frame.codec) +
                       ", this rank decodes with " + ctx_.codec->spec().to_string());

@@ -44,7 +44,7 @@ namespace cmpi::comm {
 
 // What both ends of a transfer must agree on.
 struct TransferShape {
-  TransferOp op = TransferOp::kSendRecv;
+  Op op = Op::kSendRecv;
   size_t total_elems = 0;
   size_t chunk_elems = 1;
   int origin = -1;  // root, segment or owner the data belongs to
@@ -61,7 +61,7 @@ struct TransferShape {
   }
 };
 
-TransferShape make_shape(const CompressedContext& ctx, TransferOp op, size_t total, int origin);
+TransferShape make_shape(const CompressedContext& ctx, Op op, size_t total, int origin);
 
 using SharedBytes = std::shared_ptr<uint8_t[]>;
 

@@ -17,11 +17,11 @@ uint64_t feedback_key(uint64_t buffer_key, FeedbackSite site, uint64_t part, uin
   return splitmix64(h ^ chunk);
 }
 
-std::string describe_call(const CompressedContext& ctx, TransferOp op) {
-  return std::string("compressed ") + transfer_op_name(op) + " in group " + to_string(ctx.group);
+std::string describe_call(const CompressedContext& ctx, Op op) {
+  return std::string("compressed ") + call_name(op) + " in group " + to_string(ctx.group);
 }
 
-void check_context(const CompressedContext& ctx, TransferOp op) {
+void check_context(const CompressedContext& ctx, Op op) {
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(describe_call(ctx, op) + ": " + why);
   };
@@ -48,8 +48,7 @@ void check_context(const CompressedContext& ctx, TransferOp op) {
   }
 }
 
-void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_size,
-                  const char* name) {
+void check_counts(const CompressedContext& ctx, Op op, size_t counts_size, const char* name) {
   if (counts_size != size_t(ctx.size))
     throw std::invalid_argument(describe_call(ctx, op) + ": " + name + " has " +
                                 std::to_string(counts_size) + " entries for " +

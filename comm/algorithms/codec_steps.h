@@ -37,16 +37,15 @@ enum class FeedbackSite : uint8_t {
 uint64_t feedback_key(uint64_t buffer_key, FeedbackSite site, uint64_t part, uint64_t chunk);
 
 // "compressed allreduce in group dp"
-std::string describe_call(const CompressedContext& ctx, TransferOp op);
+std::string describe_call(const CompressedContext& ctx, Op op);
 
 // Throws std::invalid_argument naming the call and the field if ctx cannot
 // run `op`: no communicator or codec, chunk_elems 0 or too large for one MPI
 // message, rank/size not those of ctx.comm, feedback over another codec.
-void check_context(const CompressedContext& ctx, TransferOp op);
+void check_context(const CompressedContext& ctx, Op op);
 
 // Throws std::invalid_argument unless counts has one entry per rank.
-void check_counts(const CompressedContext& ctx, TransferOp op, size_t counts_size,
-                  const char* name);
+void check_counts(const CompressedContext& ctx, Op op, size_t counts_size, const char* name);
 
 // Largest message of a chunk of `elems` floats: frame plus payload bound
 // (chunk_payload.h).

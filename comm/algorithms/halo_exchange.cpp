@@ -33,7 +33,7 @@ namespace {
 void require_buffer(const CompressedContext& ctx, const void* data, size_t count,
                     const char* name) {
   if (data == nullptr && count != 0)
-    throw std::invalid_argument(describe_call(ctx, TransferOp::kHalo) + ": rank " +
+    throw std::invalid_argument(describe_call(ctx, Op::kHalo) + ": rank " +
                                 std::to_string(ctx.rank) + ": " + name + " is null with " +
                                 std::to_string(count) + " elements");
 }
@@ -41,12 +41,12 @@ void require_buffer(const CompressedContext& ctx, const void* data, size_t count
 void check_peers(const CompressedContext& ctx, int lo, int hi) {
   for (int peer : {lo, hi})
     if (peer != HaloBuffers::kNoPeer && (peer < 0 || peer >= ctx.size || peer == ctx.rank))
-      throw std::invalid_argument(describe_call(ctx, TransferOp::kHalo) + ": rank " +
+      throw std::invalid_argument(describe_call(ctx, Op::kHalo) + ": rank " +
                                   std::to_string(ctx.rank) + ": halo peer " + std::to_string(peer) +
                                   " is not another rank of the " + std::to_string(ctx.size) +
                                   "-rank group");
   if (lo != HaloBuffers::kNoPeer && lo == hi)
-    throw std::invalid_argument(describe_call(ctx, TransferOp::kHalo) + ": rank " +
+    throw std::invalid_argument(describe_call(ctx, Op::kHalo) + ": rank " +
                                 std::to_string(ctx.rank) + ": lower and upper halo peer are both " +
                                 std::to_string(lo));
 }
@@ -63,7 +63,7 @@ void send_halo(CompressedContext& ctx, OutgoingTransfer& out, const float* data,
 }  // namespace
 
 void halo_exchange(CompressedContext& ctx, const HaloBuffers& b) {
-  const TransferOp op = TransferOp::kHalo;
+  const Op op = Op::kHalo;
   check_context(ctx, op);
   const int lo = b.lower_peer(ctx.rank);
   const int hi = b.upper_peer(ctx.rank, ctx.size);

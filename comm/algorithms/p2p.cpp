@@ -34,7 +34,7 @@ namespace {
 
 void check_peer(const CompressedContext& ctx, int peer, const char* name) {
   if (peer < 0 || peer >= ctx.size || peer == ctx.rank)
-    throw std::invalid_argument(describe_call(ctx, TransferOp::kSendRecv) + ": rank " +
+    throw std::invalid_argument(describe_call(ctx, Op::kSendRecv) + ": rank " +
                                 std::to_string(ctx.rank) + ": " + name + " " +
                                 std::to_string(peer) + " is not another rank of a group of " +
                                 std::to_string(ctx.size));
@@ -43,10 +43,10 @@ void check_peer(const CompressedContext& ctx, int peer, const char* name) {
 }  // namespace
 
 void compressed_send(CompressedContext& ctx, const float* data, size_t n, int dest) {
-  check_context(ctx, TransferOp::kSendRecv);
+  check_context(ctx, Op::kSendRecv);
   check_peer(ctx, dest, "dest");
   Progress progress(ctx);
-  OutgoingTransfer out(ctx, progress, dest, make_shape(ctx, TransferOp::kSendRecv, n, ctx.rank));
+  OutgoingTransfer out(ctx, progress, dest, make_shape(ctx, Op::kSendRecv, n, ctx.rank));
   for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
     uint64_t key = feedback_key(ctx.buffer_key, FeedbackSite::kSend, uint64_t(dest), k);
     out.send_chunk(k, data + out.shape().chunk_offset(k), &key);
@@ -55,10 +55,10 @@ void compressed_send(CompressedContext& ctx, const float* data, size_t n, int de
 }
 
 void compressed_recv(CompressedContext& ctx, float* data, size_t n, int source) {
-  check_context(ctx, TransferOp::kSendRecv);
+  check_context(ctx, Op::kSendRecv);
   check_peer(ctx, source, "source");
   Progress progress(ctx);
-  IncomingTransfer in(ctx, progress, source, make_shape(ctx, TransferOp::kSendRecv, n, source));
+  IncomingTransfer in(ctx, progress, source, make_shape(ctx, Op::kSendRecv, n, source));
   while (!in.done()) {
     size_t k = in.wait_next();
     in.decode(k, data + in.shape().chunk_offset(k));

@@ -28,7 +28,7 @@
 
 namespace cmpi::comm {
 
-RingHops ring_allgather_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+RingHops ring_allgather_hops(CompressedContext& ctx, Progress& progress, Op op,
                              const std::vector<size_t>& counts) {
   const int left = (ctx.rank + ctx.size - 1) % ctx.size;
   RingHops hops;
@@ -66,8 +66,8 @@ void ring_allgather_forward_stage(CompressedContext& ctx, Progress& progress, fl
 
 void ring_allgather(CompressedContext& ctx, const float* in, float* out,
                     const std::vector<size_t>& counts) {
-  check_context(ctx, TransferOp::kAllgather);
-  check_counts(ctx, TransferOp::kAllgather, counts.size(), "counts");
+  check_context(ctx, Op::kAllgather);
+  check_counts(ctx, Op::kAllgather, counts.size(), "counts");
   std::vector<size_t> offsets = block_offsets(counts);
   float* own_slot = out + offsets[ctx.rank];
   const size_t own_count = counts[ctx.rank];
@@ -76,7 +76,7 @@ void ring_allgather(CompressedContext& ctx, const float* in, float* out,
     return;
   }
 
-  const TransferOp op = TransferOp::kAllgather;
+  const Op op = Op::kAllgather;
   const int right = (ctx.rank + 1) % ctx.size;
   Progress progress(ctx);
   RingHops hops = ring_allgather_hops(ctx, progress, op, counts);

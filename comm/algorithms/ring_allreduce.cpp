@@ -43,9 +43,9 @@
 namespace cmpi::comm {
 
 void ring_allreduce(CompressedContext& ctx, float* data, size_t n) {
-  check_context(ctx, TransferOp::kAllreduce);
+  check_context(ctx, Op::kAllreduce);
   if (ctx.size == 1) return;
-  const TransferOp op = TransferOp::kAllreduce;
+  const Op op = Op::kAllreduce;
   const size_t n_ranks = size_t(ctx.size);
   std::vector<size_t> counts(n_ranks, n / n_ranks);
   for (size_t j = 0; j < n % n_ranks; ++j) counts[j] += 1;

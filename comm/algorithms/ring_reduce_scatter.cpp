@@ -56,7 +56,7 @@ int segment_sent_at(const CompressedContext& ctx, int step) {
 
 }  // namespace
 
-RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, Op op,
                                   const std::vector<size_t>& counts) {
   const int left = (ctx.rank + ctx.size - 1) % ctx.size;
   RingHops hops;
@@ -68,8 +68,8 @@ RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, Tr
   return hops;
 }
 
-void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, TransferOp op,
-                               const float* in, const std::vector<size_t>& counts,
+void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, Op op, const float* in,
+                               const std::vector<size_t>& counts,
                                const std::vector<size_t>& offsets, RingHops& hops,
                                std::vector<std::unique_ptr<OutgoingTransfer>>& sends,
                                const ReducedChunkSink& sink) {
@@ -119,14 +119,14 @@ void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, Trans
 
 void ring_reduce_scatter(CompressedContext& ctx, const float* in, float* out,
                          const std::vector<size_t>& counts) {
-  check_context(ctx, TransferOp::kReduceScatter);
-  check_counts(ctx, TransferOp::kReduceScatter, counts.size(), "counts");
+  check_context(ctx, Op::kReduceScatter);
+  check_counts(ctx, Op::kReduceScatter, counts.size(), "counts");
   std::vector<size_t> offsets = block_offsets(counts);
   if (ctx.size == 1) {
     if (counts[0] && out != in) std::memmove(out, in, counts[0] * sizeof(float));
     return;
   }
-  const TransferOp op = TransferOp::kReduceScatter;
+  const Op op = Op::kReduceScatter;
   const size_t chunk = ctx.chunk_elems;
   Progress progress(ctx);
   RingHops hops = ring_reduce_scatter_hops(ctx, progress, op, counts);

@@ -29,9 +29,9 @@ using RingHops = std::vector<std::unique_ptr<IncomingTransfer>>;
 // The hops this rank receives in a ring reduce-scatter (steps 1..N-1:
 // segments r-2, r-3, ..., r) and in a ring allgather (steps 0..N-2: segments
 // r-1, r-2, ..., r+1), registered with progress in that order.
-RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+RingHops ring_reduce_scatter_hops(CompressedContext& ctx, Progress& progress, Op op,
                                   const std::vector<size_t>& counts);
-RingHops ring_allgather_hops(CompressedContext& ctx, Progress& progress, TransferOp op,
+RingHops ring_allgather_hops(CompressedContext& ctx, Progress& progress, Op op,
                              const std::vector<size_t>& counts);
 
 // Receives each finished chunk k of this rank's reduced segment: `sum` holds
@@ -44,8 +44,8 @@ using ReducedChunkSink = std::function<void(size_t k, const float* sum, size_t l
 // `sink`, chunk by chunk, as its last hop arrives. Its sends are appended to
 // `sends`, which the caller waits on (at the end of the call, so that the
 // wait does not hold up what follows).
-void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, TransferOp op,
-                               const float* in, const std::vector<size_t>& counts,
+void ring_reduce_scatter_stage(CompressedContext& ctx, Progress& progress, Op op, const float* in,
+                               const std::vector<size_t>& counts,
                                const std::vector<size_t>& offsets, RingHops& hops,
                                std::vector<std::unique_ptr<OutgoingTransfer>>& sends,
                                const ReducedChunkSink& sink);

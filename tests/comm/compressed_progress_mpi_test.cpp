@@ -184,8 +184,8 @@ TEST(CompressedProgress, PollStartsTransfersFromOneSourceInOrder) {
     return;
   }
   Progress progress(ctx);
-  IncomingTransfer first(ctx, progress, 0, make_shape(ctx, TransferOp::kSendRecv, n1, 0));
-  IncomingTransfer second(ctx, progress, 0, make_shape(ctx, TransferOp::kSendRecv, n2, 0));
+  IncomingTransfer first(ctx, progress, 0, make_shape(ctx, Op::kSendRecv, n1, 0));
+  IncomingTransfer second(ctx, progress, 0, make_shape(ctx, Op::kSendRecv, n2, 0));
   // Only poll until rank 0's sends have all completed: that needs both
   // transfers started and every chunk's receive posted by poll().
   for (int done = 0; !done;) {

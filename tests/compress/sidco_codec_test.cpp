@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <random>
 
 #include "compress/codec_registry.h"
 #include "compress/error_feedback.h"
 #include "compress/sparse_body.h"
+#include "io/float32_file.h"
 #include "tests/compress/codec_test_util.h"
 #include "tests/support/test_seed.h"
 
@@ -41,12 +41,7 @@ std::vector<float> laplace(size_t n, uint64_t seed) {
 }
 
 std::vector<float> captured_gradients() {
-  std::ifstream file(std::string(CMPI_SOURCE_DIR) + "/bench/data/gradients.f32",
-                     std::ios::binary | std::ios::ate);
-  std::vector<float> v(size_t(file.tellg()) / sizeof(float));
-  file.seekg(0);
-  file.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
-  return v;
+  return io::read_float32_file(std::string(CMPI_SOURCE_DIR) + "/bench/data/gradients.f32");
 }
 
 TEST(TailFit, QuantilesMatchClosedForms) {

@@ -10,7 +10,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -19,6 +18,7 @@
 #include <zfp.h>
 
 #include "compress/zfp_fixed_rate.h"
+#include "io/float32_file.h"
 #include "tests/support/float_data.h"
 #include "tests/support/test_seed.h"
 
@@ -302,11 +302,7 @@ TEST(ZfpFixedRate, RandomBitPatternBlocksMatchLibzfp) {
 }
 
 std::vector<float> load_floats(const std::string& name) {
-  std::ifstream file(std::string(CMPI_SOURCE_DIR) + "/bench/data/" + name, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::vector<float> v(bytes.size() / 4);
-  std::memcpy(v.data(), bytes.data(), v.size() * 4);
-  return v;
+  return io::read_float32_file(std::string(CMPI_SOURCE_DIR) + "/bench/data/" + name);
 }
 
 TEST(ZfpFixedRate, CapturedTensorsMatchLibzfp) {

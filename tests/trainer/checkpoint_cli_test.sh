@@ -115,7 +115,10 @@ raw = open(path, "rb").read()
 header = json.loads(raw[8:8 + n])
 data = raw[8 + n:]
 header.pop("__metadata__", None)
-weights = np.fromfile(dump + "/parameters.f32", dtype="<f4")
+dumped = open(dump + "/parameters.f32", "rb").read()  # a tensor file (io/tensor_file.h)
+assert dumped[:8] == b"CMPITNSR", "parameters.f32 has no tensor header"
+(ndim,) = struct.unpack("<I", dumped[16:20])
+weights = np.frombuffer(dumped[20 + 8 * ndim:], dtype="<f4")
 at = 0
 names = []
 for line in open(dump + "/parameters.txt"):
