@@ -6,13 +6,30 @@
 # The job must end within run.timeout + 10 s, nonzero, with exactly one
 # watchdog line naming a rank, the operation, its group and the ranks it
 # waits for, no "stopped by" line, and no process left behind.
-# Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR stopped|spin
+#   lone_node  rank 2 believes itself alone on its node while MPI groups all
+#            four together (CMPI_TEST_FAULT=lone_node:2), as on a cluster
+#            whose nodes report one host name: the start-up (memory check,
+#            process groups) must not hang; one warning, and the run trains.
+# Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR stopped|spin|lone_node
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; case_name="$4"
 source "$(dirname "$0")/fault_test_lib.sh"
 rm -rf "$work"; mkdir -p "$work"
 timeout_s=3
 args=(--set training.steps=100000 --set run.timeout=$timeout_s --set log.every=1)
+
+if [ "$case_name" = lone_node ]; then
+  CMPI_TEST_FAULT=lone_node:2 timeout 60 mpirun -np 4 --oversubscribe --bind-to none "$exe" \
+    --config "$config" --set run.dir="$work/lone" --set training.steps=3 \
+    --set training.warmup_steps=1 --set run.timeout=$timeout_s > "$work/out.txt" 2>&1
+  code=$?
+  job_out="$work/out.txt"
+  [ "$code" -eq 0 ] || fail "lone_node: exit code $code (124: hung)"
+  [ "$(grep -c 'warning: the ranks disagree on which of them share a node' "$job_out")" -eq 1 ] ||
+    fail "lone_node: not exactly one warning"
+  grep "warning: the ranks disagree" "$job_out"
+  echo PASS; exit 0
+fi
 
 case "$case_name" in
   stopped)
