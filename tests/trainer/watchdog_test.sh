@@ -38,11 +38,16 @@ case "$case_name" in
     pid=$(rank_pid 2) || fail "no process for rank 2"
     kill -STOP "$pid" ;;
   spin)
-    # Rank 1 spins at its 400th communication call, a few steps in.
-    export CMPI_TEST_FAULT=spin:1:400
+    # Rank 1 spins at its 200th communication call, a few steps in; the
+    # clock starts when it says so.
+    export CMPI_TEST_FAULT=spin:1:200
     start_job "$work/out.txt" "$work/spin" "${args[@]}"
     wait_for_training
-    grep -q "test fault: spinning" "$job_out" || sleep 2 ;;
+    for _ in $(seq 300); do
+      grep -q "test fault: spinning" "$job_out" && break
+      sleep 0.1
+    done
+    grep -q "test fault: spinning" "$job_out" || fail "rank 1 did not start spinning" ;;
   *) fail "unknown case $case_name" ;;
 esac
 wait_for_end $((timeout_s + 10))
