@@ -148,7 +148,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "name:",
                           "seed:",
                           "memory_check: true",
-                          "timeout: 1800",
+                          "timeout:",
                           "model:",
                           "vocab_size:",
                           "init_std:",
