@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "comm/clock.h"
 #include "comm/termination_signals.h"
 
 namespace cmpi::comm {
@@ -18,8 +19,7 @@ void set_installed_watchdog(Watchdog* watchdog);
 namespace {
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
 }
 
@@ -270,8 +270,8 @@ void Watchdog::end_job(Failure failure, const std::string& line, int exit_code) 
     // A deadline that passed after another rank failed is that failure's echo.
     const bool heard_before = heard_error_ || lowest_timed_out_rank_ >= 0;
     if (!(failure == kTimeout && heard_before)) announce(failure, exit_code);
-    const auto until = std::chrono::steady_clock::now() + kAnnounceGrace;
-    while (std::chrono::steady_clock::now() < until) {
+    const auto until = Clock::now() + kAnnounceGrace;
+    while (Clock::now() < until) {
       wake_.wait_for(lock, kTick / 4);
       listen_for_announcements();
     }
