@@ -15,6 +15,8 @@
 #include "comm/algorithms/chunk_transfer.h"
 #include "comm/algorithms/codec_steps.h"
 #include "comm/call_accounting.h"
+#include "comm/node_grouping.h"
+#include "comm/watchdog.h"
 #include "compress/block_sparse_codec.h"
 #include "compress/identity_codec.h"
 
@@ -61,6 +63,8 @@ struct Communicator::Request::Pending {
   // Lets go of a transfer that will never be waited for, without blocking:
   // an error path must not turn into a hang.
   virtual void abandon() = 0;
+  // The rank of the group the transfer waits for (named on a timeout).
+  virtual int waits_for() const = 0;
 };
 
 namespace {
@@ -73,6 +77,7 @@ struct PlainPending final : Communicator::Request::Pending {
   GroupKind group = GroupKind::kWorld;
   OpCounters* counters = nullptr;
 
+  int waits_for() const override { return peer; }
   void abandon() override {
     if (request == MPI_REQUEST_NULL) return;
     if (is_recv) MPI_Cancel(&request);
@@ -101,6 +106,8 @@ struct PlainPending final : Communicator::Request::Pending {
 struct CompressedSendPending final : Communicator::Request::Pending {
   CompressedContext ctx;
   std::optional<OutgoingTransfer> out;
+  int dest = 0;
+  int waits_for() const override { return dest; }
   // The transfer's destructor frees its pending requests and keeps its
   // buffers alive for MPI.
   void abandon() override { out.reset(); }
@@ -115,6 +122,8 @@ struct CompressedSendPending final : Communicator::Request::Pending {
 struct CompressedRecvPending final : Communicator::Request::Pending {
   CompressedContext ctx;
   std::optional<IncomingTransfer> in;
+  int source = 0;
+  int waits_for() const override { return source; }
   float* data = nullptr;
   void abandon() override { in.reset(); }  // cancels what is still posted
   void finish() override {
@@ -131,13 +140,9 @@ struct CompressedRecvPending final : Communicator::Request::Pending {
 }  // namespace
 
 int shared_memory_node(MPI_Comm comm) {
-  MPI_Comm shared;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
-  int world_rank = 0, node = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Allreduce(&world_rank, &node, 1, MPI_INT, MPI_MIN, shared);
-  MPI_Comm_free(&shared);
-  return node;
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return agree_node_grouping(comm).node_of_rank[size_t(rank)];
 }
 
 Communicator::Request::Request() = default;
@@ -165,11 +170,16 @@ Communicator::Communicator(MPI_Comm comm, GroupKind kind, std::unique_ptr<Policy
   if (policy_ && policy_->group() != kind)
     throw std::invalid_argument(std::string("group ") + to_string(kind) +
                                 ": given the policy slice of group " + to_string(policy_->group()));
+  WatchedCall watched("communicator setup", comm_);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  // Named after the group, so that the watchdog's message on a call stuck
+  // on either communicator says which group it was.
+  if (comm_ != MPI_COMM_WORLD) MPI_Comm_set_name(comm_, to_string(kind_));
   // The compressed algorithms and halos exchange point-to-point messages; on
   // a communicator of their own these can never match the caller's sends.
   MPI_Comm_dup(comm_, &internal_);
+  MPI_Comm_set_name(internal_, to_string(kind_));
   if (policy_ && policy_->plain_ring_min_bytes() > 0) {
     ring_codec_ = std::make_unique<compress::IdentityCodec>(compress::CodecSpec("identity"));
     plain_ring_.codec = ring_codec_.get();
@@ -195,6 +205,7 @@ Communicator::~Communicator() {
 
 std::vector<AutoDecision> Communicator::adapt(int64_t step) {
   if (!adaptive_) return {};
+  WatchedCall watched("adapt (preset auto)", comm_);
   return adaptive_->decide(comm_, step);
 }
 
@@ -316,6 +327,7 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
 // ------------------------------------------------------------ collectives
 
 void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
+  WatchedCall watched("allreduce", comm_);
   const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
   const Locality locality = collective_locality();
   const Route* found = find_route(Op::kAllreduce, role, n * sizeof(float), locality);
@@ -373,6 +385,7 @@ void Communicator::raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpC
 void Communicator::reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
                                   Role role, uint64_t buffer_key) {
   check_counts(counts, "reduce_scatter");
+  WatchedCall watched("reduce_scatter", comm_);
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[rank_]) * sizeof(float);
   const Route* found =
@@ -393,6 +406,7 @@ void Communicator::reduce_scatter(const float* in, float* out, const std::vector
 void Communicator::allgather(const float* in, float* out, const std::vector<size_t>& counts,
                              Role role, uint64_t buffer_key) {
   check_counts(counts, "allgather");
+  WatchedCall watched("allgather", comm_);
   const size_t total = total_of(counts);
   const uint64_t bytes = uint64_t(total - counts[(rank_ + 1) % size_]) * sizeof(float);
   const Route* found =
@@ -414,6 +428,7 @@ void Communicator::allgather(const float* in, float* out, const std::vector<size
 
 void Communicator::broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key) {
   check_peer(root, "root", "broadcast");
+  WatchedCall watched("broadcast", comm_);
   const uint64_t bytes = chain_broadcast_bytes(n, rank_, root, size_);
   const Route* found = find_route(Op::kBroadcast, role, n * sizeof(float), collective_locality());
   AdaptiveCall adaptive(adaptive_.get(), found, Op::kBroadcast, role, collective_locality(),
@@ -434,6 +449,7 @@ void Communicator::alltoall(const float* in, const std::vector<size_t>& send_cou
                             uint64_t buffer_key) {
   check_counts(send_counts, "alltoall");
   check_counts(recv_counts, "alltoall");
+  WatchedCall watched("alltoall", comm_);
   const size_t send_total = total_of(send_counts);
   const uint64_t bytes = uint64_t(send_total - send_counts[rank_]) * sizeof(float);
   const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
@@ -465,6 +481,7 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
   const int lo_peer = b.lower_peer(rank_), hi_peer = b.upper_peer(rank_, size_);
   if (lo_peer != HaloBuffers::kNoPeer) check_peer(lo_peer, "lo_peer", "halo_exchange");
   if (hi_peer != HaloBuffers::kNoPeer) check_peer(hi_peer, "hi_peer", "halo_exchange");
+  WatchedCall watched("halo_exchange", comm_);
   const bool has_lo = lo_peer != HaloBuffers::kNoPeer, has_hi = hi_peer != HaloBuffers::kNoPeer;
   const size_t send_lo = has_lo ? b.send_lo_count : 0, send_hi = has_hi ? b.send_hi_count : 0;
   const size_t recv_lo = has_lo ? b.recv_lo_count : 0, recv_hi = has_hi ? b.recv_hi_count : 0;
@@ -510,6 +527,7 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
 void Communicator::send(const float* data, size_t n, int dest, int tag, Role role,
                         uint64_t buffer_key) {
   check_peer(dest, "dest", "send");
+  WatchedCall watched("send", comm_, dest);
   const uint64_t bytes = uint64_t(n) * sizeof(float);
   const Route* found = find_route(Op::kSendRecv, role, bytes, peer_locality(dest));
   AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(dest),
@@ -527,6 +545,7 @@ void Communicator::send(const float* data, size_t n, int dest, int tag, Role rol
 
 void Communicator::recv(float* data, size_t n, int source, int tag, Role role) {
   check_peer(source, "source", "recv");
+  WatchedCall watched("recv", comm_, source);
   // Received bytes are counted by the sender; only time is added here.
   const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
   AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(source),
@@ -558,6 +577,7 @@ void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, flo
                             size_t recv_n, int source, int tag, Role role, uint64_t buffer_key) {
   check_peer(dest, "dest", "sendrecv");
   check_peer(source, "source", "sendrecv");
+  WatchedCall watched("sendrecv", comm_, source);
   const uint64_t bytes = uint64_t(send_n) * sizeof(float);
   const Route* out_route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest));
   const Route* in_route =
@@ -582,6 +602,7 @@ void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, flo
 Communicator::Request Communicator::isend(const float* data, size_t n, int dest, int tag, Role role,
                                           uint64_t buffer_key) {
   check_peer(dest, "dest", "isend");
+  WatchedCall watched("isend", comm_, dest);
   const uint64_t bytes = uint64_t(n) * sizeof(float);
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
@@ -592,6 +613,7 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
     CompressedCall call(counters, peer_locality(dest));
     begin_compressed(*route, Op::kSendRecv, bytes, data, n);
     auto pending = std::make_unique<CompressedSendPending>();
+    pending->dest = dest;
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
     // The same transfer compressed_send makes, so that recv can take it.
     check_context(pending->ctx, Op::kSendRecv);
@@ -610,6 +632,7 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
   PlainCall call(counters, bytes, peer_locality(dest));
   auto pending = std::make_unique<PlainPending>();
   pending->counters = &counters;
+  pending->peer = dest;
   MPI_Isend(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_, &pending->request);
   request.op_ = std::move(pending);
   return request;
@@ -617,6 +640,7 @@ Communicator::Request Communicator::isend(const float* data, size_t n, int dest,
 
 Communicator::Request Communicator::irecv(float* data, size_t n, int source, int tag, Role role) {
   check_peer(source, "source", "irecv");
+  WatchedCall watched("irecv", comm_, source);
   OpCounters& counters = stats_.at(Op::kSendRecv);
   Request request;
   const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
@@ -624,6 +648,7 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
                         counters, nullptr, 0, 0, /*blocking=*/false);
   if (const Route* route = compressing(found)) {
     auto pending = std::make_unique<CompressedRecvPending>();
+    pending->source = source;
     pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
     check_context(pending->ctx, Op::kSendRecv);
     pending->in.emplace(pending->ctx, source, make_shape(pending->ctx, Op::kSendRecv, n, source));
@@ -647,6 +672,7 @@ Communicator::Request Communicator::irecv(float* data, size_t n, int source, int
 
 void Communicator::wait(Request& request) {
   if (!request.op_) return;
+  WatchedCall watched("wait", comm_, request.op_->waits_for());
   auto op = std::move(request.op_);
   try {
     op->finish();
@@ -657,6 +683,7 @@ void Communicator::wait(Request& request) {
 }
 
 void Communicator::barrier() {
+  WatchedCall watched("barrier", comm_);
   MPI_Barrier(comm_);
 }
 

@@ -247,9 +247,10 @@ class Communicator {
   std::vector<float> sample_decoded_;
 };
 
-// This rank's node as MPI sees it: the lowest world rank among the ranks of
-// `comm` that share its memory (MPI_COMM_TYPE_SHARED), the same on all of
-// them. Collective over `comm`.
+// This rank's node: the lowest world rank among the ranks of `comm` that
+// share its memory (MPI_COMM_TYPE_SHARED, or host names where the ranks'
+// views of it disagree: comm/node_grouping.h), the same on all of them.
+// Collective over `comm`.
 int shared_memory_node(MPI_Comm comm);
 
 // The bytes rank `rank` of `size` sends in a ring allreduce of n floats

@@ -4,10 +4,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 
 namespace cmpi::comm {
 
-MpiSession::MpiSession(int* argc, char*** argv) {
+MpiSession::MpiSession(int* argc, char*** argv, const std::string& program) {
   // MULTIPLE: the data-parallel optimizer reduces gradients on its own thread
   // while the main thread talks over tp/pp. An MPI that grants less still
   // runs everything else; the optimizer refuses overlap then, naming the key.
@@ -15,12 +16,33 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // A bad CMPI_TEST_FAULT is a broken test, not a job to run without it.
+  TestFaults faults;
+  try {
+    faults = TestFaults::from_environment();
+  } catch (const std::exception& e) {
+    comm::abort_job(program, e.what(), 2);
+  }
+  watchdog_ = std::make_unique<Watchdog>(program, rank_, size_, faults);
 }
 
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  // Someone else finalized MPI: the watchdog's thread can no longer be
+  // stopped through it, and the process is about to end anyway.
+  if (finalized) {
+    (void)watchdog_.release();
+    return;
+  }
+  // The watchdog stays on through MPI_Finalize, which waits for every rank.
+  watchdog_->close_channel();
+  MPI_Finalize();
+  watchdog_.reset();
+}
+
+void MpiSession::abort_job(const std::string& message, int code) {
+  watchdog_->abort_job(message, code);
 }
 
 void abort_job(const std::string& program, const std::string& message, int code) {

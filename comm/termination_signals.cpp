@@ -13,10 +13,12 @@ namespace {
 // A signal handler receives nothing but the signal number, so the line it
 // prints must be prepared beforehand in storage it can reach: this buffer is
 // the one piece of process-wide state, written once before the handlers are
-// installed and only read afterwards.
+// installed and only read afterwards (but for the quiet exit code, which any
+// thread may set once the job is failing).
 struct StopMessage {
   char prefix[256] = {};  // "cmpi-train: rank 2/4: stopped by "
   size_t prefix_length = 0;
+  volatile sig_atomic_t quiet_exit_code = 0;  // > 0: the job is failing, exit silently
 };
 StopMessage stop_message;
 
@@ -32,6 +34,7 @@ const char* signal_name(int signal_number) {
 }
 
 void write_stop_line_and_die(int signal_number) {
+  if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
   char line[sizeof stop_message.prefix + 16];
   size_t length = stop_message.prefix_length;
   std::memcpy(line, stop_message.prefix, length);
@@ -56,6 +59,10 @@ void write_stop_line_and_die(int signal_number) {
 }
 
 }  // namespace
+
+void expect_termination(int exit_code) {
+  stop_message.quiet_exit_code = exit_code > 0 ? exit_code : 1;
+}
 
 void report_termination_signals(const std::string& program, int rank, int size) {
   const int length = std::snprintf(stop_message.prefix, sizeof stop_message.prefix,

@@ -7,7 +7,13 @@
 // passes both signals on to the ranks as SIGTERM; a terminal's Ctrl-C reaches
 // mpirun only, OpenMPI giving each rank a process group of its own.)
 //
-// The handler only calls write(2), sigaction(2) and raise(3), all
+// Once the job is known to be failing (a config error every rank agreed on,
+// or another rank's abort announced by the watchdog), a termination signal
+// ends the rank quietly with the job's exit code instead: it is mpirun
+// cleaning up after the rank that already said why the job failed, and a
+// "stopped by SIGTERM" line per rank would read as a second failure.
+//
+// The handler only calls write(2), sigaction(2), raise(3) and _exit(2), all
 // async-signal-safe, so it is correct whatever the rank was doing (inside
 // MPI, LibTorch or malloc).
 #pragma once
@@ -19,5 +25,10 @@ namespace cmpi::comm {
 // Installs the handlers for this process. Call once, after MPI_Init (which
 // may install handlers of its own), with this rank's place in the world.
 void report_termination_signals(const std::string& program, int rank, int size);
+
+// From now on a termination signal ends this process silently with
+// `exit_code` (> 0): the job is failing and its error has been reported.
+// Async-signal-safe; callable from any thread.
+void expect_termination(int exit_code);
 
 }  // namespace cmpi::comm

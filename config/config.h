@@ -19,6 +19,9 @@ struct RunConfig {
   // Refuse to start a run whose estimated memory exceeds what the node has
   // available (memory_preflight.h).
   bool memory_check = true;
+  // Seconds one communication call may wait before the watchdog ends the
+  // job (comm/watchdog.h); 0: no deadline.
+  double timeout = 1800.0;
 };
 
 struct ModelConfig {

@@ -106,6 +106,7 @@ void read_run(MapReader r, RunConfig& run) {
   r.read("dir", run.dir);
   r.read("seed", run.seed);
   r.read("memory_check", run.memory_check);
+  r.read("timeout", run.timeout, at_least(0.0));
   if (run.name.find('/') != std::string::npos || run.name == "." || run.name == "..")
     r.fail("name",
            "must be a plain directory name (the run directory is run.dir/run.name), got \"" +
@@ -118,6 +119,7 @@ void write_run(YAML::Emitter& out, const RunConfig& run) {
   put(out, "dir", run.dir);
   put(out, "seed", uint64_t(run.seed));
   put(out, "memory_check", run.memory_check);
+  put(out, "timeout", run.timeout);
 }
 
 // ----------------------------------------------------------------- model

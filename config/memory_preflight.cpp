@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "comm/node_grouping.h"
 #include "config/config_loader.h"
 #include "config/units.h"
 
@@ -132,8 +133,7 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
 }
 
 std::string check_memory_fits(const Config& c, const parallel::ParallelDims& dims, MPI_Comm world) {
-  MPI_Comm node;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm node = comm::node_communicator(world);
   int ranks_on_node = 1, node_rank = 0;
   MPI_Comm_size(node, &ranks_on_node);
   MPI_Comm_rank(node, &node_rank);

@@ -3,7 +3,10 @@
 // job once, cleanly, with exit code 2), then trains. Any error after that
 // aborts every rank with the message (exit 1), so no rank is left waiting
 // inside MPI; a stop all ranks agreed on (TrainingStopped: non-finite values)
-// ends them all with exit 1 and one message, without MPI_Abort.
+// ends them all with exit 1 and one message, without MPI_Abort. Every
+// communication call runs under the session's watchdog (run.timeout), and a
+// job that fails says so in one line: ranks that know the job is failing
+// end quietly when mpirun terminates them (comm::expect_termination).
 #include <mpi.h>
 
 #include <climits>
@@ -16,6 +19,7 @@
 #include "checkpoint/rank_agreement.h"
 #include "checkpoint/safetensors_writer.h"
 #include "comm/mpi_session.h"
+#include "comm/node_grouping.h"
 #include "comm/termination_signals.h"
 #include "config/run_paths.h"
 #include "data/token_source.h"
@@ -35,12 +39,15 @@ namespace {
 constexpr const char* kProgram = "cmpi-train";
 
 // True on every rank if no rank failed. The lowest failing rank prints its
-// message (config errors are the same everywhere; printing once is enough).
+// message (config errors are the same everywhere; printing once is enough),
+// and every rank then ends with exit code 2, quietly if mpirun terminates
+// it first (the first rank to exit nonzero makes mpirun end the others).
 bool all_ranks_ok(const std::string& error, int rank) {
   int my_rank_if_failed = error.empty() ? INT_MAX : rank;
   int first_failed = INT_MAX;
   MPI_Allreduce(&my_rank_if_failed, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (first_failed == INT_MAX) return true;
+  cmpi::comm::expect_termination(2);
   if (first_failed == rank) {
     std::fprintf(stderr, "%s: %s\n", kProgram, error.c_str());
     std::fflush(stderr);
@@ -52,7 +59,7 @@ bool all_ranks_ok(const std::string& error, int rank) {
 
 int main(int argc, char** argv) {
   using namespace cmpi;
-  comm::MpiSession mpi(&argc, &argv);
+  comm::MpiSession mpi(&argc, &argv, kProgram);
   const int rank = mpi.world_rank();
   comm::report_termination_signals(kProgram, rank, mpi.world_size());
 
@@ -82,6 +89,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!all_ranks_ok(error, rank)) return 2;
+  mpi.watchdog().set_timeout(config.run.timeout);
   if (args.help) {
     if (rank == 0) std::fputs(trainer::CliArgs::usage(), stdout);
     return 0;
@@ -99,6 +107,7 @@ int main(int argc, char** argv) {
                                                       args.resume_path);
       });
     } catch (const checkpoint::CheckpointError& e) {
+      comm::expect_termination(2);
       if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
       return 2;
     }
@@ -114,6 +123,7 @@ int main(int argc, char** argv) {
                     args.export_path.c_str(), bytes);
       });
     } catch (const checkpoint::CheckpointError& e) {
+      comm::expect_termination(2);
       if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
       return 2;
     }
@@ -133,6 +143,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Which ranks share a node, agreed before anything groups ranks by node.
+  const comm::NodeGrouping nodes = comm::agree_node_grouping(MPI_COMM_WORLD);
+  if (rank == 0 && !nodes.disagreement.empty())
+    std::fprintf(stderr, "%s: warning: %s\n", kProgram, nodes.disagreement.c_str());
   try {
     // The estimate sizes a GPT; a ResNet's synthetic images need no files.
     if (config.model.kind == "gpt")
@@ -177,6 +191,7 @@ int main(int argc, char** argv) {
     trainer::report_summary(config, groups, result, options.run_dir);
   } catch (const checkpoint::CheckpointError& e) {
     // Thrown on every rank alike (rank_agreement.h): one message, exit 2.
+    comm::expect_termination(2);
     if (rank == 0) {
       std::fprintf(stderr, "%s: checkpoint: %s\n", kProgram, e.what());
       std::fflush(stderr);
@@ -185,6 +200,7 @@ int main(int argc, char** argv) {
   } catch (const trainer::TrainingStopped& e) {
     // Every rank stopped at the same step, outside any collective: one
     // message, and every rank exits 1 through a normal MPI_Finalize.
+    comm::expect_termination(1);
     if (e.reporter()) {
       std::fprintf(stderr, "%s: rank %d/%d: error: %s\n", kProgram, rank, mpi.world_size(),
                    e.what());
@@ -192,7 +208,7 @@ int main(int argc, char** argv) {
     }
     return 1;
   } catch (const std::exception& e) {
-    comm::abort_job(kProgram, e.what());
+    mpi.abort_job(e.what());
   }
   return 0;
 }

@@ -21,6 +21,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.run.dir, b.run.dir);
   EXPECT_EQ(a.run.seed, b.run.seed);
   EXPECT_EQ(a.run.memory_check, b.run.memory_check);
+  EXPECT_EQ(a.run.timeout, b.run.timeout);
   EXPECT_EQ(a.model.vocab_size, b.model.vocab_size);
   EXPECT_EQ(a.model.seq_len, b.model.seq_len);
   EXPECT_EQ(a.model.layers, b.model.layers);
@@ -98,7 +99,8 @@ void expect_same_config(const Config& a, const Config& b) {
 
 TEST_F(ConfigTest, ToYamlRoundTripsAConfigWithEveryValueChanged) {
   const std::string text = R"(
-run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false}
+run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false,
+      timeout: 7.5}
 model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ratio: 3,
         dropout: 0.1, init_std: 0.017, tie_embeddings: false}
 parallel: {data: 3, tensor: 2, pipeline: 5, spatial: 1, zero_stage: 3, schedule: gpipe,
@@ -146,6 +148,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "name:",
                           "seed:",
                           "memory_check: true",
+                          "timeout:",
                           "model:",
                           "vocab_size:",
                           "init_std:",

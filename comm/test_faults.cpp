@@ -1,0 +1,57 @@
+#include "comm/test_faults.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <vector>
+
+namespace cmpi::comm {
+namespace {
+
+std::vector<std::string> split_fields(const std::string& text) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  for (size_t colon; (colon = text.find(':', start)) != std::string::npos; start = colon + 1)
+    fields.push_back(text.substr(start, colon - start));
+  fields.push_back(text.substr(start));
+  return fields;
+}
+
+long long non_negative_number(const std::string& field, const std::string& text) {
+  size_t used = 0;
+  long long value = -1;
+  try {
+    value = std::stoll(field, &used);
+  } catch (const std::exception&) {
+  }
+  if (field.empty() || used != field.size() || value < 0)
+    throw std::invalid_argument(std::string(TestFaults::kVariable) + "=" + text + ": '" + field +
+                                "' is not a non-negative number");
+  return value;
+}
+
+}  // namespace
+
+TestFaults TestFaults::parse(const std::string& text) {
+  TestFaults faults;
+  if (text.empty()) return faults;
+  const auto fields = split_fields(text);
+  if (fields[0] == "spin" && fields.size() == 3) {
+    faults.spin_rank = int(non_negative_number(fields[1], text));
+    faults.spin_at_call = uint64_t(non_negative_number(fields[2], text));
+    if (faults.spin_at_call == 0)
+      throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
+  } else if (fields[0] == "lone_node" && fields.size() == 2) {
+    faults.lone_node_rank = int(non_negative_number(fields[1], text));
+  } else {
+    throw std::invalid_argument(std::string(kVariable) + "=" + text +
+                                ": expected spin:RANK:CALL or lone_node:RANK");
+  }
+  return faults;
+}
+
+TestFaults TestFaults::from_environment() {
+  const char* text = std::getenv(kVariable);
+  return parse(text ? text : "");
+}
+
+}  // namespace cmpi::comm

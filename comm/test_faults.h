@@ -1,0 +1,32 @@
+// Test-only fault injection, so that the tests can make one rank of a real
+// job misbehave in ways MPI never shows on one machine. Read from the
+// environment variable CMPI_TEST_FAULT, unset in normal runs:
+//   spin:R:N       world rank R busy-loops forever, outside any
+//                  communication call, when its N-th watched call starts
+//                  (a rank stuck in its own code: a deadlocked thread, a
+//                  hung device); the other ranks wait for it.
+//   lone_node:R    world rank R sees itself alone on its node where MPI
+//                  (MPI_COMM_TYPE_SHARED) groups it with others: the ranks
+//                  disagree on the node grouping, as on a cluster whose
+//                  nodes report one host name.
+// Anything else is an error (std::invalid_argument), so a typo in a test
+// cannot pass for a fault that never happened.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cmpi::comm {
+
+struct TestFaults {
+  int spin_rank = -1;  // -1: no rank spins
+  uint64_t spin_at_call = 0;
+  int lone_node_rank = -1;  // -1: every rank sees MPI's grouping
+
+  static constexpr const char* kVariable = "CMPI_TEST_FAULT";
+  static TestFaults parse(const std::string& text);
+  // parse(getenv(kVariable)), or none when unset.
+  static TestFaults from_environment();
+};
+
+}  // namespace cmpi::comm

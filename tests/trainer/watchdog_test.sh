@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The watchdog in cmpi-train (4 ranks, run.timeout = 3 s), case $4:
+#   stopped  one rank stopped with SIGSTOP while training (a node swapping,
+#            a hung device);
+#   spin     one rank stuck in a loop of its own (CMPI_TEST_FAULT=spin:...).
+# The job must end within run.timeout + 10 s, nonzero, with exactly one
+# watchdog line naming a rank, the operation, its group and the ranks it
+# waits for, no "stopped by" line, and no process left behind.
+#   lone_node  rank 2 believes itself alone on its node while MPI groups all
+#            four together (CMPI_TEST_FAULT=lone_node:2), as on a cluster
+#            whose nodes report one host name: the start-up (memory check,
+#            process groups) must not hang; one warning, and the run trains.
+# Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR stopped|spin|lone_node
+set -uo pipefail
+exe="$1"; config="$2"; work="$3"; case_name="$4"
+source "$(dirname "$0")/fault_test_lib.sh"
+rm -rf "$work"; mkdir -p "$work"
+timeout_s=3
+args=(--set training.steps=100000 --set run.timeout=$timeout_s --set log.every=1)
+
+if [ "$case_name" = lone_node ]; then
+  CMPI_TEST_FAULT=lone_node:2 timeout 60 mpirun -np 4 --oversubscribe --bind-to none "$exe" \
+    --config "$config" --set run.dir="$work/lone" --set training.steps=3 \
+    --set training.warmup_steps=1 --set run.timeout=$timeout_s > "$work/out.txt" 2>&1
+  code=$?
+  job_out="$work/out.txt"
+  [ "$code" -eq 0 ] || fail "lone_node: exit code $code (124: hung)"
+  [ "$(grep -c 'warning: the ranks disagree on which of them share a node' "$job_out")" -eq 1 ] ||
+    fail "lone_node: not exactly one warning"
+  grep "warning: the ranks disagree" "$job_out"
+  echo PASS; exit 0
+fi
+
+case "$case_name" in
+  stopped)
+    start_job "$work/out.txt" "$work/stopped" "${args[@]}"
+    wait_for_training
+    pid=$(rank_pid 2) || fail "no process for rank 2"
+    kill -STOP "$pid" ;;
+  spin)
+    # Rank 1 spins at its 200th communication call, a few steps in; the
+    # clock starts when it says so.
+    export CMPI_TEST_FAULT=spin:1:200
+    start_job "$work/out.txt" "$work/spin" "${args[@]}"
+    wait_for_training
+    for _ in $(seq 300); do
+      grep -q "test fault: spinning" "$job_out" && break
+      sleep 0.1
+    done
+    grep -q "test fault: spinning" "$job_out" || fail "rank 1 did not start spinning" ;;
+  *) fail "unknown case $case_name" ;;
+esac
+wait_for_end $((timeout_s + 10))
+[ "$job_code" -ne 0 ] || fail "$case_name: exit code 0"
+[ "$(grep -c 'watchdog:' "$job_out")" -eq 1 ] || fail "$case_name: not exactly one watchdog line"
+grep -Eq "^cmpi-train: rank [0-3]/4: watchdog: [A-Za-z_ ]+ on group [a-z]+ of [0-9]+ ranks? has waited .* for world ranks? [0-9]" "$job_out" ||
+  fail "$case_name: the line does not name the rank, operation, group and peers"
+! grep -q "stopped by SIG" "$job_out" || fail "$case_name: a rank reported a signal"
+assert_no_leftovers
+echo "$case_name: job ended in $job_seconds s (run.timeout $timeout_s s), exit code $job_code"
+grep "watchdog:" "$job_out"
+echo PASS
