@@ -186,6 +186,7 @@ int main(int argc, char** argv) {
     options.dump_tensors_dir = args.dump_tensors_dir;
     options.source = tokens;
     options.resume_path = resume_path;
+    options.watchdog = &mpi.watchdog();
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);

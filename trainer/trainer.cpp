@@ -6,6 +6,7 @@
 
 #include "checkpoint/checkpoint_manager.h"
 #include "comm/clock.h"
+#include "comm/watchdog.h"
 #include "config/run_paths.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
@@ -140,6 +141,7 @@ TrainResult Trainer::run() {
   const int64_t first_step = s.steps_done;
   const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = first_step; step < t.steps; ++step) {
+    if (s.options.watchdog) s.options.watchdog->note_step(step + 1);
     const auto before = comm_totals(s.groups, model.extra_groups());
     const double cpu_start = process_cpu_seconds();
     const auto step_start = comm::Clock::now();

@@ -33,6 +33,9 @@ class ProcessGroups;
 namespace cmpi::data {
 class TokenSource;
 }
+namespace cmpi::comm {
+class Watchdog;
+}
 
 namespace cmpi::trainer {
 
@@ -46,6 +49,9 @@ struct TrainerOptions {
   // GPT: the sequences to train and evaluate on; null: the config's data is
   // opened here (data::open_token_source, collective over the world).
   std::shared_ptr<const data::TokenSource> source;
+  // The session's watchdog (comm/watchdog.h), told the step now running so
+  // that an expired deadline names it; null: none (tests).
+  comm::Watchdog* watchdog = nullptr;
   // A complete checkpoint directory to continue from (resolved: see
   // resolve_resume_path); empty: start at step 0.
   std::string resume_path;
