@@ -35,9 +35,8 @@ class CudaDevice final : public Device {
   }
 
   std::string description() const override {
-    return std::string(properties_.name) + ", " +
-           std::to_string(properties_.totalGlobalMem >> 20) + " MiB, sm_" +
-           std::to_string(properties_.major) + std::to_string(properties_.minor);
+    return std::string(properties_.name) + ", " + std::to_string(properties_.totalGlobalMem >> 20) +
+           " MiB, sm_" + std::to_string(properties_.major) + std::to_string(properties_.minor);
   }
   void* allocate(size_t bytes) override {
     void* p = nullptr;

@@ -28,6 +28,11 @@ void check_decode_status(uint32_t status, const DeviceCodec& codec) {
   }
 }
 
+void DeviceCodec::encode_with_feedback(const float*, uint64_t, float*, bool, uint8_t*, uint64_t*,
+                                       StreamId) {
+  throw CodecError("device codec " + spec().to_string() + " has no error feedback on the device");
+}
+
 uint32_t zfp_stream_word_bits() {
   return static_cast<uint32_t>(stream_alignment());
 }

@@ -51,11 +51,22 @@ class DeviceCodec {
   // (out is left unspecified unless it is kDecodeOk).
   virtual void decode(const uint8_t* in, uint64_t size, float* out, uint64_t n,
                       uint32_t* status_out, StreamId stream) = 0;
+
+  // Error feedback on the device (ErrorFeedback's rule, error_feedback.h):
+  // encodes in + residual (in alone when `first`, the key's first use) and
+  // leaves in the device buffer residual[0..n) what the payload lost. Only
+  // codecs with has_feedback(); a failed encode writes size 0.
+  virtual bool has_feedback() const { return false; }
+  virtual void encode_with_feedback(const float* in, uint64_t n, float* residual, bool first,
+                                    uint8_t* out, uint64_t* size_out, StreamId stream);
 };
 
 // Throws DecodeError naming the codec and what the device decoder refused,
 // for a status word copied back to the host.
 void check_decode_status(uint32_t status, const DeviceCodec& codec);
+
+// The header template (payload_header_steps.h) of the CPU codec for n floats.
+HeaderTemplate header_template(const Codec& codec, uint64_t n);
 
 // Per-stream device scratch of a codec: work queued on one stream is ordered,
 // so each stream gets its own buffer; a buffer grows only after its stream

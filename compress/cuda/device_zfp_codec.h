@@ -83,8 +83,6 @@ struct DecodeBlock {
 // libzfp's stream word in bits (8 in Debian's build), which the chunk sizes
 // follow; defined in device_codec.cpp so that device code needs no libzfp.
 uint32_t zfp_stream_word_bits();
-// A header template for n floats from the CPU codec.
-HeaderTemplate header_template(const Codec& codec, uint64_t n);
 
 template <class Executor>
 class DeviceZfpCodec final : public DeviceCodec {
