@@ -30,9 +30,9 @@ std::unique_ptr<Device> gpu_or_skip_reason(std::string& reason) {
   return make_cuda_device(0);
 }
 
-#define REQUIRE_GPU(device)                               \
-  std::string skip_reason;                                \
-  auto device = gpu_or_skip_reason(skip_reason);          \
+#define REQUIRE_GPU(device)                      \
+  std::string skip_reason;                       \
+  auto device = gpu_or_skip_reason(skip_reason); \
   if (!device) GTEST_SKIP() << skip_reason;
 
 class CudaCodecTest : public ::testing::TestWithParam<const char*> {};
