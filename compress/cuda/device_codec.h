@@ -7,8 +7,9 @@
 //
 // Codecs that run on a device (Device::make_codec):
 //   zfp   mode rate (impl native's bytes), nonfinite: raw;
-//   mpc   any dim and chunk; encodes with MPC's plain plan ({name: mpc,
-//         plan: plain} on the CPU gives the same bytes), decodes any plan;
+//   mpc   any dim and chunk; each chunk's plan is chosen as the CPU
+//         chooses it, so the payload equals MpcCodec's (threads and simd,
+//         which change only the CPU's speed, are ignored);
 //   fp16, bf16;
 //   sign  with error feedback through DeviceSignFeedback (device_sign_feedback.h).
 //
