@@ -4,6 +4,8 @@
 // leaves the device and is never compressed.
 #include "comm/device/device_collectives.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -29,7 +31,39 @@ DeviceCollectives::DeviceCollectives(Device& device, Transport& transport,
     : device_(device),
       transport_(transport),
       codec_(codec_spec ? device.make_codec(*codec_spec) : nullptr),
+      options_(options),
       pipeline_(device, codec_.get(), options) {}
+
+float* DeviceCollectives::workspace(size_t index, uint64_t floats, StreamId caller) {
+  compress::cuda::DeviceBuffer& buffer = workspaces_[index];
+  if (buffer.bytes() < 4 * floats + 4) {
+    device_.synchronize_stream(caller);
+    buffer = compress::cuda::DeviceBuffer(device_, 4 * floats + 4);
+  }
+  return buffer.as<float>();
+}
+
+void DeviceCollectives::round_trip_in_place(float* data, uint64_t n, StreamId caller) {
+  if (!codec_ || codec_->lossless() || n == 0) return;
+  const uint64_t chunk = options_.chunk_floats;
+  compress::cuda::DeviceBuffer payload(device_, codec_->max_payload_bytes(std::min(chunk, n)));
+  compress::cuda::DeviceBuffer word(device_, 8);
+  compress::cuda::PinnedBuffer host(device_, 8);
+  for (uint64_t first = 0; first < n; first += chunk) {
+    const uint64_t length = std::min(chunk, n - first);
+    codec_->encode(data + first, length, payload.as(), word.as<uint64_t>(), caller);
+    device_.copy_to_host(host.as(), word.as(), 8, caller);
+    device_.synchronize_stream(caller);
+    uint64_t size = 0;
+    std::memcpy(&size, host.as(), 8);
+    codec_->decode(payload.as(), size, data + first, length, word.as<uint32_t>(), caller);
+    device_.copy_to_host(host.as(), word.as(), 4, caller);
+    device_.synchronize_stream(caller);
+    uint32_t status = 0;
+    std::memcpy(&status, host.as(), 4);
+    compress::cuda::check_decode_status(status, *codec_);
+  }
+}
 
 void DeviceCollectives::allgather(const float* in, float* out, const std::vector<uint64_t>& counts,
                                   StreamId caller) {
@@ -43,7 +77,8 @@ void DeviceCollectives::allgather(const float* in, float* out, const std::vector
     const int from = (me - k + p) % p;
     pipeline_.add_recv(from, out + displs[size_t(from)], counts[size_t(from)]);
   }
-  device_.copy_on_device(out + displs[size_t(me)], in, 4 * counts[size_t(me)], caller);
+  if (out + displs[size_t(me)] != in)  // in place: the own block is already there
+    device_.copy_on_device(out + displs[size_t(me)], in, 4 * counts[size_t(me)], caller);
   pipeline_.run(transport_, caller);
 }
 

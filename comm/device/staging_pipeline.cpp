@@ -44,10 +44,11 @@ void StagingPipeline::add_send(const std::vector<int>& peers, const float* sourc
   }
 }
 
-void StagingPipeline::add_recv(int peer, float* destination, uint64_t n) {
+void StagingPipeline::add_recv(int peer, float* destination, uint64_t n, int relay_to) {
   for (uint64_t first = 0; first < n || (n == 0 && first == 0); first += options_.chunk_floats) {
     Chunk chunk;
     chunk.peers = {peer};
+    chunk.relay_to = relay_to;
     chunk.destination = destination + first;
     chunk.n = n == 0 ? 0 : std::min(options_.chunk_floats, n - first);
     recvs_.push_back(chunk);
@@ -66,7 +67,7 @@ void StagingPipeline::finish(StreamId caller) {
     device_.wait(caller, slot.event);
   }
   sends_.clear(), recvs_.clear();
-  next_send_post_ = next_recv_post_ = 0;
+  next_send_post_ = next_recv_post_ = next_relay_post_ = 0;
 }
 
 void StagingPipeline::run(Transport& transport, StreamId caller) {
@@ -168,6 +169,18 @@ void StagingPipeline::advance_recv(size_t c, Transport& transport) {
       if (!transport.test(chunk.handles[0], &bytes)) return;
       chunk.handles.clear();
       chunk.payload_bytes = bytes;
+      chunk.state = State::kReceived;
+      [[fallthrough]];
+    }
+    case State::kReceived: {
+      const size_t bytes = chunk.payload_bytes;
+      if (chunk.relay_to >= 0) {
+        // Relayed chunks go out in chunk order, as the next rank matches them.
+        if (next_relay_post_ != c) return;
+        log_.push_back("relay " + std::to_string(c) + " -> " + std::to_string(chunk.relay_to));
+        chunk.handles = {transport.post_send(chunk.relay_to, slot.host.as() + 8, bytes)};
+        ++next_relay_post_;
+      }
       log_.push_back("decode " + std::to_string(c));
       if (!codec_) {
         if (bytes != 4 * chunk.n)
@@ -187,7 +200,9 @@ void StagingPipeline::advance_recv(size_t c, Transport& transport) {
       return;
     }
     case State::kDecoding: {
-      if (!device_.query(slot.event)) return;
+      for (auto it = chunk.handles.begin(); it != chunk.handles.end();)
+        it = transport.test(*it, nullptr) ? chunk.handles.erase(it) : it + 1;
+      if (!chunk.handles.empty() || !device_.query(slot.event)) return;
       if (codec_) {
         uint32_t status;
         std::memcpy(&status, slot.host.as(), 4);

@@ -15,9 +15,12 @@
 //               order, so peers match them in order), until all complete;
 //   done     -> the slot is free for chunk c + streams.
 // Incoming chunks take receive slots the same way:
-//   waiting -> receiving (posted, in chunk order) -> decoding (host-to-device
-//   copy, decode and the status word's copy queued on the slot's stream,
-//   event recorded) -> done (status checked; DecodeError if refused).
+//   waiting -> receiving (posted, in chunk order) -> received -> decoding
+//   (host-to-device copy, decode and the status word's copy queued on the
+//   slot's stream, event recorded) -> done (status checked; DecodeError if
+//   refused). A relayed receive (chain broadcast) also posts the received
+//   bytes, still compressed, to the relay peer when it leaves `received`,
+//   in chunk order, and frees its slot only once that send has completed.
 // Every pipeline stream first waits for an event recorded on the caller's
 // stream (the input is ready), and finish() makes the caller's stream wait
 // for every pipeline stream (the output is ready). The host never blocks on
@@ -62,7 +65,9 @@ class StagingPipeline {
   void add_send(const std::vector<int>& peers, const float* source, uint64_t n);
   // Queues an incoming device buffer from `peer` (the peer's add_send of the
   // same n, in the same order among the buffers between the two ranks).
-  void add_recv(int peer, float* destination, uint64_t n);
+  // relay_to >= 0: every chunk's bytes are also sent on to that rank as they
+  // arrived (its add_recv from this rank matches them).
+  void add_recv(int peer, float* destination, uint64_t n, int relay_to = -1);
 
   void start(StreamId caller);
   // One nonblocking sweep over the chunks; true once all are done.
@@ -76,9 +81,10 @@ class StagingPipeline {
   const std::vector<std::string>& log() const { return log_; }
 
  private:
-  enum class State { kWaiting, kSized, kStaged, kSending, kReceiving, kDecoding, kDone };
+  enum class State { kWaiting, kSized, kStaged, kSending, kReceiving, kReceived, kDecoding, kDone };
   struct Chunk {
     std::vector<int> peers;  // one peer for a receive
+    int relay_to = -1;       // receive: where its bytes are passed on
     const float* source = nullptr;
     float* destination = nullptr;
     uint64_t n = 0;
@@ -104,7 +110,7 @@ class StagingPipeline {
   StagingOptions options_;
   std::vector<Slot> send_slots_, recv_slots_;
   std::vector<Chunk> sends_, recvs_;
-  size_t next_send_post_ = 0, next_recv_post_ = 0;
+  size_t next_send_post_ = 0, next_recv_post_ = 0, next_relay_post_ = 0;
   EventId caller_ready_;
   std::vector<std::string> log_;
 };

@@ -11,6 +11,7 @@
 #include "compress/cuda/cuda_device.h"
 #include "compress/cuda/cuda_executor.cuh"
 #include "compress/cuda/device_codecs.h"
+#include "compress/cuda/reduce_steps.h"
 
 namespace cmpi::compress::cuda {
 namespace {
@@ -79,6 +80,9 @@ class CudaDevice final : public Device {
   }
   void fill(void* device, uint8_t value, size_t bytes, StreamId s) override {
     check(cudaMemsetAsync(device, value, bytes, stream(s)), "cudaMemsetAsync");
+  }
+  void add(float* acc, const float* x, uint64_t n, StreamId s) override {
+    CudaExecutor(streams_.data()).for_each(s, n, AddInto{acc, x});
   }
   void record(EventId e, StreamId s) override {
     check(cudaEventRecord(event(e), stream(s)), "cudaEventRecord");

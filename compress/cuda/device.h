@@ -49,6 +49,8 @@ class Device {
   virtual void copy_to_device(void* device, const void* host, size_t bytes, StreamId stream) = 0;
   virtual void copy_on_device(void* to, const void* from, size_t bytes, StreamId stream) = 0;
   virtual void fill(void* device, uint8_t value, size_t bytes, StreamId stream) = 0;
+  // acc[i] += x[i] for i < n, both device floats (reduce_steps.h).
+  virtual void add(float* acc, const float* x, uint64_t n, StreamId stream) = 0;
 
   // The event completes when the stream reaches this point.
   virtual void record(EventId event, StreamId stream) = 0;

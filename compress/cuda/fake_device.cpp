@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compress/cuda/device_codecs.h"
+#include "compress/cuda/reduce_steps.h"
 
 namespace cmpi::compress::cuda {
 
@@ -83,6 +84,9 @@ void FakeDevice::copy_on_device(void* to, const void* from, size_t bytes, Stream
 }
 void FakeDevice::fill(void* device, uint8_t value, size_t bytes, StreamId stream) {
   enqueue(stream, [=] { std::memset(device, value, bytes); });
+}
+void FakeDevice::add(float* acc, const float* x, uint64_t n, StreamId stream) {
+  FakeExecutor(*this).for_each(stream, n, AddInto{acc, x});
 }
 
 void FakeDevice::record(EventId event, StreamId stream) {

@@ -41,6 +41,7 @@ class FakeDevice final : public Device {
   void copy_to_device(void* device, const void* host, size_t bytes, StreamId stream) override;
   void copy_on_device(void* to, const void* from, size_t bytes, StreamId stream) override;
   void fill(void* device, uint8_t value, size_t bytes, StreamId stream) override;
+  void add(float* acc, const float* x, uint64_t n, StreamId stream) override;
   void record(EventId event, StreamId stream) override;
   void wait(StreamId stream, EventId event) override;
   bool query(EventId event) override;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,7 +111,63 @@ INSTANTIATE_TEST_SUITE_P(Codecs, StagingPipelineTest,
                                            Case{"fp16", 999, 100, 3},
                                            Case{"zfp:rate=16,chunk=32", 1000, 128, 4},
                                            Case{"zfp:rate=5,chunk=50", 777, 101, 2},
-                                           Case{"sign:bucket=16", 640, 64, 1}));
+                                           Case{"sign:bucket=16", 640, 64, 1},
+                                           Case{"mpc:dim=auto,chunk=64", 1000, 96, 3}));
+
+// A chain of three ranks: rank 1 relays every chunk it receives from rank 0,
+// still compressed, to rank 2, in chunk order and before decoding it, and
+// both end with rank 0's chunks as the CPU codec decodes them.
+TEST(StagingPipeline, RelayPassesChunksDownAChainUnchanged) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  for (const char* codec : {"", "mpc:chunk=32", "zfp:rate=8,chunk=32"}) {
+    SCOPED_TRACE(std::string("codec '") + codec + "', seed " + std::to_string(seed));
+    const Case c{codec, 700, 64, 2};
+    const std::vector<float> x = cmpi::testing::gaussian(c.n, 1.f, seed);
+    FakeDevice device(seed);
+    LoopbackNetwork network(3);
+    std::vector<std::unique_ptr<Transport>> transports;
+    std::vector<std::unique_ptr<compress::cuda::DeviceCodec>> codecs;
+    std::vector<std::unique_ptr<StagingPipeline>> ranks;
+    for (int r = 0; r < 3; ++r) {
+      transports.push_back(network.endpoint(r));
+      codecs.push_back(*codec ? device.make_codec(CodecSpec::parse(codec)) : nullptr);
+      ranks.push_back(std::make_unique<StagingPipeline>(device, codecs.back().get(),
+                                                        StagingOptions{c.streams, c.chunk}));
+    }
+    const auto caller = device.create_stream();
+    DeviceBuffer in(device, 4 * c.n), out1(device, 4 * c.n), out2(device, 4 * c.n);
+    PinnedBuffer host(device, 4 * c.n);
+    std::memcpy(host.as(), x.data(), 4 * c.n);
+    device.copy_to_device(in.as(), host.as(), 4 * c.n, caller);
+    ranks[0]->add_send({1}, in.as<float>(), c.n);
+    ranks[1]->add_recv(0, out1.as<float>(), c.n, 2);
+    ranks[2]->add_recv(1, out2.as<float>(), c.n);
+    for (auto& rank : ranks) rank->start(caller);
+    for (bool done = false; !done;) {
+      done = true;
+      for (int r = 0; r < 3; ++r) done = ranks[size_t(r)]->progress(*transports[size_t(r)]) && done;
+    }
+    for (auto& rank : ranks) rank->finish(caller);
+    const std::vector<float> want = expected_result(c, x);
+    for (const DeviceBuffer* out : {&out1, &out2}) {
+      PinnedBuffer result(device, 4 * c.n);
+      device.copy_to_host(result.as(), out->as(), 4 * c.n, caller);
+      device.synchronize_stream(caller);
+      ASSERT_EQ(0, std::memcmp(result.as(), want.data(), 4 * c.n));
+    }
+    const auto& log = ranks[1]->log();
+    auto at = [&](const std::string& entry) {
+      return std::find(log.begin(), log.end(), entry) - log.begin();
+    };
+    const uint64_t chunks = (c.n + c.chunk - 1) / c.chunk;
+    for (uint64_t k = 0; k < chunks; ++k) {
+      ASSERT_LT(at("relay " + std::to_string(k) + " -> 2"), at("decode " + std::to_string(k)));
+      if (k > 0)
+        ASSERT_LT(at("relay " + std::to_string(k - 1) + " -> 2"),
+                  at("relay " + std::to_string(k) + " -> 2"));
+    }
+  }
+}
 
 TEST(StagingPipeline, RefusedPayloadThrowsDecodeError) {
   FakeDevice device(9);
