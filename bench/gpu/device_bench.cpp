@@ -41,8 +41,8 @@ struct DeviceOptions {
   bool quick = false;
   uint64_t mib = 256;
   int reps = 10;
-  std::vector<std::string> codecs = {"zfp:rate=8", "zfp:rate=16", "fp16", "bf16",
-                                     "sign:bucket=512"};
+  std::vector<std::string> codecs = {"zfp:rate=8", "zfp:rate=16",    "mpc", "mpc:dim=auto", "fp16",
+                                     "bf16",       "sign:bucket=512"};
   int streams = 4;
   uint64_t chunk_floats = uint64_t{1} << 20;
 };
@@ -183,23 +183,34 @@ int run_device_collective_bench(int argc, char** argv) {
     const std::vector<uint64_t> counts(size_t(size), per_rank);
     if (rank == 0) {
       std::printf("device: %s, %d ranks\n", device->description().c_str(), size);
-      std::printf("%-10s %-20s %10s %12s\n", "op", "codec", "MiB/rank", "median_ms");
+      std::printf("%-14s %-20s %10s %12s\n", "op", "codec", "MiB/rank", "median_ms");
     }
     std::vector<std::string> variants = {""};
     variants.insert(variants.end(), o.codecs.begin(), o.codecs.end());
-    for (const char* op : {"allgather", "alltoall"}) {
+    for (const char* op : {"allgather", "alltoall", "reduce_scatter", "allreduce", "broadcast"}) {
       for (const std::string& text : variants) {
         const CodecSpec spec = text.empty() ? CodecSpec() : CodecSpec::parse(text);
         comm::device::DeviceCollectives collectives(
             *device, transport, text.empty() ? nullptr : &spec, {o.streams, o.chunk_floats});
         std::vector<double> times;
         for (int r = 0; r < o.reps + 1; ++r) {
+          device->copy_on_device(out.as(), in.as(), 4 * per_rank, caller);
+          device->synchronize_stream(caller);
           MPI_Barrier(MPI_COMM_WORLD);
           const auto start = Clock::now();
+          // reduce_scatter: size * per_rank floats in, per_rank out;
+          // allreduce and broadcast: per_rank floats in place in `out`,
+          // refilled from `in` before the barrier.
           if (!std::strcmp(op, "allgather"))
             collectives.allgather(in.as<float>(), out.as<float>(), counts, caller);
-          else
+          else if (!std::strcmp(op, "alltoall"))
             collectives.alltoall(in.as<float>(), counts, out.as<float>(), counts, caller);
+          else if (!std::strcmp(op, "reduce_scatter"))
+            collectives.reduce_scatter(in.as<float>(), out.as<float>(), counts, caller);
+          else if (!std::strcmp(op, "allreduce"))
+            collectives.allreduce(out.as<float>(), per_rank, caller);
+          else
+            collectives.broadcast(out.as<float>(), per_rank, 0, caller);
           device->synchronize_stream(caller);
           double t = seconds_since(start), slowest = 0;
           MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -207,7 +218,7 @@ int run_device_collective_bench(int argc, char** argv) {
         }
         std::sort(times.begin(), times.end());
         if (rank == 0)
-          std::printf("%-10s %-20s %10.2f %12.3f\n", op,
+          std::printf("%-14s %-20s %10.2f %12.3f\n", op,
                       text.empty() ? "plain (staged)" : text.c_str(), 4.0 * per_rank / (1 << 20),
                       1e3 * times[times.size() / 2]);
       }

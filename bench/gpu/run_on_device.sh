@@ -22,7 +22,7 @@ start=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMPI_TORCH_FREE_ONLY=ON \
   -DCMPI_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DCMPI_ASAN_TESTS=OFF >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target cmpi_gpu_tests cmpi_compress_tests cmpi_comm_tests \
-  cmpi-bench
+  cmpi_comm_mpi_tests cmpi-bench
 echo "build: $(( $(date +%s) - start )) s"
 
 echo "== device tests"
@@ -31,13 +31,20 @@ status=0
 echo "== CPU tests of the shared device steps"
 "$BUILD/tests/compress/cmpi_compress_tests" --gtest_filter='*Device*' || status=1
 "$BUILD/tests/comm/cmpi_comm_tests" --gtest_filter='*Staging*' || status=1
+echo "== device collectives (FakeDevice) against the CPU collectives, $RANKS ranks"
+mpirun --oversubscribe -np "$RANKS" "$BUILD/tests/comm/cmpi_comm_mpi_tests" \
+  --gtest_filter='Device*' || status=1
 
 echo "== cmpi-bench codec --device cuda ($MIB MiB)"
 "$BUILD/bench/cmpi-bench" codec --device cuda --mib "$MIB" --reps 10 || status=1
 
 echo "== cmpi-bench collective --device cuda ($RANKS ranks on one GPU)"
-for mib in 4 64 256; do
-  mpirun --oversubscribe -np "$RANKS" "$BUILD/bench/cmpi-bench" collective --device cuda \
-    --mib "$mib" --reps 5 --codec zfp:rate=16 || status=1
+# Each run: plain staged, then the codec; all-gather, all-to-all,
+# reduce-scatter, all-reduce, broadcast.
+for codec in zfp:rate=16 mpc:dim=auto; do
+  for mib in 4 64 256; do
+    mpirun --oversubscribe -np "$RANKS" "$BUILD/bench/cmpi-bench" collective --device cuda \
+      --mib "$mib" --reps 5 --codec "$codec" || status=1
+  done
 done
 exit $status

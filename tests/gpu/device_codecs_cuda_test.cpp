@@ -62,12 +62,13 @@ TEST_P(CudaCodecTest, PayloadEqualsTheCpuCodecAndDecodesBothWays) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, CudaCodecTest,
                          ::testing::Values("zfp:rate=8", "zfp:rate=16", "zfp:rate=5,chunk=1001",
+                                           "mpc", "mpc:dim=auto,chunk=4096", "mpc:dim=3,chunk=96",
                                            "fp16", "bf16", "sign:bucket=512"));
 
 TEST(CudaStaging, TwoPipelinesSharingTheGpuDeliverAsTheCpuCodec) {
   REQUIRE_GPU(device);
   const uint64_t seed = cmpi::testing::test_seed();
-  for (const char* text : {"", "zfp:rate=16"}) {
+  for (const char* text : {"", "zfp:rate=16", "mpc:dim=auto"}) {
     SCOPED_TRACE(std::string("codec '") + text + "', seed " + std::to_string(seed));
     const uint64_t n = 1 << 20, chunk = 1 << 16;
     const std::vector<float> x = cmpi::testing::gaussian(n, 1.f, seed);
