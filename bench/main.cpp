@@ -7,6 +7,7 @@
 
 #include "bench/codec_bench.h"
 #include "bench/collective_bench.h"
+#include "bench/gpu/device_bench.h"
 #include "bench/sparsify_bench.h"
 
 namespace {
@@ -46,6 +47,13 @@ int main(int argc, char** argv) {
   for (const auto& sub : kSubcommands) {
     if (std::strcmp(argv[1], sub.name) != 0) continue;
     try {
+      // --device cuda|fake: the device benchmarks of codec and collective.
+      if (cmpi::bench::device_option(argc - 1, argv + 1)) {
+        if (!std::strcmp(sub.name, "codec"))
+          return cmpi::bench::run_device_codec_bench(argc - 1, argv + 1);
+        if (!std::strcmp(sub.name, "collective"))
+          return cmpi::bench::run_device_collective_bench(argc - 1, argv + 1);
+      }
       return sub.run(argc - 1, argv + 1);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "cmpi-bench %s: %s\n", sub.name, e.what());

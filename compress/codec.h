@@ -51,6 +51,17 @@ class Codec {
   size_t encode(const float* in, size_t n, uint8_t* out, size_t capacity);
   std::vector<uint8_t> encode(const float* in, size_t n);
 
+  // The header encode() writes for n floats, before the body is known
+  // (body_bytes 0, no flags): device codecs complete it on the device
+  // (compress/cuda/payload_header_steps.h).
+  PayloadHeader header_for(size_t n) const {
+    PayloadHeader header;
+    header.codec = id();
+    header.params = header_params();
+    header.element_count = n;
+    return header;
+  }
+
   // Decodes a payload of `size` bytes into out[0..n). Throws DecodeError if
   // the payload is not a valid encoding of n floats by this codec.
   void decode(const uint8_t* in, size_t size, float* out, size_t n) const;

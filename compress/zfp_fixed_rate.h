@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compress/host_device.h"
 #include "compress/simd_level.h"
 
 namespace cmpi::compress::zfp_fixed_rate {
@@ -42,8 +43,12 @@ namespace cmpi::compress::zfp_fixed_rate {
 uint32_t block_bits(double rate);
 
 // Bytes of the stream for n floats: ceil(blocks * maxbits / word_bits) whole
-// words of word_bits (8 in Debian's libzfp, else 64) bits.
-size_t stream_bytes(size_t n, uint32_t maxbits, uint32_t word_bits);
+// words of word_bits (8 in Debian's libzfp, else 64) bits. CMPI_HD: the
+// device coder lays out its chunks with it too.
+CMPI_HD inline size_t stream_bytes(size_t n, uint32_t maxbits, uint32_t word_bits) {
+  const size_t bits = (n + 3) / 4 * maxbits;
+  return (bits + word_bits - 1) / word_bits * (word_bits / 8);
+}
 
 // Encodes in[0..n) (finite floats) into out[0..stream_bytes(n, maxbits,
 // word_bits)). 9 <= maxbits <= 128 (fixed rate above 32 bits per value is

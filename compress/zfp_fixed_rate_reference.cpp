@@ -200,9 +200,4 @@ uint32_t block_bits(double rate) {
   return std::max(bits, 9u);
 }
 
-size_t stream_bytes(size_t n, uint32_t maxbits, uint32_t word_bits) {
-  const size_t bits = (n + 3) / 4 * maxbits;
-  return (bits + word_bits - 1) / word_bits * (word_bits / 8);
-}
-
 }  // namespace cmpi::compress::zfp_fixed_rate
