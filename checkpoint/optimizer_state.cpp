@@ -75,6 +75,15 @@ void check_model_shape(const LoadedCheckpoint& loaded,
                                (found == saved.end() ? "?" : std::to_string(found->second)) +
                                ", this config has " + std::to_string(value));
   }
+  // Keys recorded only when they differ from a default (the GPT's
+  // architecture switches, config/model_shape.h): saved but absent here means
+  // this config has the default, and the checkpoint was saved from another
+  // model.
+  for (const auto& [key, value] : saved)
+    if (!model_shape.count(key))
+      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
+                               ": saved from a model with model." + key + " = " +
+                               std::to_string(value) + ", which this config does not have");
 }
 
 // The global tensors of `param`, checked against the shape this rank expects.

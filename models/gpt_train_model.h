@@ -69,6 +69,7 @@ class GptTrainModel : public TrainModel {
   // The last step's own gradients and block activations (world rank 0's tp
   // group runs the forward).
   void dump_tensors(int64_t step, const std::string& dump_dir);
+  void dump_forward(const std::string& dump_dir);
 
   const config::Config& config_;
   parallel::ProcessGroups& groups_;
