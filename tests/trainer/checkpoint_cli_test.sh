@@ -73,7 +73,7 @@ expect_refused "other residual" "model.parallel_residual = ?, this config has 1"
 train --set model.position=rotary --set run.name=rotary --set training.steps=2 \
   --set checkpoint.every=2 || fail "rotary: save"
 expect_refused "rotary checkpoint, learned config" \
-  "model.rotary_dims = 2, which this config does not have" \
+  "model.rotary_base = 10000, which this config does not have" \
   --resume "$work/rotary/checkpoints/step_00000002"
 bad="$work/bad"; cp -r "$good" "$bad"
 truncate -s 1000 "$bad/shard_00002.bin"
