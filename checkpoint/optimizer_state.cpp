@@ -26,8 +26,8 @@ std::string resolve_resume_path(const std::string& root, const std::string& requ
   // A root of checkpoints, or a checkpoint whose save never finished.
   for (const auto& item : std::filesystem::directory_iterator(requested, ec))
     if (item.path().filename().string().rfind("shard_", 0) == 0)
-      throw std::runtime_error(requested + ": incomplete checkpoint (no " +
-                               kMetadataFile + "; its save did not finish)");
+      throw std::runtime_error(requested + ": incomplete checkpoint (no " + kMetadataFile +
+                               "; its save did not finish)");
   return latest_checkpoint(requested);
 }
 
@@ -87,7 +87,8 @@ void check_model_shape(const LoadedCheckpoint& loaded,
 }
 
 // The global tensors of `param`, checked against the shape this rank expects.
-static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded, const CheckpointedParam& param) {
+static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded,
+                                        const CheckpointedParam& param) {
   auto global = loaded.assemble(param.name);
   if (global.shape != param.slice.global_shape)
     throw std::runtime_error(loaded.dir() + ": parameter " + param.name + " has shape " +

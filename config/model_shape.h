@@ -25,8 +25,8 @@ inline models::GptOptions gpt_options(const ModelConfig& m) {
   o.dropout = m.dropout;
   o.init_std = m.init_std;
   o.tie_embeddings = m.tie_embeddings;
-  o.position =
-      m.position == "rotary" ? models::PositionEncoding::kRotary : models::PositionEncoding::kLearned;
+  o.position = m.position == "rotary" ? models::PositionEncoding::kRotary
+                                      : models::PositionEncoding::kLearned;
   o.rotary_pct = m.rotary_pct;
   o.rotary_base = m.rotary_base;
   o.parallel_residual = m.parallel_residual;

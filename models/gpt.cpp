@@ -145,9 +145,8 @@ void GptImpl::collect_layouts() {
     described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
   }
   if (output_head_)
-    described.push_back(
-        {"output_head.weight", output_head_->weight, 0, Init::kNormal, options_.input_init_std(),
-         true});
+    described.push_back({"output_head.weight", output_head_->weight, 0, Init::kNormal,
+                         options_.input_init_std(), true});
   std::map<std::string, ParamLayout> by_name;
   for (auto& layout : described) by_name.emplace(layout.name, std::move(layout));
   for (const auto& item : named_parameters()) {

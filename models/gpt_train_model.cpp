@@ -213,8 +213,7 @@ void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
     std::vector<int64_t> tokens(size_t(config_.training.micro_batch * seq));
     for (int64_t b = 0; b < config_.training.micro_batch; ++b)
       parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * seq)], seq);
-    auto batch =
-        torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
+    auto batch = torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
     parts_.model->forward(batch, &activations);
   }
   if (groups_.world_rank() != 0) return;

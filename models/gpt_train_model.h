@@ -30,7 +30,7 @@ namespace cmpi::models {
 struct GptParts {
   Gpt model{nullptr};
   std::shared_ptr<const data::TokenSource> source;
-  std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  std::unique_ptr<parallel::PipelineEngine> pipeline;               // pp > 1 only
   std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;  // pp > 1, tied only
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
   // This rank's parameters against the global layout, in the optimizer's order.

@@ -7,20 +7,19 @@
 
 namespace cmpi::models {
 
-RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base,
-                                 int64_t max_positions)
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions)
     : head_dim_(head_dim), dims_(dims) {
   if (dims <= 0 || dims % 2 != 0 || dims > head_dim)
     throw std::invalid_argument(
-        "rotary embedding: the rotating dimensions per head (head_dim " +
-        std::to_string(head_dim) + " x model.rotary_pct) must be even and positive, got " +
-        std::to_string(dims));
+        "rotary embedding: the rotating dimensions per head (head_dim " + std::to_string(head_dim) +
+        " x model.rotary_pct) must be even and positive, got " + std::to_string(dims));
   if (!(base > 1.0))
     throw std::invalid_argument("rotary embedding: model.rotary_base must exceed 1, got " +
                                 std::to_string(base));
   const auto pair = torch::arange(dims / 2, torch::kDouble);
   const auto inverse_wavelength = torch::pow(base, -2.0 * pair / double(dims));  // θ_i
-  const auto angles = torch::outer(torch::arange(max_positions, torch::kDouble), inverse_wavelength);
+  const auto angles =
+      torch::outer(torch::arange(max_positions, torch::kDouble), inverse_wavelength);
   cos_ = angles.cos().to(torch::kFloat);
   sin_ = angles.sin().to(torch::kFloat);
 }

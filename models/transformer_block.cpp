@@ -36,8 +36,8 @@ void TransformerBlockImpl::describe(const std::string& prefix, const GptOptions&
   out.push_back(
       {prefix + "fc_in.weight", fc_in->weight, 0, Init::kNormal, options.input_init_std(), true});
   out.push_back({prefix + "fc_in.bias", fc_in->bias, 0, Init::kZeros, 0, false});
-  out.push_back(
-      {prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal, options.output_init_std(), true});
+  out.push_back({prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal,
+                 options.output_init_std(), true});
   out.push_back({prefix + "fc_out.bias", fc_out->bias, -1, Init::kZeros, 0, false});
 }
 

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {

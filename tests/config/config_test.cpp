@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "compress/codec_registry.h"
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -299,7 +299,8 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
        "rotates head_dim x rotary_pct = 16 x 0.1 -> 1 dimensions per head"},
       {"model:\n  position: rope\n", "position", "model.position",
        "expected one of learned, rotary"},
-      {"model:\n  rotary_pct: 0\n", "rotary_pct", "model.rotary_pct", "expected a number in (0, 1]"},
+      {"model:\n  rotary_pct: 0\n", "rotary_pct", "model.rotary_pct",
+       "expected a number in (0, 1]"},
       {"model:\n  mlp_activation: relu\n", "mlp_activation", "model.mlp_activation",
        "expected one of gelu, gelu_tanh"},
   };

@@ -34,14 +34,16 @@ TEST(RotaryEmbedding, RotatesHalvesOfTheFirstDimsAndPassesTheRest) {
   RotaryEmbedding rotary(head_dim, dims, 10000.0, time);
   const auto x = torch::randn({2, 3, time, head_dim});
   const auto y = rotary.apply(x);
-  EXPECT_TRUE(torch::equal(y.narrow(-1, dims, head_dim - dims), x.narrow(-1, dims, head_dim - dims)))
+  EXPECT_TRUE(
+      torch::equal(y.narrow(-1, dims, head_dim - dims), x.narrow(-1, dims, head_dim - dims)))
       << "seed " << seed;
   EXPECT_TRUE(torch::equal(y.select(-2, 0), x.select(-2, 0))) << "position 0 turns by 0";
   for (int64_t i = 0; i < dims / 2; ++i) {
     const auto length = [&](const torch::Tensor& t) {
       return (t.select(-1, i).square() + t.select(-1, i + dims / 2).square()).sqrt();
     };
-    EXPECT_TRUE(torch::allclose(length(y), length(x), 1e-5, 1e-6)) << "pair " << i << " seed " << seed;
+    EXPECT_TRUE(torch::allclose(length(y), length(x), 1e-5, 1e-6))
+        << "pair " << i << " seed " << seed;
   }
 }
 
@@ -55,9 +57,9 @@ TEST(RotaryEmbedding, ScoresDependOnlyOnTheRelativePosition) {
   const auto k = rotary.apply(torch::randn({head_dim}).expand({time, head_dim}));
   const auto scores = torch::matmul(q, k.t());  // [m, n]
   for (int64_t shift = 1; shift < 4; ++shift)
-    EXPECT_TRUE(torch::allclose(scores.narrow(0, shift, time - shift).narrow(1, shift, time - shift),
-                                scores.narrow(0, 0, time - shift).narrow(1, 0, time - shift), 1e-4,
-                                1e-5))
+    EXPECT_TRUE(
+        torch::allclose(scores.narrow(0, shift, time - shift).narrow(1, shift, time - shift),
+                        scores.narrow(0, 0, time - shift).narrow(1, 0, time - shift), 1e-4, 1e-5))
         << "shift " << shift << " seed " << seed;
 }
 

@@ -61,8 +61,8 @@ TEST(NeoxArchitecture, EveryLayoutMatchesTheSingleRankRun) {
   const uint64_t seed = cmpi::testing::test_seed() % 100000;
   const config::Config config = neox_config(seed);
   const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
-  ASSERT_LT(reference.back(), reference.front()) << "the 1-rank run should learn (seed " << seed
-                                                 << ")";
+  ASSERT_LT(reference.back(), reference.front())
+      << "the 1-rank run should learn (seed " << seed << ")";
   const auto expect = [&](int group, const config::Config& c, const parallel::ParallelDims& dims,
                           double tolerance, const std::string& what) {
     expect_same_trajectory(reference, train_in_groups_of(group, c, dims).losses, tolerance,
