@@ -26,8 +26,8 @@ std::string resolve_resume_path(const std::string& root, const std::string& requ
   // A root of checkpoints, or a checkpoint whose save never finished.
   for (const auto& item : std::filesystem::directory_iterator(requested, ec))
     if (item.path().filename().string().rfind("shard_", 0) == 0)
-      throw std::runtime_error(requested + ": incomplete checkpoint (no " +
-                               kMetadataFile + "; its save did not finish)");
+      throw std::runtime_error(requested + ": incomplete checkpoint (no " + kMetadataFile +
+                               "; its save did not finish)");
   return latest_checkpoint(requested);
 }
 
@@ -75,10 +75,20 @@ void check_model_shape(const LoadedCheckpoint& loaded,
                                (found == saved.end() ? "?" : std::to_string(found->second)) +
                                ", this config has " + std::to_string(value));
   }
+  // Keys recorded only when they differ from a default (the GPT's
+  // architecture switches, config/model_shape.h): saved but absent here means
+  // this config has the default, and the checkpoint was saved from another
+  // model.
+  for (const auto& [key, value] : saved)
+    if (!model_shape.count(key))
+      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
+                               ": saved from a model with model." + key + " = " +
+                               std::to_string(value) + ", which this config does not have");
 }
 
 // The global tensors of `param`, checked against the shape this rank expects.
-static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded, const CheckpointedParam& param) {
+static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded,
+                                        const CheckpointedParam& param) {
   auto global = loaded.assemble(param.name);
   if (global.shape != param.slice.global_shape)
     throw std::runtime_error(loaded.dir() + ": parameter " + param.name + " has shape " +

@@ -41,6 +41,16 @@ struct ModelConfig {
   // leaves the token embedding's gradient sparse (only the rows of the
   // step's tokens), so it is reduced over dp in its own bucket.
   bool tie_embeddings = true;
+  // The GPT's architecture beyond its sizes (models/gpt_options.h); the
+  // defaults are GPT-2's, GPT-NeoX-20B's is position rotary, rotary_pct 0.25,
+  // parallel_residual, mlp_activation gelu_tanh, init neox, tie_embeddings
+  // false.
+  std::string position = "learned";     // learned | rotary
+  double rotary_pct = 0.25;             // rotary: fraction of each head's dims that rotate
+  double rotary_base = 10000.0;         // rotary: base of the angles' wavelengths
+  bool parallel_residual = false;       // x + attn(ln1(x)) + mlp(ln2(x))
+  std::string mlp_activation = "gelu";  // gelu | gelu_tanh
+  std::string init = "gpt2";            // gpt2 | neox (small_init / wang_init)
   // resnet: depth 9n + 2 (three groups of n bottleneck blocks), inner width
   // of the first group, square images of image_size x image_size with
   // `channels` channels, `classes` output classes.

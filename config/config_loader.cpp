@@ -157,6 +157,18 @@ void check_bidirectional(const Config& c) {
     fail_at(c, "eval.every", "evaluation is not implemented with parallel.bidirectional");
 }
 
+// Rotary dimensions turn in pairs (models/rotary_embedding.h): each head
+// needs an even, positive number of them.
+void check_rotary(const Config& c) {
+  const int64_t head_dim = c.model.hidden / c.model.heads;
+  const int64_t dims = gpt_options(c.model).rotary_dims();
+  if (dims < 2 || dims % 2 != 0)
+    fail_at(c, "model.rotary_pct",
+            "rotates head_dim x rotary_pct = " + std::to_string(head_dim) + " x " +
+                format_real(c.model.rotary_pct) + " -> " + std::to_string(dims) +
+                " dimensions per head (rounded down); rotary needs an even number >= 2");
+}
+
 void check_consistency(const Config& c) {
   if (c.parallel.bidirectional) check_bidirectional(c);
   if (c.model.kind == "resnet") {
@@ -168,6 +180,7 @@ void check_consistency(const Config& c) {
     fail_at(c, "model.heads",
             "model.hidden (" + std::to_string(c.model.hidden) +
                 ") must be divisible by model.heads (" + std::to_string(c.model.heads) + ")");
+  if (c.model.kind == "gpt" && c.model.position == "rotary") check_rotary(c);
   if (c.training.global_batch % c.training.micro_batch != 0)
     fail_at(c, "training.global_batch",
             "must be a multiple of training.micro_batch (" +

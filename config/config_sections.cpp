@@ -135,6 +135,12 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("dropout", model.dropout, unit_interval_open_top());
   r.read("init_std", model.init_std, above(0.0));
   r.read("tie_embeddings", model.tie_embeddings);
+  r.read("position", model.position, {"learned", "rotary"});
+  r.read("rotary_pct", model.rotary_pct, RealRange{0.0, 1.0, true, false});
+  r.read("rotary_base", model.rotary_base, above(1.0));
+  r.read("parallel_residual", model.parallel_residual);
+  r.read("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh"});
+  r.read("init", model.init, {"gpt2", "neox"});
   r.read("depth", model.depth, positive());
   r.read("width", model.width, positive());
   r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
@@ -158,6 +164,12 @@ void write_model(YAML::Emitter& out, const ModelConfig& model) {
   put(out, "dropout", model.dropout);
   put(out, "init_std", model.init_std);
   put(out, "tie_embeddings", model.tie_embeddings);
+  put(out, "position", model.position);
+  put(out, "rotary_pct", model.rotary_pct);
+  put(out, "rotary_base", model.rotary_base);
+  put(out, "parallel_residual", model.parallel_residual);
+  put(out, "mlp_activation", model.mlp_activation);
+  put(out, "init", model.init);
   put(out, "depth", int64_t(model.depth));
   put(out, "width", int64_t(model.width));
   put(out, "image_size", int64_t(model.image_size));

@@ -55,6 +55,7 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.heads = c.model.heads;
   in.mlp_ratio = c.model.mlp_ratio;
   in.tie_embeddings = c.model.tie_embeddings;
+  in.learned_positions = c.model.position == "learned";
   in.dp = dims.dp;
   in.tp = dims.tp;
   in.pp = dims.pp;

@@ -3,6 +3,7 @@
 // that size them beforehand.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,6 +25,14 @@ inline models::GptOptions gpt_options(const ModelConfig& m) {
   o.dropout = m.dropout;
   o.init_std = m.init_std;
   o.tie_embeddings = m.tie_embeddings;
+  o.position = m.position == "rotary" ? models::PositionEncoding::kRotary
+                                      : models::PositionEncoding::kLearned;
+  o.rotary_pct = m.rotary_pct;
+  o.rotary_base = m.rotary_base;
+  o.parallel_residual = m.parallel_residual;
+  o.activation = m.mlp_activation == "gelu_tanh" ? models::MlpActivation::kGeluTanh
+                                                 : models::MlpActivation::kGelu;
+  o.init = m.init == "neox" ? models::InitScheme::kNeox : models::InitScheme::kGpt2;
   return o;
 }
 
@@ -41,8 +50,16 @@ inline models::ResnetOptions resnet_options(const ModelConfig& m, uint64_t seed)
   return o;
 }
 
-// The shape keys a checkpoint must match to be loaded into this model (the
-// metadata's model map): the GPT's sizes, or the ResNet's.
+// The keys a checkpoint must match to be loaded into this model (the
+// metadata's model map): the GPT's sizes, or the ResNet's. The GPT's
+// architecture switches that change what the weights mean without changing
+// their shapes count too, or a resume would silently run other arithmetic on
+// the same tensors; each is listed only when it differs from GPT-2's, so the
+// checkpoints of GPT-2 style models keep their metadata (and older ones still
+// load). Rotary positions are recorded as the rotating dimensions per head
+// (also what drops the position table) and the base rounded to an integer.
+// model.init is not recorded: it shapes only the initial weights, which a
+// resume replaces.
 inline std::map<std::string, int64_t> checkpoint_shape(const ModelConfig& m) {
   if (m.kind == "resnet")
     return {{"depth", m.depth},
@@ -50,13 +67,21 @@ inline std::map<std::string, int64_t> checkpoint_shape(const ModelConfig& m) {
             {"image_size", m.image_size},
             {"channels", m.channels},
             {"classes", m.classes}};
-  return {{"vocab_size", m.vocab_size},
-          {"seq_len", m.seq_len},
-          {"layers", m.layers},
-          {"hidden", m.hidden},
-          {"heads", m.heads},
-          {"mlp_ratio", m.mlp_ratio},
-          {"tie_embeddings", m.tie_embeddings ? 1 : 0}};
+  std::map<std::string, int64_t> shape{{"vocab_size", m.vocab_size},
+                                       {"seq_len", m.seq_len},
+                                       {"layers", m.layers},
+                                       {"hidden", m.hidden},
+                                       {"heads", m.heads},
+                                       {"mlp_ratio", m.mlp_ratio},
+                                       {"tie_embeddings", m.tie_embeddings ? 1 : 0}};
+  const models::GptOptions o = gpt_options(m);
+  if (!o.learned_positions()) {
+    shape["rotary_dims"] = o.rotary_dims();
+    shape["rotary_base"] = int64_t(std::llround(o.rotary_base));
+  }
+  if (o.parallel_residual) shape["parallel_residual"] = 1;
+  if (o.activation == models::MlpActivation::kGeluTanh) shape["mlp_activation_gelu_tanh"] = 1;
+  return shape;
 }
 
 }  // namespace cmpi::config

@@ -1,7 +1,7 @@
 // Tensor file: one tensor behind a small header that says what it holds, so a
 // reader needs no side channel for the element type or the shape. What
 // `cmpi-train --dump-tensors` writes (gradients.f32, activations.f32,
-// parameters.f32; trainer/tensor_dump.h) and the benchmarks read
+// parameters.f32; models/tensor_dump.h) and the benchmarks read
 // (bench/bench_dataset.h).
 //
 // Bytes (little-endian, no padding):

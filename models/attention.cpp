@@ -31,16 +31,18 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   out_options.materialize = options.materialize_parameters;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
+  if (options.position == PositionEncoding::kRotary)
+    rotary_.emplace(head_dim_, options.rotary_dims(), options.rotary_base, options.seq_len);
 }
 
 void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptions& options,
                                        std::vector<ParamLayout>& out_layouts) const {
   using Init = ParamLayout::Init;
-  const double residual_std = options.init_std / std::sqrt(2.0 * double(options.layers));
   out_layouts.push_back(
-      {prefix + "qkv.weight", qkv->weight, 0, Init::kNormal, options.init_std, true});
+      {prefix + "qkv.weight", qkv->weight, 0, Init::kNormal, options.input_init_std(), true});
   out_layouts.push_back({prefix + "qkv.bias", qkv->bias, 0, Init::kZeros, 0, false});
-  out_layouts.push_back({prefix + "out.weight", out->weight, 1, Init::kNormal, residual_std, true});
+  out_layouts.push_back(
+      {prefix + "out.weight", out->weight, 1, Init::kNormal, options.output_init_std(), true});
   out_layouts.push_back({prefix + "out.bias", out->bias, -1, Init::kZeros, 0, false});
 }
 
@@ -49,7 +51,12 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   // [B, T, heads, (q k v), head_dim] for this rank's heads.
   const auto fused = qkv->forward(x).view({batch, time, local_heads_, 3, head_dim_});
   auto heads_first = [&](int64_t which) { return fused.select(3, which).transpose(1, 2); };
-  const auto q = heads_first(0), k = heads_first(1), v = heads_first(2);  // [B, nh, T, hd]
+  auto q = heads_first(0), k = heads_first(1);  // [B, nh, T, hd]
+  const auto v = heads_first(2);
+  if (rotary_) {
+    q = rotary_->apply(q);
+    k = rotary_->apply(k);
+  }
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
   auto future = torch::ones({time, time}, torch::dtype(torch::kBool)).triu(1);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());

@@ -12,16 +12,20 @@
 // same pattern in different heads on every tp rank. Dropout after the output
 // projection acts on the replicated activation and uses the global generator,
 // identical on every tp rank.
+// With rotary positions (options.position) the queries and keys of every head
+// turn by their position before the scores (models/rotary_embedding.h).
 #pragma once
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "models/gpt_options.h"
 #include "models/param_layout.h"
+#include "models/rotary_embedding.h"
 #include "parallel/tensor_parallel_layers.h"
 
 namespace cmpi::models {
@@ -47,6 +51,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   int64_t head_dim_;
   double attn_dropout_;
   at::Generator attn_dropout_generator_;
+  std::optional<RotaryEmbedding> rotary_;  // rotary positions only
   torch::nn::Dropout resid_dropout_{nullptr};
 };
 TORCH_MODULE(CausalSelfAttention);

@@ -51,7 +51,7 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
         register_module("token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
                                                options.vocab_size, options.hidden, *tp_,
                                                kEmbeddingKey, options.materialize_parameters));
-  if (stage_.has_embedding) {
+  if (stage_.has_embedding && options.learned_positions()) {
     torch::nn::EmbeddingOptions position(options.seq_len, options.hidden);
     if (!options.materialize_parameters)
       position._weight(parallel::unmaterialised({options.seq_len, options.hidden}));
@@ -133,10 +133,10 @@ void GptImpl::collect_layouts() {
   std::vector<ParamLayout> described;
   if (token_embedding_)
     described.push_back({"token_embedding.weight", token_embedding_->weight, 0, Init::kNormal,
-                         options_.init_std, true});
+                         options_.input_init_std(), true});
   if (position_embedding_)
     described.push_back({"position_embedding.weight", position_embedding_->weight, -1,
-                         Init::kNormal, options_.init_std, false});
+                         Init::kNormal, options_.input_init_std(), false});
   for (size_t i = 0; i < blocks_.size(); ++i)
     blocks_[i]->describe("block" + std::to_string(stage_.first_layer + int64_t(i)) + ".", options_,
                          described);
@@ -145,8 +145,8 @@ void GptImpl::collect_layouts() {
     described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
   }
   if (output_head_)
-    described.push_back(
-        {"output_head.weight", output_head_->weight, 0, Init::kNormal, options_.init_std, true});
+    described.push_back({"output_head.weight", output_head_->weight, 0, Init::kNormal,
+                         options_.input_init_std(), true});
   std::map<std::string, ParamLayout> by_name;
   for (auto& layout : described) by_name.emplace(layout.name, std::move(layout));
   for (const auto& item : named_parameters()) {
@@ -171,11 +171,12 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
     throw std::invalid_argument("sequence of " + std::to_string(time) +
                                 " tokens exceeds model.seq_len " +
                                 std::to_string(options_.seq_len));
-  auto positions = torch::arange(time, torch::kLong);
   parallel::enter_use(gate_, 0, torch::Tensor());
-  auto hidden = dropout_->forward(token_embedding_->forward(tokens) +
-                                  position_embedding_->forward(positions));
-  return parallel::leave_use(gate_, 0, hidden);
+  auto embedded = token_embedding_->forward(tokens);
+  // Rotary positions enter in every attention instead (models/rotary_embedding.h).
+  if (position_embedding_)
+    embedded = embedded + position_embedding_->forward(torch::arange(time, torch::kLong));
+  return parallel::leave_use(gate_, 0, dropout_->forward(embedded));
 }
 
 torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,

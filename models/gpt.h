@@ -1,10 +1,13 @@
-// GPT decoder: token + learned position embeddings, a stack of pre-LN
-// transformer blocks, a final LayerNorm, and an output head tied to the
-// token embedding (logits = h · Wteᵀ), or with options.tie_embeddings false
-// its own table "output_head.weight" (logits = h · Woutᵀ, GPT-NeoX style;
-// the token embedding's gradient then holds only the rows of the tokens the
-// step saw). Weights are drawn from N(0, init_std)
-// with the residual output projections scaled by 1/sqrt(2·layers) (GPT-2).
+// GPT decoder: token + learned position embeddings (or, with
+// options.position kRotary, no position table and rotary positions in every
+// attention), a stack of pre-LN transformer blocks (sequential, or with
+// options.parallel_residual parallel), a final LayerNorm, and an output head
+// tied to the token embedding (logits = h · Wteᵀ), or with
+// options.tie_embeddings false its own table "output_head.weight"
+// (logits = h · Woutᵀ, GPT-NeoX style; the token embedding's gradient then
+// holds only the rows of the tokens the step saw). Weights are drawn from
+// N(0, options.input_init_std()), the residual output projections from
+// N(0, options.output_init_std()) (GPT-2's or GPT-NeoX's scheme).
 //
 // Tensor parallel over groups.tp(): attention heads, MLP features and the
 // vocabulary are split across the tp ranks (Megatron style), the logits

@@ -1,9 +1,26 @@
-// GptOptions: the shape of a GPT decoder (plain numbers, no torch).
+// GptOptions: the shape and architecture of a GPT decoder (plain numbers, no
+// torch). The defaults are GPT-2's; GPT-NeoX's architecture is the switches
+// position = kRotary, parallel_residual, activation = kGeluTanh,
+// init = kNeox and tie_embeddings = false.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace cmpi::models {
+
+// How a token learns its position: a learned table added to the token
+// embedding (GPT-2), or rotary embeddings that turn each head's queries and
+// keys by angles proportional to the position (RoFormer; GPT-NeoX).
+enum class PositionEncoding { kLearned, kRotary };
+// The MLP's nonlinearity: GeLU with the exact erf (GPT-2 here), or its tanh
+// approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), which GPT-NeoX's
+// fused kernel computes.
+enum class MlpActivation { kGelu, kGeluTanh };
+// Initial weights: GPT-2's N(0, init_std) with the output projections scaled
+// by 1/√(2·layers), or GPT-NeoX's small_init / wang_init (input_init_std,
+// output_init_std).
+enum class InitScheme { kGpt2, kNeox };
 
 struct GptOptions {
   int64_t vocab_size = 256;
@@ -13,11 +30,22 @@ struct GptOptions {
   int64_t heads = 4;
   int64_t mlp_ratio = 4;
   double dropout = 0.0;
-  double init_std = 0.02;
+  double init_std = 0.02;  // InitScheme::kGpt2 only
   // false: the output head has its own table ("output_head.weight", split
   // over tp by vocabulary rows like the embedding) instead of the token
   // embedding's.
   bool tie_embeddings = true;
+  PositionEncoding position = PositionEncoding::kLearned;
+  // Rotary only: the fraction of each head's dimensions that rotate (the
+  // first rotary_dims() of them; GPT-NeoX-20B: 0.25) and the base of the
+  // angles' wavelengths (10000).
+  double rotary_pct = 0.25;
+  double rotary_base = 10000.0;
+  // true: x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX, GPT-J); false: the
+  // sequential pre-LN block h = x + attn(ln1(x)); h + mlp(ln2(h)) (GPT-2).
+  bool parallel_residual = false;
+  MlpActivation activation = MlpActivation::kGelu;
+  InitScheme init = InitScheme::kGpt2;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
   // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)
@@ -26,15 +54,42 @@ struct GptOptions {
   bool materialize_parameters = true;
 
   int64_t head_dim() const { return hidden / heads; }
-  // Parameters of the model (one more vocab x hidden table when untied).
+  // Rotary: the rotating dimensions of each head, head_dim · rotary_pct
+  // rounded down (as GPT-NeoX does); 0 with learned positions. They rotate in
+  // pairs, so a valid model has an even, positive count.
+  int64_t rotary_dims() const {
+    return position == PositionEncoding::kRotary ? int64_t(double(head_dim()) * rotary_pct) : 0;
+  }
+  bool learned_positions() const { return position == PositionEncoding::kLearned; }
+
+  // The std of the weights that read the residual stream or a table: token
+  // and position embeddings, the fused q/k/v, the MLP's first layer, an
+  // untied output head.
+  //   gpt2: init_std.
+  //   neox: small_init (Nguyen & Salazar 2019, as GPT-NeoX-20B §2.3.1
+  //         states it): √(2 / (5·hidden)), i.e. √(2 / (d + 4d)).
+  double input_init_std() const {
+    return init == InitScheme::kNeox ? std::sqrt(2.0 / (5.0 * double(hidden))) : init_std;
+  }
+  // The std of the projections that write into the residual stream (the
+  // attention's output and the MLP's second layer).
+  //   gpt2: init_std / √(2·layers).
+  //   neox: wang_init (Wang 2021, GPT-NeoX-20B §2.3.1): 2 / (layers·√hidden).
+  double output_init_std() const {
+    return init == InitScheme::kNeox ? 2.0 / (double(layers) * std::sqrt(double(hidden)))
+                                     : init_std / std::sqrt(2.0 * double(layers));
+  }
+
+  // Parameters of the model (one more vocab x hidden table when untied; no
+  // position table with rotary positions).
   int64_t parameter_count() const {
     const int64_t per_block = 4 * hidden                          // two LayerNorms
                               + 3 * hidden * hidden + 3 * hidden  // qkv
                               + hidden * hidden + hidden          // attention output
                               + 2 * mlp_ratio * hidden * hidden   // MLP weights
                               + mlp_ratio * hidden + hidden;      // MLP biases
-    return (tie_embeddings ? 1 : 2) * vocab_size * hidden + seq_len * hidden + layers * per_block +
-           2 * hidden;
+    return (tie_embeddings ? 1 : 2) * vocab_size * hidden +
+           (learned_positions() ? seq_len * hidden : 0) + layers * per_block + 2 * hidden;
   }
 };
 

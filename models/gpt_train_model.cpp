@@ -213,8 +213,7 @@ void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
     std::vector<int64_t> tokens(size_t(config_.training.micro_batch * seq));
     for (int64_t b = 0; b < config_.training.micro_batch; ++b)
       parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * seq)], seq);
-    auto batch =
-        torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
+    auto batch = torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
     parts_.model->forward(batch, &activations);
   }
   if (groups_.world_rank() != 0) return;
@@ -238,6 +237,27 @@ void GptTrainModel::dump_parameters(const std::string& dump_dir) {
   }
   write_f32(dump_dir + "/parameters.f32", torch::cat(flat));
   io::write_file_atomically(dump_dir + "/parameters.txt", index);
+  if (groups_.dims().pp == 1) dump_forward(dump_dir);
+}
+
+// One forward of the final weights, without dropout, on this rank's first
+// micro-batch of the last step, so that an independent implementation
+// loading parameters.f32 can be held to the same logits and loss
+// (tests/models/reference_forward_test.sh).
+void GptTrainModel::dump_forward(const std::string& dump_dir) {
+  const int64_t seq = config_.model.seq_len;
+  torch::NoGradGuard no_grad;
+  parts_.model->eval();
+  const auto batch = sample_micro_batch(data::Split::kTrain, config_.training.steps - 1, 0);
+  const auto inputs = batch.narrow(1, 0, seq), targets = batch.narrow(1, 1, seq);
+  write_f32(dump_dir + "/forward_logits.f32", parts_.model->forward(inputs));
+  const double loss = parts_.model->loss(inputs, targets).item<double>();
+  parts_.model->train();
+  io::write_file_atomically(dump_dir + "/forward_tokens.i64", batch.data_ptr<int64_t>(),
+                            size_t(batch.numel()) * sizeof(int64_t));
+  char text[64];
+  std::snprintf(text, sizeof text, "%.9g\n", loss);
+  io::write_file_atomically(dump_dir + "/forward_loss.txt", std::string(text));
 }
 
 }  // namespace cmpi::models

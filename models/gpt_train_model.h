@@ -30,7 +30,7 @@ namespace cmpi::models {
 struct GptParts {
   Gpt model{nullptr};
   std::shared_ptr<const data::TokenSource> source;
-  std::unique_ptr<parallel::PipelineEngine> pipeline;  // pp > 1 only
+  std::unique_ptr<parallel::PipelineEngine> pipeline;               // pp > 1 only
   std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;  // pp > 1, tied only
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
   // This rank's parameters against the global layout, in the optimizer's order.
@@ -69,6 +69,7 @@ class GptTrainModel : public TrainModel {
   // The last step's own gradients and block activations (world rank 0's tp
   // group runs the forward).
   void dump_tensors(int64_t step, const std::string& dump_dir);
+  void dump_forward(const std::string& dump_dir);
 
   const config::Config& config_;
   parallel::ProcessGroups& groups_;

@@ -1,11 +1,10 @@
 #include "models/transformer_block.h"
 
-#include <cmath>
-
 namespace cmpi::models {
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
-                                           uint64_t buffer_key, uint64_t dropout_seed) {
+                                           uint64_t buffer_key, uint64_t dropout_seed)
+    : parallel_residual_(options.parallel_residual), activation_(options.activation) {
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
   attention =
@@ -29,22 +28,30 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
 void TransformerBlockImpl::describe(const std::string& prefix, const GptOptions& options,
                                     std::vector<ParamLayout>& out) const {
   using Init = ParamLayout::Init;
-  const double residual_std = options.init_std / std::sqrt(2.0 * double(options.layers));
   out.push_back({prefix + "ln1.weight", ln1->weight, -1, Init::kOnes, 0, false});
   out.push_back({prefix + "ln1.bias", ln1->bias, -1, Init::kZeros, 0, false});
   attention->describe(prefix + "attention.", options, out);
   out.push_back({prefix + "ln2.weight", ln2->weight, -1, Init::kOnes, 0, false});
   out.push_back({prefix + "ln2.bias", ln2->bias, -1, Init::kZeros, 0, false});
-  out.push_back({prefix + "fc_in.weight", fc_in->weight, 0, Init::kNormal, options.init_std, true});
+  out.push_back(
+      {prefix + "fc_in.weight", fc_in->weight, 0, Init::kNormal, options.input_init_std(), true});
   out.push_back({prefix + "fc_in.bias", fc_in->bias, 0, Init::kZeros, 0, false});
-  out.push_back({prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal, residual_std, true});
+  out.push_back({prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal,
+                 options.output_init_std(), true});
   out.push_back({prefix + "fc_out.bias", fc_out->bias, -1, Init::kZeros, 0, false});
 }
 
+torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
+  const auto inner = fc_in->forward(x);
+  return fc_out->forward(activation_ == MlpActivation::kGeluTanh ? torch::gelu(inner, "tanh")
+                                                                 : torch::gelu(inner));
+}
+
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
+  if (parallel_residual_)
+    return x + attention->forward(ln1->forward(x)) + dropout_->forward(mlp(ln2->forward(x)));
   auto h = x + attention->forward(ln1->forward(x));
-  auto m = fc_out->forward(torch::gelu(fc_in->forward(ln2->forward(h))));
-  return h + dropout_->forward(m);
+  return h + dropout_->forward(mlp(ln2->forward(h)));
 }
 
 }  // namespace cmpi::models

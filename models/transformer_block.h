@@ -1,5 +1,9 @@
-// Pre-LayerNorm transformer block: x + attn(ln1(x)), then + mlp(ln2(x)),
-// where the MLP is Linear(H, r*H) -> GELU -> Linear(r*H, H). Under tensor
+// Pre-LayerNorm transformer block, sequential (GPT-2):
+//   h = x + attn(ln1(x));  out = h + mlp(ln2(h))
+// or with options.parallel_residual (GPT-NeoX), both branches read x:
+//   out = x + attn(ln1(x)) + mlp(ln2(x))
+// where the MLP is Linear(H, r*H) -> GeLU (exact, or its tanh approximation:
+// options.activation) -> Linear(r*H, H). Under tensor
 // parallelism the first MLP linear is column-parallel and the second
 // row-parallel, so the r*H activations stay split and the block
 // communicates twice forward (after attention and after the MLP) and twice
@@ -31,7 +35,11 @@ class TransformerBlockImpl : public torch::nn::Module {
   parallel::RowParallelLinear fc_out{nullptr};
 
  private:
+  torch::Tensor mlp(const torch::Tensor& x);
+
   torch::nn::Dropout dropout_{nullptr};
+  bool parallel_residual_;
+  MlpActivation activation_;
 };
 TORCH_MODULE(TransformerBlock);
 

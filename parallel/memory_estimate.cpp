@@ -14,9 +14,10 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
                               int stage_index) {
   const Real h = Real(in.hidden), r = Real(in.mlp_ratio), tp = Real(in.tp), dp = Real(in.dp);
   const Real seq = Real(in.seq_len), vocab = Real(in.vocab_size), heads = Real(in.heads);
+  const Real position_table = in.learned_positions ? seq * h : 0;
   const Real per_block = 4 * h + (3 * h * h + 3 * h + h * h + 2 * r * h * h + r * h) / tp + h;
   Real params = Real(stage.layers()) * per_block;
-  if (stage.has_embedding) params += vocab * h / tp + seq * h;
+  if (stage.has_embedding) params += vocab * h / tp + position_table;
   // The head's table: tied, the embedding's (a copy on a head-only stage).
   const bool own_head_table = !in.tie_embeddings || !stage.has_embedding;
   if (stage.has_head) params += 2 * h + (own_head_table ? vocab * h / tp : 0);
@@ -28,7 +29,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   if (in.zero_stage == 3) {
     // Gathered at once per layer: the use running and the one prefetched.
     const Real embedding = (in.tie_embeddings || stage.has_embedding ? vocab * h / tp : 0) +
-                           (stage.has_embedding ? seq * h : 0);
+                           (stage.has_embedding ? position_table : 0);
     const Real head_use = 2 * h + vocab * h / tp;
     Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
     if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);

@@ -52,7 +52,8 @@ namespace cmpi::parallel {
 
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
-  bool tie_embeddings = true;  // false: the head stage holds a table of its own
+  bool tie_embeddings = true;     // false: the head stage holds a table of its own
+  bool learned_positions = true;  // false (rotary): no position table
   int dp = 1, tp = 1, pp = 1;
   int zero_stage = 0;
   int64_t micro_batch = 1;

@@ -35,22 +35,29 @@ double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
          double(bytes);
 }
 
+// The learned position table's elements (replicated); none with rotary
+// positions.
+int64_t position_table(const config::Config& c) {
+  return c.model.position == "learned" ? c.model.seq_len * c.model.hidden : 0;
+}
+
 // Per-layer ZeRO-3's units and uses on `stage`, as models::Gpt's
 // layer_schedule() cuts them, with their gathers over one step counted.
 StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& dims, int stage,
                        const StageShape& shape, int64_t per_block, int64_t micro_batches) {
   const int64_t h = c.model.hidden, tp = dims.tp, table = c.model.vocab_size * h / tp;
   const bool tied = c.model.tie_embeddings;
+  const int64_t positions = position_table(c);
   StageUnits units;
   const auto add_unit = [&](const std::vector<ParameterRun>& runs) {
     units.units.push_back(zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes));
     return units.units.size() - 1;
   };
   size_t embedding = 0;
-  if (shape.has_embedding)
-    embedding =
-        add_unit(tied ? std::vector<ParameterRun>{{table + c.model.seq_len * h, false}}
-                      : std::vector<ParameterRun>{{table, true}, {c.model.seq_len * h, false}});
+  if (shape.has_embedding && (tied || positions == 0))
+    embedding = add_unit(std::vector<ParameterRun>{{table + positions, !tied}});
+  else if (shape.has_embedding)
+    embedding = add_unit(std::vector<ParameterRun>{{table, true}, {positions, false}});
   else if (shape.has_head && tied)
     embedding = add_unit({{table, false}});
   if (shape.has_embedding) units.uses.push_back({embedding});
@@ -87,7 +94,7 @@ StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& di
   shape.has_embedding = s.has_embedding;
   shape.has_head = s.has_head;
   shape.parameters = s.layers() * per_block;
-  if (s.has_embedding) shape.parameters += c.model.vocab_size * h / tp + c.model.seq_len * h;
+  if (s.has_embedding) shape.parameters += c.model.vocab_size * h / tp + position_table(c);
   // The head's table: tied, the embedding's (a copy on a head-only stage);
   // untied, its own.
   const bool own_head_table = !c.model.tie_embeddings || !s.has_embedding;

@@ -230,6 +230,11 @@ def main():
             sys.exit(f"ddp_peer: parallel.{key} must be {want} (pure data parallel), got {par[key]}")
     if float(m.get("dropout", 0)) != 0.0:
         sys.exit("ddp_peer: model.dropout must be 0")
+    # The peer builds the GPT-2 style model only (tests/models/gpt_reference.py has both).
+    for key, want in (("position", "learned"), ("parallel_residual", False),
+                      ("mlp_activation", "gelu"), ("init", "gpt2")):
+        if m.get(key, want) != want:
+            sys.exit(f"ddp_peer: model.{key} must be {want} (the GPT-2 style model), got {m[key]}")
     if d.get("kind", "markov") != "markov":
         sys.exit("ddp_peer: data.kind must be markov")
     micro, global_batch, seq = t["micro_batch"], t["global_batch"], m["seq_len"]

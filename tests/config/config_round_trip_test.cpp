@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -31,6 +31,12 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.model.dropout, b.model.dropout);
   EXPECT_EQ(a.model.init_std, b.model.init_std);
   EXPECT_EQ(a.model.tie_embeddings, b.model.tie_embeddings);
+  EXPECT_EQ(a.model.position, b.model.position);
+  EXPECT_EQ(a.model.rotary_pct, b.model.rotary_pct);
+  EXPECT_EQ(a.model.rotary_base, b.model.rotary_base);
+  EXPECT_EQ(a.model.parallel_residual, b.model.parallel_residual);
+  EXPECT_EQ(a.model.mlp_activation, b.model.mlp_activation);
+  EXPECT_EQ(a.model.init, b.model.init);
   EXPECT_EQ(a.parallel.data, b.parallel.data);
   EXPECT_EQ(a.parallel.tensor, b.parallel.tensor);
   EXPECT_EQ(a.parallel.pipeline, b.parallel.pipeline);
@@ -102,7 +108,9 @@ TEST_F(ConfigTest, ToYamlRoundTripsAConfigWithEveryValueChanged) {
 run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false,
       timeout: 7.5}
 model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ratio: 3,
-        dropout: 0.1, init_std: 0.017, tie_embeddings: false}
+        dropout: 0.1, init_std: 0.017, tie_embeddings: false, position: rotary,
+        rotary_pct: 0.5, rotary_base: 500.5, parallel_residual: true,
+        mlp_activation: gelu_tanh, init: neox}
 parallel: {data: 3, tensor: 2, pipeline: 5, spatial: 1, zero_stage: 3, schedule: gpipe,
            dp_bucket_bytes: 25MB}
 training: {steps: 77, global_batch: 90, micro_batch: 5, lr: 0.00123456789012345, min_lr: 1e-7,
@@ -169,6 +177,12 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "error_sample_rate:",
                           "sparse_embedding: auto",
                           "tie_embeddings: true",
+                          "position: learned",
+                          "rotary_pct: 0.25",
+                          "rotary_base:",
+                          "parallel_residual: false",
+                          "mlp_activation: gelu",
+                          "init: gpt2",
                           "rules: []",
                           "checkpoint:",
                           "every:",
@@ -216,6 +230,13 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   EXPECT_EQ(c.model.seq_len, 2048);
   EXPECT_EQ(c.model.vocab_size, 50432);
   EXPECT_FALSE(c.model.tie_embeddings);  // GPT-NeoX-20B's output head is its own
+  EXPECT_EQ(c.model.position, "rotary");
+  EXPECT_EQ(c.model.rotary_pct, 0.25);
+  EXPECT_EQ(c.model.rotary_base, 10000.0);
+  EXPECT_TRUE(c.model.parallel_residual);
+  EXPECT_EQ(c.model.mlp_activation, "gelu_tanh");
+  EXPECT_EQ(c.model.init, "neox");
+  EXPECT_EQ(c.checkpoint.every, 500);  // as the published run
   const parallel::ParallelDims dims = validate_layout(c, 96);
   EXPECT_EQ(dims.tp, 4);
   EXPECT_EQ(dims.pp, 6);
@@ -224,6 +245,20 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   const std::string message = error_of([&] { validate_layout(c, 95); });
   EXPECT_CONTAINS(message, "configs/gpt20b.yaml:");
   EXPECT_CONTAINS(message, "parallel.data");
+}
+
+// GPT-NeoX-20B's architecture at a size that trains on the KJV text.
+TEST(ShippedConfigs, NeoxScaledHasTheNeoX20bArchitecture) {
+  const Config c = load_config("configs/neox-scaled.yaml");
+  const Config big = load_config("configs/gpt20b.yaml");
+  EXPECT_EQ(c.model.position, big.model.position);
+  EXPECT_EQ(c.model.rotary_pct, big.model.rotary_pct);
+  EXPECT_EQ(c.model.rotary_base, big.model.rotary_base);
+  EXPECT_EQ(c.model.parallel_residual, big.model.parallel_residual);
+  EXPECT_EQ(c.model.mlp_activation, big.model.mlp_activation);
+  EXPECT_EQ(c.model.init, big.model.init);
+  EXPECT_EQ(c.model.tie_embeddings, big.model.tie_embeddings);
+  EXPECT_EQ(c.data.kind, "indexed");
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "compress/codec_registry.h"
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -294,6 +294,15 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
       {"model:\n  layers: 2\nparallel:\n  pipeline: 3\n", "pipeline", "parallel.pipeline",
        "every stage needs at least one layer"},
       {"parallel:\n  spatial: 2\n", "spatial", "parallel.spatial", "a GPT needs spatial: 1"},
+      // head_dim 16 x 0.1 -> 1 dimension: rotary turns pairs.
+      {"model:\n  position: rotary\n  rotary_pct: 0.1\n", "rotary_pct", "model.rotary_pct",
+       "rotates head_dim x rotary_pct = 16 x 0.1 -> 1 dimensions per head"},
+      {"model:\n  position: rope\n", "position", "model.position",
+       "expected one of learned, rotary"},
+      {"model:\n  rotary_pct: 0\n", "rotary_pct", "model.rotary_pct",
+       "expected a number in (0, 1]"},
+      {"model:\n  mlp_activation: relu\n", "mlp_activation", "model.mlp_activation",
+       "expected one of gelu, gelu_tanh"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.yaml);

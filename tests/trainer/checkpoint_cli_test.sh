@@ -6,7 +6,7 @@
 #  * keep_last prunes; a checkpoint without metadata.yaml (a save that never
 #    finished) is skipped for the previous one, and refused when named;
 #  * a save that cannot be written stops every rank with one message;
-#  * validation before any step: another model shape, a truncated shard, a
+#  * validation before any step: another model shape or architecture, a truncated shard, a
 #    corrupted shard, a missing shard -> one error naming the file, exit 2 on
 #    every rank, no hang;
 #  * error-feedback residuals are saved (metadata residual_buffers) and a
@@ -67,6 +67,14 @@ expect_refused() {  # what, pattern, train args...
   return 0
 }
 expect_refused "other model" "model.hidden = 32, this config has 64" --resume "$good" --set model.hidden=64
+# Architecture switches that keep the shapes but change the arithmetic, both ways round.
+expect_refused "other residual" "model.parallel_residual = ?, this config has 1" --resume "$good" \
+  --set model.parallel_residual=true
+train --set model.position=rotary --set run.name=rotary --set training.steps=2 \
+  --set checkpoint.every=2 || fail "rotary: save"
+expect_refused "rotary checkpoint, learned config" \
+  "model.rotary_base = 10000, which this config does not have" \
+  --resume "$work/rotary/checkpoints/step_00000002"
 bad="$work/bad"; cp -r "$good" "$bad"
 truncate -s 1000 "$bad/shard_00002.bin"
 expect_refused "truncated shard" "shard_00002.bin: 1000 bytes" --resume "$bad"

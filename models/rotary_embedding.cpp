@@ -1,0 +1,40 @@
+// The angles are computed once in double precision and rounded to float, so
+// they do not depend on how a platform's float sin/cos round for large p·θ.
+#include "models/rotary_embedding.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace cmpi::models {
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions)
+    : head_dim_(head_dim), dims_(dims) {
+  if (dims <= 0 || dims % 2 != 0 || dims > head_dim)
+    throw std::invalid_argument(
+        "rotary embedding: the rotating dimensions per head (head_dim " + std::to_string(head_dim) +
+        " x model.rotary_pct) must be even and positive, got " + std::to_string(dims));
+  if (!(base > 1.0))
+    throw std::invalid_argument("rotary embedding: model.rotary_base must exceed 1, got " +
+                                std::to_string(base));
+  const auto pair = torch::arange(dims / 2, torch::kDouble);
+  const auto inverse_wavelength = torch::pow(base, -2.0 * pair / double(dims));  // θ_i
+  const auto angles =
+      torch::outer(torch::arange(max_positions, torch::kDouble), inverse_wavelength);
+  cos_ = angles.cos().to(torch::kFloat);
+  sin_ = angles.sin().to(torch::kFloat);
+}
+
+torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) const {
+  const int64_t time = x.size(-2), half = dims_ / 2;
+  if (x.size(-1) != head_dim_ || time > cos_.size(0))
+    throw std::invalid_argument("rotary embedding: input " + c10::str(x.sizes()) +
+                                " does not fit head_dim " + std::to_string(head_dim_) + " and " +
+                                std::to_string(cos_.size(0)) + " positions");
+  const auto cos = cos_.narrow(0, 0, time), sin = sin_.narrow(0, 0, time);
+  const auto first = x.narrow(-1, 0, half), second = x.narrow(-1, half, half);
+  std::vector<torch::Tensor> parts{first * cos - second * sin, second * cos + first * sin};
+  if (dims_ < head_dim_) parts.push_back(x.narrow(-1, dims_, head_dim_ - dims_));
+  return torch::cat(parts, -1);
+}
+
+}  // namespace cmpi::models
