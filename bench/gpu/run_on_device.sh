@@ -31,7 +31,8 @@ status=0
 echo "== CPU tests of the shared device steps"
 "$BUILD/tests/compress/cmpi_compress_tests" --gtest_filter='*Device*' || status=1
 "$BUILD/tests/comm/cmpi_comm_tests" --gtest_filter='*Staging*' || status=1
-echo "== device collectives (FakeDevice) against the CPU collectives, $RANKS ranks"
+echo "== device collectives (FakeDevice) against the CPU collectives, and device-tagged"
+echo "   Communicator calls against the host calls, $RANKS ranks"
 mpirun --oversubscribe -np "$RANKS" "$BUILD/tests/comm/cmpi_comm_mpi_tests" \
   --gtest_filter='Device*' || status=1
 
