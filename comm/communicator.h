@@ -297,7 +297,9 @@ class Communicator {
   // locality); raw_bytes is charged as the host call charges it; `run` runs
   // the collective on the attached stream; `peer` is the rank a p2p call
   // waits for (-1: all); `p2p_tag` >= 0 tags a send or receive (collectives
-  // use their own tag); a receive counts no call (its sender does).
+  // use their own tag); a receive counts no call (its sender does);
+  // agree_on_size: the ranks' policy_bytes may differ, the group's largest
+  // is asked about (agreed_bytes).
   struct DeviceCall {
     const char* operation;
     Op op;
@@ -308,6 +310,7 @@ class Communicator {
     int peer = -1;
     int p2p_tag = -1;
     bool is_receive = false;
+    bool agree_on_size = false;
   };
   void on_device(
       const DeviceCall& call,

@@ -148,9 +148,11 @@ void Communicator::on_device(const DeviceCall& call,
   } else {
     routes.transport.set_tag(0);
   }
+  const size_t policy_bytes =
+      call.agree_on_size ? agreed_bytes(call.op, call.role, call.policy_bytes) : call.policy_bytes;
   bool compressing = false;
   DeviceCollectives& collectives = routes.collectives_for(
-      find_route(call.op, call.role, call.policy_bytes, call.locality), &compressing);
+      find_route(call.op, call.role, policy_bytes, call.locality), &compressing);
 
   OpCounters& counters = stats_.at(call.op);
   CompressedCall accounting(counters, call.locality);  // seconds, locality split
@@ -216,13 +218,16 @@ void Communicator::device_alltoall(const float* in, const std::vector<size_t>& s
   check_counts(send_counts, "device alltoall");
   check_counts(recv_counts, "device alltoall");
   const size_t send_total = total_of(send_counts);
-  // Ranks may hold different sizes: they agree on the policy's question first.
-  const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
-  on_device({"device alltoall", Op::kAlltoall, role, policy_bytes, collective_locality(),
-             uint64_t(send_total - send_counts[size_t(rank_)]) * sizeof(float)},
-            [&](DeviceCollectives& c, StreamId s) {
-              c.alltoall(in, as_u64(send_counts), out, as_u64(recv_counts), s);
-            });
+  DeviceCall call{"device alltoall",
+                  Op::kAlltoall,
+                  role,
+                  send_total * sizeof(float),
+                  collective_locality(),
+                  uint64_t(send_total - send_counts[size_t(rank_)]) * sizeof(float)};
+  call.agree_on_size = true;  // ranks may hold different sizes
+  on_device(call, [&](DeviceCollectives& c, StreamId s) {
+    c.alltoall(in, as_u64(send_counts), out, as_u64(recv_counts), s);
+  });
 }
 
 void Communicator::device_send(const float* data, size_t n, int dest, int tag, Role role) {
