@@ -24,6 +24,12 @@
 // Error feedback keeps a residual per buffer_key (default 0): callers that
 // sync several distinct buffers through a lossy rule with error feedback
 // give each its own key.
+//
+// Device buffers: the overloads taking a MemoryKind first accept device
+// pointers (MemoryKind::kDevice) of the device attached with attach_device,
+// and route them through the same policy to the staged device collectives
+// (comm/device/); see communicator_device.cpp. kHost forwards to the host
+// calls above, so code can pass its buffers' kind through.
 #pragma once
 
 #include <mpi.h>
@@ -40,9 +46,15 @@
 #include "comm/block_sparse_calibration.h"
 #include "comm/comm_stats.h"
 #include "comm/group_kind.h"
+#include "comm/memory_kind.h"
 #include "comm/policy.h"
+#include "compress/cuda/device.h"
 
 namespace cmpi::comm {
+
+namespace device {
+class DeviceCollectives;
+}
 
 class Communicator {
  public:
@@ -149,6 +161,56 @@ class Communicator {
   }
   BlockSparseCalibration& block_sparse_calibration() { return block_sparse_calibration_; }
 
+  // ---------------------------------------------------------- device buffers
+  // Attaches the device whose memory MemoryKind::kDevice calls take, and the
+  // stream of that device on which the caller produces their inputs and
+  // reads their outputs. Collective over the group (duplicates the
+  // communicator for the device traffic); once per communicator; the device
+  // must outlive the communicator. Without it nothing device-related is
+  // allocated and the host calls pay nothing.
+  void attach_device(compress::cuda::Device& device, compress::cuda::StreamId stream);
+  bool has_device() const { return device_routes_ != nullptr; }
+
+  // The host calls above on buffers of `memory`. A kDevice call asks the
+  // policy the same question as the host call (op, role, bytes, locality)
+  // and runs the matching device codec of the route's codec (zfp rate, mpc,
+  // fp16, bf16, sign), chunked at the route's chunk size, or the plain staged
+  // collective where the route is raw, has error feedback, or its codec has
+  // no device implementation. It returns once this rank's transfers are
+  // done; the results are ready in the order of the attached stream. It
+  // throws std::logic_error, naming the group and the operation, when no
+  // device is attached. A device send is received by a device recv.
+  void allreduce(MemoryKind memory, float* data, size_t n, Role role) {
+    memory == MemoryKind::kHost ? allreduce(data, n, role) : device_allreduce(data, n, role);
+  }
+  void reduce_scatter(MemoryKind memory, const float* in, float* out,
+                      const std::vector<size_t>& counts, Role role) {
+    memory == MemoryKind::kHost ? reduce_scatter(in, out, counts, role)
+                                : device_reduce_scatter(in, out, counts, role);
+  }
+  void allgather(MemoryKind memory, const float* in, float* out, const std::vector<size_t>& counts,
+                 Role role) {
+    memory == MemoryKind::kHost ? allgather(in, out, counts, role)
+                                : device_allgather(in, out, counts, role);
+  }
+  void broadcast(MemoryKind memory, float* data, size_t n, int root, Role role) {
+    memory == MemoryKind::kHost ? broadcast(data, n, root, role)
+                                : device_broadcast(data, n, root, role);
+  }
+  void alltoall(MemoryKind memory, const float* in, const std::vector<size_t>& send_counts,
+                float* out, const std::vector<size_t>& recv_counts, Role role) {
+    memory == MemoryKind::kHost ? alltoall(in, send_counts, out, recv_counts, role)
+                                : device_alltoall(in, send_counts, out, recv_counts, role);
+  }
+  void send(MemoryKind memory, const float* data, size_t n, int dest, int tag, Role role) {
+    memory == MemoryKind::kHost ? send(data, n, dest, tag, role)
+                                : device_send(data, n, dest, tag, role);
+  }
+  void recv(MemoryKind memory, float* data, size_t n, int source, int tag, Role role) {
+    memory == MemoryKind::kHost ? recv(data, n, source, tag, role)
+                                : device_recv(data, n, source, tag, role);
+  }
+
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
 
@@ -220,6 +282,40 @@ class Communicator {
   // Seconds of run() on the slowest rank, best of two (prepare() untimed).
   double slowest_rank_seconds(const std::function<void()>& prepare,
                               const std::function<void()>& run);
+  // The kDevice calls (communicator_device.cpp).
+  void device_allreduce(float* data, size_t n, Role role);
+  void device_reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
+                             Role role);
+  void device_allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role);
+  void device_broadcast(float* data, size_t n, int root, Role role);
+  void device_alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
+                       const std::vector<size_t>& recv_counts, Role role);
+  void device_send(const float* data, size_t n, int dest, int tag, Role role);
+  void device_recv(float* data, size_t n, int source, int tag, Role role);
+  // What every kDevice call shares: `operation` names it to the watchdog and
+  // in errors; the policy is asked about (op, role, policy_bytes,
+  // locality); raw_bytes is charged as the host call charges it; `run` runs
+  // the collective on the attached stream; `peer` is the rank a p2p call
+  // waits for (-1: all); `p2p_tag` >= 0 tags a send or receive (collectives
+  // use their own tag); a receive counts no call (its sender does);
+  // agree_on_size: the ranks' policy_bytes may differ, the group's largest
+  // is asked about (agreed_bytes).
+  struct DeviceCall {
+    const char* operation;
+    Op op;
+    Role role;
+    size_t policy_bytes;
+    Locality locality;
+    uint64_t raw_bytes;
+    int peer = -1;
+    int p2p_tag = -1;
+    bool is_receive = false;
+    bool agree_on_size = false;
+  };
+  void on_device(
+      const DeviceCall& call,
+      const std::function<void(device::DeviceCollectives&, compress::cuda::StreamId)>& run);
+
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);
 
@@ -245,6 +341,14 @@ class Communicator {
   std::vector<uint8_t> sparsify_payload_;
   BlockSparseCalibration block_sparse_calibration_;
   std::vector<float> sample_decoded_;
+  // The attached device, its communicator and its collectives per route
+  // (communicator_device.cpp); null until attach_device. Declared last, so
+  // that it goes first: its collectives still wait for their streams.
+  struct DeviceRoutes;
+  struct DeviceRoutesDeleter {
+    void operator()(DeviceRoutes* routes) const;
+  };
+  std::unique_ptr<DeviceRoutes, DeviceRoutesDeleter> device_routes_;
 };
 
 // This rank's node: the lowest world rank among the ranks of `comm` that

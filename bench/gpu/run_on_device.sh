@@ -21,17 +21,20 @@ echo "== build (CMPI_CUDA=ON, sm_$ARCH)"
 start=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMPI_TORCH_FREE_ONLY=ON \
   -DCMPI_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DCMPI_ASAN_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target cmpi_gpu_tests cmpi_compress_tests cmpi_comm_tests \
-  cmpi_comm_mpi_tests cmpi-bench
+cmake --build "$BUILD" -j "$(nproc)" --target cmpi_gpu_tests cmpi_gpu_mpi_tests cmpi_compress_tests \
+  cmpi_comm_tests cmpi_comm_mpi_tests cmpi-bench
 echo "build: $(( $(date +%s) - start )) s"
 
 echo "== device tests"
 status=0
 "$BUILD/tests/gpu/cmpi_gpu_tests" || status=1
+echo "== device-tagged Communicator calls on the GPU against the host calls, $RANKS ranks"
+mpirun --oversubscribe -np "$RANKS" "$BUILD/tests/gpu/cmpi_gpu_mpi_tests" || status=1
 echo "== CPU tests of the shared device steps"
 "$BUILD/tests/compress/cmpi_compress_tests" --gtest_filter='*Device*' || status=1
 "$BUILD/tests/comm/cmpi_comm_tests" --gtest_filter='*Staging*' || status=1
-echo "== device collectives (FakeDevice) against the CPU collectives, $RANKS ranks"
+echo "== device collectives (FakeDevice) against the CPU collectives, and device-tagged"
+echo "   Communicator calls against the host calls, $RANKS ranks"
 mpirun --oversubscribe -np "$RANKS" "$BUILD/tests/comm/cmpi_comm_mpi_tests" \
   --gtest_filter='Device*' || status=1
 

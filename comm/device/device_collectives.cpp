@@ -1,7 +1,8 @@
 // DeviceCollectives (device_collectives.h): the exchange patterns, as lists
 // of pipeline sends and receives. The own block of an all-gather or
 // all-to-all is copied device to device on the caller's stream: it never
-// leaves the device and is never compressed.
+// leaves the device; with a lossy codec the all-gather's owner then replaces
+// it by its decoded version, as its peers see it.
 #include "comm/device/device_collectives.h"
 
 #include <algorithm>
@@ -80,6 +81,10 @@ void DeviceCollectives::allgather(const float* in, float* out, const std::vector
   if (out + displs[size_t(me)] != in)  // in place: the own block is already there
     device_.copy_on_device(out + displs[size_t(me)], in, 4 * counts[size_t(me)], caller);
   pipeline_.run(transport_, caller);
+  // The owner keeps what its peers decoded (as the CPU ring all-gather
+  // does), so every rank holds the same bits. Safe in place: every chunk of
+  // `in` was encoded before its send completed.
+  round_trip_in_place(out + displs[size_t(me)], counts[size_t(me)], caller);
 }
 
 void DeviceCollectives::alltoall(const float* in, const std::vector<uint64_t>& send_counts,

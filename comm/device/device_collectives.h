@@ -39,7 +39,8 @@ class DeviceCollectives {
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }
 
-  // out[displ(r) .. + counts[r]) = rank r's in[0..counts[r]).
+  // out[displ(r) .. + counts[r]) = rank r's in[0..counts[r]) (a lossy codec:
+  // as decoded, on rank r too, like the CPU ring all-gather).
   void allgather(const float* in, float* out, const std::vector<uint64_t>& counts, StreamId caller);
   // Block to rank r: in[send_displ(r) .. + send_counts[r]); from rank r into
   // out[recv_displ(r) .. + recv_counts[r]).

@@ -71,7 +71,8 @@ void DeviceCollectives::allreduce(float* data, uint64_t n, StreamId caller) {
   float* sum = workspace(2, counts[size_t(me)], caller);
   reduce_scatter(data, sum, counts, caller);
   device_.copy_on_device(own, sum, 4 * counts[size_t(me)], caller);
-  round_trip_in_place(own, counts[size_t(me)], caller);
+  // In place: the all-gather leaves on the owner, too, the decoded version
+  // of what it sends (a lossy codec), so all ranks hold the same bits.
   allgather(own, data, counts, caller);
 }
 

@@ -32,6 +32,7 @@ int message_count(size_t bytes) {
 Transport::Handle MpiTransport::post_send(int peer, const void* data, size_t bytes) {
   MPI_Request request;
   MPI_Isend(data, message_count(bytes), MPI_BYTE, peer, tag_, comm_, &request);
+  bytes_sent_ += bytes;
   requests_[next_] = request;
   return next_++;
 }

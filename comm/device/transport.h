@@ -1,8 +1,10 @@
 // Transport: the host-to-host message layer under the staged device
 // collectives (staging_pipeline.h): nonblocking byte sends and receives
 // between ranks, completed by polling. MpiTransport posts MPI_Isend/Irecv on
-// one communicator and tag; LoopbackTransport (tests) joins endpoints in one
-// process.
+// one communicator and tag (the tag may change between operations, once
+// every message of the last one has completed) and counts the bytes it sent,
+// which the Communicator charges as wire bytes; LoopbackTransport (tests)
+// joins endpoints in one process.
 #pragma once
 
 #include <mpi.h>
@@ -41,9 +43,15 @@ class MpiTransport final : public Transport {
   Handle post_recv(int peer, void* data, size_t capacity) override;
   bool test(Handle handle, size_t* bytes) override;
 
+  // The tag of the messages posted from now on.
+  void set_tag(int tag) { tag_ = tag; }
+  // Bytes of every send posted so far (relays included).
+  uint64_t bytes_sent() const { return bytes_sent_; }
+
  private:
   MPI_Comm comm_;
   int tag_, rank_ = 0, size_ = 1;
+  uint64_t bytes_sent_ = 0;
   std::map<Handle, MPI_Request> requests_;
   Handle next_ = 0;
 };

@@ -3,6 +3,8 @@
 // under mpirun and checks how the job ends.
 //   mismatch  rank 0 enters an allreduce on group tp while the others enter
 //             one on group dp: mismatched collectives, which never match.
+//   device_mismatch  the same with device buffers (a FakeDevice attached to
+//             both groups): the device calls are watched like the host ones.
 //   loop      every rank runs allreduces on group dp for ever; the test makes
 //             one rank stop calling (CMPI_TEST_FAULT=spin:R:N, or SIGSTOP).
 //   healthy   every rank computes (sleeps) for longer than the timeout
@@ -20,6 +22,7 @@
 #include "comm/communicator.h"
 #include "comm/mpi_session.h"
 #include "comm/termination_signals.h"
+#include "compress/cuda/fake_device.h"
 
 namespace {
 
@@ -38,7 +41,8 @@ std::unique_ptr<Communicator> group_over_world(GroupKind kind) {
 int main(int argc, char** argv) {
   cmpi::comm::MpiSession session(&argc, &argv, "cmpi-probe");
   cmpi::comm::report_termination_signals("cmpi-probe", session.world_rank(), session.world_size());
-  if (argc != 3) session.abort_job("usage: watchdog_probe mismatch|loop|healthy TIMEOUT_S", 2);
+  if (argc != 3)
+    session.abort_job("usage: watchdog_probe mismatch|device_mismatch|loop|healthy TIMEOUT_S", 2);
   const std::string scenario = argv[1];
   const double timeout = std::atof(argv[2]);
   session.watchdog().set_timeout(timeout);
@@ -49,6 +53,16 @@ int main(int argc, char** argv) {
   if (scenario == "mismatch") {
     Communicator& mine = session.world_rank() == 0 ? *tp : *dp;
     mine.allreduce(data.data(), data.size(), Role::kGradient);
+  } else if (scenario == "device_mismatch") {
+    // Leaked on purpose: the job ends inside the call.
+    auto* device = new cmpi::compress::cuda::FakeDevice(uint64_t(session.world_rank()));
+    const auto stream = device->create_stream();
+    dp->attach_device(*device, stream);
+    tp->attach_device(*device, stream);
+    cmpi::compress::cuda::DeviceBuffer buffer(*device, data.size() * sizeof(float));
+    Communicator& mine = session.world_rank() == 0 ? *tp : *dp;
+    mine.allreduce(cmpi::comm::MemoryKind::kDevice, buffer.as<float>(), data.size(),
+                   Role::kGradient);
   } else if (scenario == "loop") {
     for (int64_t step = 0;; ++step) {
       session.watchdog().note_step(step);

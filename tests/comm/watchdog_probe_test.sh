@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The watchdog (comm/watchdog.h) on jobs of watchdog_probe that hang:
 #   mismatch  mismatched collectives (3 ranks)
+#   device_mismatch  the same on device buffers (a FakeDevice per rank)
 #   spin      one rank of 4 stuck in a loop of its own (CMPI_TEST_FAULT)
 #   stopped   one rank of 4 stopped with SIGSTOP
 #   healthy   long compute between calls must not trip the deadline
@@ -21,8 +22,10 @@ run() { # RANKS [ENV=VALUE...]: the probe under mpirun, in the background
   job=$!
 }
 start_ns=$(date +%s%N)
+operation=allreduce
 case "$scenario" in
   mismatch) probe_scenario=mismatch; run 3 CMPI_TEST_FAULT= ;;
+  device_mismatch) probe_scenario=device_mismatch; operation="device allreduce"; run 3 CMPI_TEST_FAULT= ;;
   spin) probe_scenario=loop; run 4 CMPI_TEST_FAULT=spin:2:20 ;;
   stopped)
     probe_scenario=loop; run 4 CMPI_TEST_FAULT=
@@ -50,7 +53,7 @@ fi
 [ "$seconds" -le $((timeout_s + 10)) ] || fail "the job took ${seconds} s (timeout ${timeout_s} s)"
 lines=$(grep -c "watchdog:" "$out")
 [ "$lines" -eq 1 ] || fail "$lines watchdog lines (want 1)"
-grep -Eq "^cmpi-probe: rank [0-9]/[34]: watchdog: allreduce on group (dp|tp) of [34] ranks has waited .*, for world ranks? [0-9]" "$out" ||
+grep -Eq "^cmpi-probe: rank [0-9]/[34]: watchdog: $operation on group (dp|tp) of [34] ranks has waited .*, for world ranks? [0-9]" "$out" ||
   fail "the line does not name the rank, operation, group and peers"
 ! grep -q "stopped by SIG" "$out" || fail "a rank reported being stopped by a signal"
 echo "PASS: $scenario: job ended in ${seconds} s, exit code $code: $(grep 'watchdog:' "$out")"
