@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config/memory_preflight.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/pipeline_stages.h"
 #include "plan/layer_gathers.h"
@@ -92,7 +93,8 @@ int64_t block_parameters(const config::Config& c, int64_t tp) {
 }  // namespace
 
 StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& dims, int stage) {
-  const auto s = parallel::stage_of(c.model.layers, dims.pp, stage, c.parallel.stage_layers);
+  const auto s =
+      parallel::stage_of(c.model.layers, dims.pp, stage, config::gpt_stage_layers(c, dims));
   const int64_t h = c.model.hidden, tp = dims.tp;
   const int64_t per_block = block_parameters(c, tp);
   StageShape shape;
@@ -167,16 +169,20 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     for (const GradientRun& run : runs)
       for (int64_t floats : zero_buckets(run.elements, dims.dp, c.parallel.dp_bucket_bytes))
         ++buckets[{run.own, floats}];
+    // ZeRO 1-3 reduce-scatter over zero (half an allreduce's bytes), ZeRO-0
+    // allreduces over dp (a powersgd rule, which keeps ZeRO-1 on the
+    // allreduce, is not modelled).
+    const bool scatter = zero >= 1;
     for (const auto& [key, calls] : buckets) {
       const auto& [own, floats] = key;
-      MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
-                         zero >= 2 ? Op::kReduceScatter : Op::kAllreduce,
+      MessageClass grads{scatter ? GroupKind::kZero : GroupKind::kDp,
+                         scatter ? Op::kReduceScatter : Op::kAllreduce,
                          own ? Role::kEmbeddingGradient : Role::kGradient};
       grads.calls = calls;
       grads.bytes = floats * int64_t(sizeof(float));
       grads.group_size = dims.dp;
       grads.sent_fraction =
-          zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+          scatter ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
       grads.overlaps_backward = c.training.overlap_grad_reduce;
       add(grads);
       if (zero >= 1) {
@@ -189,8 +195,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       }
     }
   }
-  if (zero >= 2) {
-    // The gradient norm's sum of squares over the shards (a double).
+  if (zero >= 1) {
+    // The gradient norm's sums of squares over the pieces (two floats).
     MessageClass norm{GroupKind::kZero, Op::kAllreduce,
                       Role::kOther,     1,
                       sizeof(double),   allreduce_fraction(sizeof(double), dims.dp),
