@@ -63,7 +63,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
-    e.buffer_bytes = (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), param_bytes) / dp;
+    e.buffer_bytes =
+        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), param_bytes) / dp;
   // One input gradient held after its send, one output gradient received.
   const Real message = tokens * h * kFloat;
   if (in.pp > 1)

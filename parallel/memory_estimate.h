@@ -82,7 +82,7 @@ struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
               buffer_bytes = 0, scratch_bytes = 0, pipeline_send_bytes = 0,
               runtime_bytes = kRuntimeBytes;
-  int stage = 0;    // the pipeline stage these are for
+  int stage = 0;       // the pipeline stage these are for
   int64_t layers = 0;  // the stage's layers
   // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
   // parameters, gradients, optimizer state and staging buffers.

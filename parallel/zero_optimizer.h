@@ -142,7 +142,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   };
   Reduction reduction_ = Reduction::kAllreduce;
   std::vector<float> scattered_;  // stage 1: one bucket's reduced piece
-  std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
+  std::vector<size_t> counts_;    // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
   bool last_step_skipped_ = false;
   NonfiniteGradients last_nonfinite_;

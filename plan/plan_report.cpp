@@ -120,7 +120,8 @@ std::string plan_json(const StepPlan& p, const PlanOptions& o) {
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
                 json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
-                o.flops_per_second, o.cores, o.codec_scale, json_string(p.pipeline_balance).c_str());
+                o.flops_per_second, o.cores, o.codec_scale,
+                json_string(p.pipeline_balance).c_str());
   std::string out = std::string(buf) + memory_json(p.memory) + ",\"stages\":[";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const StagePlan& sp = p.stages[s];

@@ -77,9 +77,9 @@ TEST(PipelineBalance, MinMaxSplitMatchesAnExhaustiveSearch) {
 TEST(PipelineBalance, EqualStageCostsGiveTheUniformSplit) {
   for (int64_t layers = 1; layers <= 12; ++layers)
     for (int64_t stages = 1; stages <= layers && stages <= 5; ++stages)
-      EXPECT_EQ(min_max_stage_layers(layers, stages,
-                                     [](int64_t, int64_t k) { return (long double)k; }),
-                balanced_stage_layers(layers, stages))
+      EXPECT_EQ(
+          min_max_stage_layers(layers, stages, [](int64_t, int64_t k) { return (long double)k; }),
+          balanced_stage_layers(layers, stages))
           << layers << " layers over " << stages << " stages";
   EXPECT_THROW(min_max_stage_layers(2, 3, [](int64_t, int64_t k) { return (long double)k; }),
                std::invalid_argument);

@@ -37,9 +37,9 @@
 namespace cmpi::parallel {
 namespace {
 
+using cmpi::testing::CountedAllocations;
 using testing::world_rank;
 using testing::world_size;
-using cmpi::testing::CountedAllocations;
 
 models::GptOptions tiny_gpt(int64_t layers) {
   models::GptOptions o;
@@ -193,8 +193,8 @@ TEST(PipelineEngine, OneForwardOneBackwardPeakMemoryDoesNotGrowWithMicroBatches)
   measure(2 * stages);  // the weight's gradient and LibTorch's first-use buffers
   const int64_t few = measure(2 * stages), many = measure(6 * stages);
   EXPECT_LT(many - few, micro_batch_bytes)
-      << "stage " << stage << ": peak " << few << " bytes over " << 2 * stages
-      << " micro-batches, " << many << " over " << 6 * stages << " (seed " << seed << ")";
+      << "stage " << stage << ": peak " << few << " bytes over " << 2 * stages << " micro-batches, "
+      << many << " over " << 6 * stages << " (seed " << seed << ")";
 }
 
 // ------------------------------------------------------------ tied table

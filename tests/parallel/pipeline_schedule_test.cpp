@@ -180,8 +180,8 @@ std::string simulate(const PipelineSchedule& schedule, int64_t stages, int64_t m
   for (int64_t s = 0; s < stages; ++s) lists.push_back(schedule.actions(s, stages, micro));
   const size_t count = static_cast<size_t>(stages);
   std::vector<size_t> next(count, 0);
-  std::vector<bool> received(count, false);     // this action's receive is done
-  std::vector<int64_t> unretired(count, -1);    // the gradient sent back, not yet taken
+  std::vector<bool> received(count, false);   // this action's receive is done
+  std::vector<int64_t> unretired(count, -1);  // the gradient sent back, not yet taken
   std::vector<std::deque<int64_t>> activations(count), gradients(count);
   // Whether stage s's last gradient send has been taken by stage s - 1.
   const auto taken = [&](int64_t s) {

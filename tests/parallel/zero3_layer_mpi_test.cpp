@@ -34,9 +34,9 @@
 namespace cmpi::parallel {
 namespace {
 
+using cmpi::testing::CountedAllocations;
 using testing::world_rank;
 using testing::world_size;
-using cmpi::testing::CountedAllocations;
 
 ParallelDims dims_of(int dp, int tp, int pp) {
   ParallelDims d;
