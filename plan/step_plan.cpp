@@ -141,7 +141,8 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = config::estimate_memory(c, dims);
-  plan.pipeline_balance = c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : "explicit";
+  plan.pipeline_balance =
+      c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : std::string("explicit");
   const std::vector<parallel::MemoryEstimate> stage_memory =
       config::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
