@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -167,6 +168,8 @@ TEST(PipelineEngine, RejectsMissingStageFunctionsAndWrongShapes) {
 TEST(PipelineEngine, OneForwardOneBackwardPeakMemoryDoesNotGrowWithMicroBatches) {
   const int stages = world_size();
   if (stages < 2) GTEST_SKIP() << "needs 2 stages";
+  // First, so that it outlives every tensor it counts (their release reports to it).
+  CountedAllocations counted;
   const uint64_t seed = cmpi::testing::test_seed();
   ParallelDims dims;
   dims.pp = stages;
@@ -183,7 +186,6 @@ TEST(PipelineEngine, OneForwardOneBackwardPeakMemoryDoesNotGrowWithMicroBatches)
   work.loss = [](const torch::Tensor& hidden, int64_t) { return hidden.pow(2).mean(); };
 
   const auto measure = [&](int64_t micro_batches) {
-    CountedAllocations counted;
     counted.start();
     engine.run_step(work, micro_batches, 1.0 / double(micro_batches));
     EXPECT_LE(engine.peak_in_flight(), stages - stage) << micro_batches << " micro-batches";
@@ -192,6 +194,10 @@ TEST(PipelineEngine, OneForwardOneBackwardPeakMemoryDoesNotGrowWithMicroBatches)
   };
   measure(2 * stages);  // the weight's gradient and LibTorch's first-use buffers
   const int64_t few = measure(2 * stages), many = measure(6 * stages);
+  std::printf("[pipeline memory] stage %d of %d: peak %lld bytes over %d micro-batches, %lld over "
+              "%d (one micro-batch: %lld)\n",
+              stage, stages, (long long)few, 2 * stages, (long long)many, 6 * stages,
+              (long long)micro_batch_bytes);
   EXPECT_LT(many - few, micro_batch_bytes)
       << "stage " << stage << ": peak " << few << " bytes over " << 2 * stages << " micro-batches, "
       << many << " over " << 6 * stages << " (seed " << seed << ")";

@@ -1,6 +1,8 @@
 // CountingAllocator: counts every LibTorch CPU allocation while installed
 // (live and peak bytes), so tests can measure memory claims instead of
-// estimating them. CountedAllocations installs one for a scope.
+// estimating them. CountedAllocations installs one for a scope; it must
+// outlive every tensor allocated while it was installed (their release
+// reports to it), so create it before them.
 #pragma once
 
 #include <c10/core/CPUAllocator.h>
