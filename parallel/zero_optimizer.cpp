@@ -118,7 +118,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   // factors, which only an allreduce can.
   if (stage_ >= 2)
     reduction_ = Reduction::kScatterToShard;
-  else if (false && stage_ == 1 && dp() > 1 && !powersgd_)  // MUTATION
+  else if (stage_ == 1 && dp() > 1 && !powersgd_)
     reduction_ = Reduction::kScatterInPlace;
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
