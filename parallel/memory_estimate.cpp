@@ -62,9 +62,16 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
+  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
+  // an untied token embedding is cut into buckets of its own (ZeroLayout).
+  Real largest_run = param_bytes;
+  if (stage.has_embedding && !in.tie_embeddings) {
+    const Real table = vocab * h / tp * kFloat;
+    largest_run = std::max(table, param_bytes - table);
+  }
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
     e.buffer_bytes =
-        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), param_bytes) / dp;
+        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), largest_run) / dp;
   // One input gradient held after its send, one output gradient received.
   const Real message = tokens * h * kFloat;
   if (in.pp > 1)
