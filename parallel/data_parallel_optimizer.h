@@ -28,7 +28,9 @@
 //            bytes — written back into the flat gradient buffer; each rank
 //            updates its 1/dp of the flat parameters, then an allgather over
 //            the zero group (role weight) brings the rest back. (Under a
-//            powersgd rule the buckets are allreduced over dp instead.)
+//            powersgd rule the buckets are allreduced over dp instead, and
+//            so are a sparse embedding's own buckets that the dp policy
+//            sends through the block-sparse allreduce.)
 //   stage 2  + gradients sharded: reduce-scatter over the zero group (role
 //            gradient); after the step a rank keeps only its gradient shard.
 //            The full-size gradient buffer exists from the first backward of

@@ -120,6 +120,20 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
     reduction_ = Reduction::kScatterToShard;
   else if (stage_ == 1 && dp() > 1 && !powersgd_)
     reduction_ = Reduction::kScatterInPlace;
+  // Except the buckets the dp policy sends through the block-sparse allreduce
+  // (a sparse embedding's): it sends only their non-zero blocks, which a
+  // dense reduce-scatter cannot.
+  sparse_allreduce_.assign(layout_.buckets().size(), false);
+  if (reduction_ == Reduction::kScatterInPlace && groups.dp().policy() != nullptr)
+    for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+      const auto& bucket = layout_.buckets()[b];
+      if (!bucket.own) continue;
+      const auto* route = groups.dp().policy()->route(
+          comm::Op::kAllreduce, comm::Role::kEmbeddingGradient,
+          bucket.piece * size_t(dp()) * sizeof(float), groups.dp().collective_locality());
+      sparse_allreduce_[b] = route != nullptr && route->codec != nullptr &&
+                             route->codec->id() == compress::CodecId::kBlockSparse;
+    }
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
   torch::NoGradGuard no_grad;
@@ -539,7 +553,9 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
     own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
   }
-  if (reduction_ == Reduction::kScatterInPlace) {
+  if (reduction_ == Reduction::kScatterInPlace && sparse_allreduce_[b]) {
+    groups_.dp().allreduce(flat + bucket.start, span, role, b);
+  } else if (reduction_ == Reduction::kScatterInPlace) {
     // The reduce-scatter may not write into what it reads: the summed piece
     // lands in a piece-sized buffer (used by this bucket alone: buckets run
     // one after another) and goes back where this rank's piece sits.

@@ -16,7 +16,9 @@
 // piece-sized buffer and copies the piece back into the flat gradients,
 // where its update reads it; the other pieces keep this rank's unreduced
 // values, which nothing reads. Under a powersgd rule (or dp = 1) stage 1
-// allreduces as stage 0 does.
+// allreduces as stage 0 does, and the buckets of a sparse embedding that the
+// dp policy sends block-sparse (compression.sparse_embedding) keep that
+// allreduce, which sends only their non-zero blocks.
 //
 // Gradient buckets are ZeroLayout's (flat order, so shards and error-feedback
 // keys stay as they were); they are launched last bucket first, which is
@@ -142,7 +144,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   };
   Reduction reduction_ = Reduction::kAllreduce;
   std::vector<float> scattered_;  // stage 1: one bucket's reduced piece
-  std::vector<size_t> counts_;    // per-rank counts of one bucket's collective
+  // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
+  std::vector<bool> sparse_allreduce_;
+  std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
   bool last_step_skipped_ = false;
   NonfiniteGradients last_nonfinite_;

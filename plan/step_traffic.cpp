@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "comm/policy.h"
 #include "config/memory_preflight.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/pipeline_stages.h"
@@ -171,10 +172,17 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
         ++buckets[{run.own, floats}];
     // ZeRO 1-3 reduce-scatter over zero (half an allreduce's bytes), ZeRO-0
     // allreduces over dp (a powersgd rule, which keeps ZeRO-1 on the
-    // allreduce, is not modelled).
-    const bool scatter = zero >= 1;
+    // allreduce, is not modelled). ZeRO-1 keeps the allreduce for the
+    // embedding's own buckets where the dp policy sends them block-sparse.
+    const comm::Policy policy(c.compression);
     for (const auto& [key, calls] : buckets) {
       const auto& [own, floats] = key;
+      bool scatter = zero >= 1;
+      if (zero == 1 && own) {
+        const comm::Plan route = policy.plan(GroupKind::kDp, Op::kAllreduce,
+                                             Role::kEmbeddingGradient, size_t(floats) * 4);
+        scatter = route.raw() || route.codec->name() != "block_sparse";
+      }
       MessageClass grads{scatter ? GroupKind::kZero : GroupKind::kDp,
                          scatter ? Op::kReduceScatter : Op::kAllreduce,
                          own ? Role::kEmbeddingGradient : Role::kGradient};
