@@ -102,12 +102,12 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
   const auto count = static_cast<size_t>(micro_batches);
   std::vector<InFlight> in_flight(count);
   // The input-gradient send of the last backward. It is retired (waited for,
-  // its buffer freed) in the next action, after that action's receive, so at
-  // most one is held beside the one being posted. Waiting cannot stall: the
-  // previous stage takes gradient m in its backward m, and nothing before it
-  // in its schedule needs more of this stage than the gradients < m it was
-  // already sent (the stages below form a closed system; see
-  // pipeline_schedule.h).
+  // its buffer freed) in the next action, after that action's receive, so a
+  // stage holds at most one. Waiting cannot stall: the previous stage takes
+  // gradient m in its backward m, and nothing before it in its schedule needs
+  // more of this stage than the gradients < m it was already sent (the stages
+  // below form a closed system; simulated for both schedules in
+  // tests/parallel/pipeline_schedule_test.cpp).
   Pending gradient_send;
   const auto retire_gradient_send = [&] {
     if (!gradient_send.keep_alive.defined()) return;
