@@ -73,8 +73,14 @@ struct ParallelConfig {
   // layers, sharded initialisation) or the whole model once per step (model).
   std::string zero3_gather = "layer";
   std::string schedule = "1f1b";  // gpipe | 1f1b
-  // Layers per pipeline stage, first stage first; empty = balanced (written
-  // `balanced` in YAML).
+  // How the layers are split over the pipeline stages
+  // (parallel.pipeline_balance): "uniform" (L / P each, the first L % P one
+  // more), "auto" (the split whose largest per-rank memory estimate, the
+  // embedding and head counted, is smallest; GPT only), or the explicit
+  // list in stage_layers, which then wins. The older key
+  // parallel.stage_layers (`balanced` or a list) reads into the same fields.
+  std::string pipeline_balance = "uniform";
+  // Layers per pipeline stage, first stage first; empty = pipeline_balance.
   std::vector<int64_t> stage_layers;
   int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
   // Two model replicas pipelined in opposite directions over the same pp

@@ -169,6 +169,13 @@ void check_rotary(const Config& c) {
                 " dimensions per head (rounded down); rotary needs an even number >= 2");
 }
 
+// The key the user wrote the split under (the newer one unless only the
+// older was given), for errors about it.
+std::string stage_layers_key(const Config& c) {
+  return c.origins.count("parallel.stage_layers") ? "parallel.stage_layers"
+                                                  : "parallel.pipeline_balance";
+}
+
 void check_consistency(const Config& c) {
   if (c.parallel.bidirectional) check_bidirectional(c);
   if (c.model.kind == "resnet") {
@@ -248,9 +255,13 @@ void check_consistency(const Config& c) {
         why += " (model.depth " + std::to_string(c.model.depth) + " makes " +
                std::to_string(models::resnet_layer_count(c.model.depth)) +
                " layers: the stem, each bottleneck block, the head)";
-      fail_at(c, "parallel.stage_layers", why);
+      fail_at(c, stage_layers_key(c), why);
     }
   }
+  if (c.model.kind == "resnet" && p.stage_layers.empty() && p.pipeline_balance == "auto")
+    fail_at(c, "parallel.pipeline_balance",
+            "auto weighs the GPT's embedding, blocks and head by their memory; model.kind resnet "
+            "takes uniform or a list of layer counts per stage");
   if (c.model.kind == "resnet" && p.spatial > 1) check_spatial_geometry(c);
 }
 

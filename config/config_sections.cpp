@@ -44,23 +44,46 @@ void put(YAML::Emitter& out, const char* key, bool value) {
   out << YAML::Key << key << YAML::Value << value;
 }
 
-// `balanced` (or absent) -> empty; else a list of positive layer counts.
-// How the counts relate to parallel.pipeline and model.layers is checked in
-// check_consistency.
-void read_stage_layers(MapReader& r, std::vector<int64_t>& out) {
-  const YAML::Node node = r.take("stage_layers");
-  const std::string expected = "`balanced` or a list of layer counts per stage, e.g. [3, 1]";
-  if (!node.IsDefined() || node.IsNull() || (node.IsScalar() && node.Scalar() == "balanced"))
+// parallel.pipeline_balance (`uniform`, `auto` or a list of positive layer
+// counts) and its older spelling parallel.stage_layers (`balanced` or a
+// list); at most one of them. How the counts relate to parallel.pipeline
+// and model.layers is checked in check_consistency.
+void read_pipeline_balance(MapReader& r, ParallelConfig& parallel) {
+  const YAML::Node balance = r.take("pipeline_balance");
+  const YAML::Node legacy = r.take("stage_layers");
+  const bool has_balance = balance.IsDefined() && !balance.IsNull();
+  const bool has_legacy = legacy.IsDefined() && !legacy.IsNull();
+  if (has_balance && has_legacy)
+    r.fail("stage_layers",
+           "give the split once: parallel.pipeline_balance (uniform, auto or a list) replaces "
+           "parallel.stage_layers");
+  if (!has_balance && !has_legacy) return;
+  const std::string key = has_balance ? "pipeline_balance" : "stage_layers";
+  const YAML::Node& node = has_balance ? balance : legacy;
+  const std::string expected =
+      has_balance ? "`uniform`, `auto` or a list of layer counts per stage, e.g. [3, 1]"
+                  : "`balanced` or a list of layer counts per stage, e.g. [3, 1]";
+  if (node.IsScalar()) {
+    const std::string& word = node.Scalar();
+    if (has_legacy && word == "balanced") {
+      parallel.pipeline_balance = "uniform";
+    } else if (has_balance && (word == "uniform" || word == "auto")) {
+      parallel.pipeline_balance = word;
+    } else {
+      r.fail(key, "expected " + expected);
+    }
+    parallel.stage_layers.clear();
     return;
-  if (!node.IsSequence() || node.size() == 0) r.fail("stage_layers", "expected " + expected);
-  out.clear();
+  }
+  if (!node.IsSequence() || node.size() == 0) r.fail(key, "expected " + expected);
+  parallel.stage_layers.clear();
   for (const YAML::Node& item : node) {
     const auto count = item.IsScalar() ? parse_integer(item.Scalar()) : std::nullopt;
     if (!count || *count < 1)
-      r.context().fail(r.key_path("stage_layers"), item,
+      r.context().fail(r.key_path(key), item,
                        "every stage needs a whole number of layers >= 1, got " +
                            (item.IsScalar() ? "'" + item.Scalar() + "'" : std::string("a list")));
-    out.push_back(*count);
+    parallel.stage_layers.push_back(*count);
   }
 }
 
@@ -189,7 +212,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("zero_stage", parallel.zero_stage, IntRange{0, 3});
   r.read("zero3_gather", parallel.zero3_gather, {"layer", "model"});
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
-  read_stage_layers(r, parallel.stage_layers);
+  read_pipeline_balance(r, parallel);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
   r.read("bidirectional", parallel.bidirectional);
   r.read("spatial_slicing", parallel.spatial_slicing, {"square", "vertical", "horizontal"});
@@ -206,9 +229,9 @@ void write_parallel(YAML::Emitter& out, const ParallelConfig& parallel) {
   put(out, "zero3_gather", parallel.zero3_gather);
   put(out, "schedule", parallel.schedule);
   if (parallel.stage_layers.empty()) {
-    put(out, "stage_layers", std::string("balanced"));
+    put(out, "pipeline_balance", parallel.pipeline_balance);
   } else {
-    out << YAML::Key << "stage_layers" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    out << YAML::Key << "pipeline_balance" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (int64_t count : parallel.stage_layers) out << count;
     out << YAML::EndSeq;
   }

@@ -64,9 +64,14 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   in.gpipe = c.parallel.schedule == "gpipe";
   in.stage_layers = c.parallel.stage_layers;
+  in.auto_balance = c.parallel.pipeline_balance == "auto" && c.model.kind != "resnet";
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
   in.zero3_per_layer = c.parallel.zero3_gather == "layer";
   return in;
+}
+
+std::vector<int64_t> gpt_stage_layers(const Config& c, const parallel::ParallelDims& dims) {
+  return parallel::stage_layers_of(memory_estimate_input(c, dims));
 }
 
 parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::ParallelDims& dims) {
@@ -125,10 +130,11 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
   return "memory: each rank needs about " + bytes(e.total()) + " (parameters " +
          bytes(e.parameter_bytes) + ", gradients " + bytes(e.gradient_bytes) + ", optimizer " +
          bytes(e.optimizer_bytes) + ", activations " + bytes(e.activation_bytes) + ", buffers " +
-         bytes(e.buffer_bytes) + ", comm scratch " + bytes(e.scratch_bytes) + ", runtime " +
-         bytes(e.runtime_bytes) + " on pipeline stage " + std::to_string(e.stage) + ", layout " +
-         dims.to_string() + "); " + std::to_string(ranks_on_node) + " rank(s) on this node need " +
-         bytes(needed) + " but only " + bytes((long double)available_bytes) +
+         bytes(e.buffer_bytes) + ", comm scratch " + bytes(e.scratch_bytes) + ", pipeline sends " +
+         bytes(e.pipeline_send_bytes) + ", runtime " + bytes(e.runtime_bytes) +
+         " on pipeline stage " + std::to_string(e.stage) + ", layout " + dims.to_string() + "); " +
+         std::to_string(ranks_on_node) + " rank(s) on this node need " + bytes(needed) +
+         " but only " + bytes((long double)available_bytes) +
          " is available. The largest part is " + drivers +
          ". (This is an estimate; set run.memory_check: false to start anyway.)";
 }

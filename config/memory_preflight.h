@@ -19,6 +19,11 @@
 
 namespace cmpi::config {
 
+// The GPT's layers per pipeline stage under parallel.pipeline_balance (the
+// explicit list, the auto split for this layout, or empty for uniform), as
+// parallel::partition_layers takes them. Every rank derives the same.
+std::vector<int64_t> gpt_stage_layers(const Config& config, const parallel::ParallelDims& dims);
+
 // The busiest pipeline stage's estimate, and every stage's.
 parallel::MemoryEstimate estimate_memory(const Config& config, const parallel::ParallelDims& dims);
 std::vector<parallel::MemoryEstimate> estimate_stage_memory(const Config& config,

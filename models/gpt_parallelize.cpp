@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "config/memory_preflight.h"
 #include "config/model_shape.h"
 #include "models/gpt_train_model.h"
 #include "parallel/data_parallel_optimizer.h"
@@ -76,7 +77,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       config.parallel.zero_stage == 3 && config.parallel.zero3_gather == "layer";
   model_options.materialize_parameters = !layered_zero3;
   const auto stage = parallel::stage_of(config.model.layers, groups.dims().pp, groups.coord().pp,
-                                        config.parallel.stage_layers);
+                                        config::gpt_stage_layers(config, groups.dims()));
   parts.model =
       Gpt(model_options, groups,
           StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});

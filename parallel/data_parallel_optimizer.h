@@ -22,9 +22,15 @@
 //   stage 0  replicated: bucketed allreduce of gradients over dp (role
 //            gradient; embedding_gradient for the buckets of
 //            sparse_gradients), full optimizer state on every rank.
-//   stage 1  optimizer state sharded over dp: gradients are allreduced, each
-//            rank updates its 1/dp of the flat parameters, then an allgather
-//            over the zero group (role weight) brings the rest back.
+//   stage 1  optimizer state sharded over dp: each gradient bucket is
+//            reduce-scattered over the zero group (role gradient), so a rank
+//            gets the sum of only the 1/dp it updates — half an allreduce's
+//            bytes — written back into the flat gradient buffer; each rank
+//            updates its 1/dp of the flat parameters, then an allgather over
+//            the zero group (role weight) brings the rest back. (Under a
+//            powersgd rule the buckets are allreduced over dp instead, and
+//            so are a sparse embedding's own buckets that the dp policy
+//            sends through the block-sparse allreduce.)
 //   stage 2  + gradients sharded: reduce-scatter over the zero group (role
 //            gradient); after the step a rank keeps only its gradient shard.
 //            The full-size gradient buffer exists from the first backward of
@@ -78,13 +84,14 @@
 // read pass, on the comm thread with overlap).
 //
 // PowerSGD: when the dp group's policy sends the gradient allreduce through a
-// powersgd rule (stages 0/1 only; stages 2/3 refuse it naming the rule), each
+// powersgd rule (stages 0/1 only, stage 1 then allreducing; stages 2/3 refuse
+// it naming the rule), each
 // bucket is reduced by parallel/powersgd_reducer.h instead: a tensor belongs
 // to the bucket holding its first element, matrices are summed as rank-r
 // approximations with per-rank error feedback, other tensors raw.
 //
 // ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
-// goes through groups.zero(); the stage 0/1 gradient allreduce through
+// goes through groups.zero(); the stage 0 (and powersgd) gradient allreduce through
 // groups.dp(). All optimizer state is float32.
 #pragma once
 
@@ -122,7 +129,7 @@ struct NonfiniteGradients {
   // pipeline's tied-embedding sum), before any reduction over dp.
   std::string own_param;
   // Non-finite after the reduction over dp, in what this rank holds (all of
-  // it at stages 0/1, its shard at 2/3); empty when dp = 1 (nothing reduced).
+  // it at stage 0, its pieces at 1-3); empty when dp = 1 (nothing reduced).
   std::string reduced_param;
 };
 
@@ -250,7 +257,7 @@ struct DataParallelOptimizerOptions {
 // when overlap needs a thread level MPI did not grant.
 //
 // With overlap, while buckets are in flight the comm thread owns groups.dp()
-// (stages 0/1) or groups.zero() (stages 2/3):
+// (stage 0, stage 1 under powersgd) or groups.zero() (stages 1-3):
 // from begin_last_micro_batch() to the end of step(), callers must not use
 // that communicator (the trainer allreduces its loss over dp after step()).
 std::unique_ptr<DataParallelOptimizer> make_data_parallel_optimizer(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "parallel/pipeline_balance.h"
 #include "parallel/pipeline_stages.h"
 
 namespace cmpi::parallel {
@@ -24,6 +25,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
 
   MemoryEstimate e;
   e.stage = stage_index;
+  e.layers = stage.layers();
   const Real param_bytes = params * kFloat;
   e.parameter_bytes = param_bytes;
   if (in.zero_stage == 3) {
@@ -59,17 +61,42 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
   e.activation_bytes = per_micro_batch * in_flight * kFloat;
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
-  // allgather; the other stages reduce and gather in place.
+  // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
+  // gather in place.
+  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
+  // an untied token embedding is cut into buckets of its own (ZeroLayout).
+  Real largest_run = param_bytes;
+  if (stage.has_embedding && !in.tie_embeddings) {
+    const Real table = vocab * h / tp * kFloat;
+    largest_run = std::max(table, param_bytes - table);
+  }
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
-    e.buffer_bytes = std::min(Real(in.bucket_bytes), param_bytes) / dp;
+    e.buffer_bytes =
+        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), largest_run) / dp;
+  // One input gradient held after its send, one output gradient received.
+  const Real message = tokens * h * kFloat;
+  if (in.pp > 1)
+    e.pipeline_send_bytes =
+        (stage_index > 0 ? message : 0) + (stage_index + 1 < in.pp ? message : 0);
   if (in.dp > 1) e.scratch_bytes = std::min(Real(in.bucket_bytes), param_bytes);
   return e;
 }
 
 }  // namespace
 
+std::vector<int64_t> stage_layers_of(const MemoryEstimateInput& in) {
+  if (!in.stage_layers.empty() || !in.auto_balance || in.pp <= 1) return in.stage_layers;
+  return min_max_stage_layers(in.layers, in.pp, [&](int64_t stage, int64_t layers) {
+    PipelineStage shape;
+    shape.end_layer = layers;
+    shape.has_embedding = stage == 0;
+    shape.has_head = stage + 1 == in.pp;
+    return estimate_stage(in, shape, int(stage)).total();
+  });
+}
+
 std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in) {
-  const auto stages = partition_layers(in.layers, in.pp, in.stage_layers);
+  const auto stages = partition_layers(in.layers, in.pp, stage_layers_of(in));
   std::vector<MemoryEstimate> out;
   for (size_t s = 0; s < stages.size(); ++s) out.push_back(estimate_stage(in, stages[s], int(s)));
   return out;

@@ -16,7 +16,8 @@
 //   gradients   a flat buffer the size of the parameters, plus under
 //               ZeRO-2/3 the 1/dp shard its reduce-scatter fills (both are
 //               alive at the peak; the stages shrink only what is held
-//               between steps);
+//               between steps); ZeRO-1 reduce-scatters back into the flat
+//               buffer (no shard);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
 //   activations what autograd keeps per micro-batch in flight: per token and
 //               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
@@ -24,8 +25,16 @@
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them;
 //   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
-//               bucket's 1/dp piece of the updated weights for its allgather;
+//               bucket's 1/dp piece of the updated weights for its allgather,
+//               and ZeRO-1 takes one bucket's reduced 1/dp piece in another;
 //               stage 0 and 3 reduce and gather in place (none);
+//   pipeline sends  the messages between stages alive beside the
+//               activations (parallel/pipeline_engine.h): the input
+//               gradient sent back, held until the stage's next action
+//               (every stage but the first), and the output gradient
+//               received for the running backward (every stage but the
+//               last); one micro-batch's [micro_batch, seq_len, hidden] each,
+//               however many micro-batches the step has;
 //   scratch     what communication allocates beside the optimizer's state
 //               for the largest gradient reduction: a bucket (MPI's
 //               temporary for the reduction, or the codec's payloads), with
@@ -59,7 +68,10 @@ struct MemoryEstimateInput {
   int64_t micro_batch = 1;
   int64_t micro_batches = 1;          // per rank per step
   bool gpipe = false;                 // schedule; false = 1F1B
-  std::vector<int64_t> stage_layers;  // empty = balanced
+  std::vector<int64_t> stage_layers;  // empty = uniform, or auto_balance
+  // parallel.pipeline_balance: auto (with stage_layers empty): the layers
+  // are split to minimise the largest stage total (parallel/pipeline_balance.h).
+  bool auto_balance = false;
   int64_t bucket_bytes = 0;
   bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)
 };
@@ -69,8 +81,10 @@ constexpr long double kRuntimeBytes = 200.0L * (1 << 20);
 
 struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
-              buffer_bytes = 0, scratch_bytes = 0, runtime_bytes = kRuntimeBytes;
-  int stage = 0;  // the pipeline stage these are for
+              buffer_bytes = 0, scratch_bytes = 0, pipeline_send_bytes = 0,
+              runtime_bytes = kRuntimeBytes;
+  int stage = 0;       // the pipeline stage these are for
+  int64_t layers = 0;  // the stage's layers
   // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
   // parameters, gradients, optimizer state and staging buffers.
   long double state() const {
@@ -78,9 +92,13 @@ struct MemoryEstimate {
   }
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
-           scratch_bytes + runtime_bytes;
+           scratch_bytes + pipeline_send_bytes + runtime_bytes;
   }
 };
+
+// Layers per pipeline stage: in.stage_layers if given, else split to
+// minimise the largest stage total (auto_balance), else uniform.
+std::vector<int64_t> stage_layers_of(const MemoryEstimateInput& in);
 
 // One estimate per pipeline stage, in stage order.
 std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in);

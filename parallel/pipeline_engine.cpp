@@ -93,19 +93,31 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
   // Per micro-batch between its forward and its backward: the stage's input
   // (a leaf whose gradient goes back, except on the first stage), what
   // backward starts from (the output, or loss·scale on the last stage) and
-  // the send of the output. The gradient sends stay pending until the end of
-  // the step: nothing tells this stage earlier that the previous one has
-  // taken them, and waiting on a send the peer is not yet receiving could
-  // stall both.
+  // the send of the output (its storage is the output's, kept for backward
+  // anyway).
   struct InFlight {
     torch::Tensor input, output;
     Pending output_send;
   };
   const auto count = static_cast<size_t>(micro_batches);
   std::vector<InFlight> in_flight(count);
-  std::vector<Pending> gradient_sends(count);
+  // The input-gradient send of the last backward. It is retired (waited for,
+  // its buffer freed) in the next action, after that action's receive, so a
+  // stage holds at most one. Waiting cannot stall: the previous stage takes
+  // gradient m in its backward m, and nothing before it in its schedule needs
+  // more of this stage than the gradients < m it was already sent (the stages
+  // below form a closed system; simulated for both schedules in
+  // tests/parallel/pipeline_schedule_test.cpp).
+  Pending gradient_send;
+  const auto retire_gradient_send = [&] {
+    if (!gradient_send.keep_alive.defined()) return;
+    pp_.wait(gradient_send.request);
+    gradient_send = Pending{};
+    held_send_bytes_ = 0;
+  };
   int64_t held = 0;
   peak_in_flight_ = 0;
+  peak_held_send_bytes_ = 0;
   double loss_sum = 0;
 
   const auto actions = schedule_->actions(stage_, stages_, micro_batches);
@@ -122,6 +134,7 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
       } else {
         slot.input = receive(m, stage_ - 1, /*gradient=*/false).requires_grad_(true);
       }
+      retire_gradient_send();
       check_shape(slot.input, "the stage input", m, input_shape_);
       auto output = work.run_blocks(slot.input);
       if (last) {
@@ -136,20 +149,27 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
     } else {
       if (i == last_backward && work.before_last_backward) work.before_last_backward();
       if (last) {
+        retire_gradient_send();
         slot.output.backward();
       } else {
         auto grad = receive(m, stage_ + 1, /*gradient=*/true);
+        retire_gradient_send();
         // The gradient proves the next stage took the output: done at once.
         pp_.wait(slot.output_send.request);
         slot.output.backward(grad);
       }
-      if (!first)
-        send(slot.input.grad(), m, stage_ - 1, /*gradient=*/true, gradient_sends[size_t(m)]);
+      if (!first) {
+        send(slot.input.grad(), m, stage_ - 1, /*gradient=*/true, gradient_send);
+        held_send_bytes_ = gradient_send.keep_alive.nbytes();
+        peak_held_send_bytes_ = std::max(peak_held_send_bytes_, held_send_bytes_);
+        // The send holds its own contiguous copy (or the gradient itself):
+        // the input and its gradient go with the slot.
+      }
       slot = InFlight{};
       --held;
     }
   }
-  for (auto& pending : gradient_sends) pp_.wait(pending.request);
+  retire_gradient_send();
 
   float loss_value = float(loss_sum);
   if (stages_ > 1) pp_.broadcast(&loss_value, 1, stages_ - 1, comm::Role::kOther);
@@ -165,21 +185,23 @@ double PipelineEngine::run_forward(const PipelineStageWork& work, int64_t micro_
   if (!work.run_blocks || (first && !work.embed) || (last && !work.loss))
     throw std::logic_error("pipeline engine: stage " + std::to_string(stage_) +
                            " is missing a function its forward needs");
-  // Sends complete when the next stage has taken them; it takes them in
-  // order, so waiting for all at the end cannot stall.
-  std::vector<Pending> sends(static_cast<size_t>(micro_batches));
+  // The output send of the previous micro-batch is retired once this one's
+  // input is in: the next stage takes activations in order and needs nothing
+  // else of this stage to get there, so waiting cannot stall.
+  Pending previous_send;
   double loss_sum = 0;
   for (int64_t m = 0; m < micro_batches; ++m) {
     auto input = first ? work.embed(m) : receive(m, stage_ - 1, /*gradient=*/false);
+    if (previous_send.keep_alive.defined()) pp_.wait(previous_send.request);
+    previous_send = Pending{};
     check_shape(input, "the stage input", m, input_shape_);
     auto output = work.run_blocks(input);
     if (last)
       loss_sum += work.loss(output, m).item<double>() * loss_scale;
     else
-      send(output, m, stage_ + 1, /*gradient=*/false, sends[size_t(m)]);
+      send(output, m, stage_ + 1, /*gradient=*/false, previous_send);
   }
-  for (auto& pending : sends)
-    if (pending.keep_alive.defined()) pp_.wait(pending.request);
+  if (previous_send.keep_alive.defined()) pp_.wait(previous_send.request);
   float loss_value = float(loss_sum);
   if (stages_ > 1) pp_.broadcast(&loss_value, 1, stages_ - 1, comm::Role::kOther);
   return double(loss_value);

@@ -14,9 +14,12 @@
 // back. Parameter gradients accumulate over the micro-batches as in the
 // single-stage loop.
 //
-// Sends are nonblocking (completed when the peer has consumed them, at the
-// latest at the end of the step) and receives block, so a stage never waits
-// on a neighbour that is itself waiting to send (see pipeline_schedule.h).
+// Sends are nonblocking and receives block, so a stage never waits on a
+// neighbour that is itself waiting to send (see pipeline_schedule.h). A send
+// is released as soon as it is known complete: an output send when its
+// gradient comes back, an input-gradient send in the stage's next action
+// (after that action's receive), so a stage holds at most one gradient send
+// beside its in-flight micro-batches, whatever the number of micro-batches.
 // The step's loss (Σ_m loss_m · scale, computed on the last stage) is
 // broadcast over the pp group (role other) so every stage reports it.
 // run_forward is the evaluation pass: forwards only, in micro-batch order
@@ -92,6 +95,9 @@ class PipelineEngine {
   // The most micro-batches whose activations this stage held at once during
   // the last step.
   int64_t peak_in_flight() const { return peak_in_flight_; }
+  // The most bytes of input-gradient sends this stage held at once during
+  // the last step (one micro-batch's input gradient at most).
+  int64_t peak_held_send_bytes() const { return peak_held_send_bytes_; }
 
  private:
   struct Pending;
@@ -108,6 +114,8 @@ class PipelineEngine {
   int stage_ = 0;
   int stages_ = 1;
   int64_t peak_in_flight_ = 0;
+  int64_t held_send_bytes_ = 0;
+  int64_t peak_held_send_bytes_ = 0;
 };
 
 }  // namespace cmpi::parallel

@@ -5,10 +5,12 @@
 //      goes on;
 //   1. fold in gradients autograd left outside the flat buffer;
 //      stage 3: release the full parameters (forward and backward are done);
-//   2. reduce: allreduce per bucket over dp (stages 0/1) or reduce-scatter per
-//      bucket over zero into the gradient shard (stages 2/3) — the buckets
-//      step 0 did not launch (unused or late gradients, overlap off) — and
-//      wait for all of them; stages 2/3 then free the flat gradients;
+//   2. reduce: per bucket, an allreduce over dp (stage 0, and stage 1 under
+//      powersgd), a reduce-scatter over zero whose piece is copied back into
+//      the flat gradients (stage 1), or a reduce-scatter over zero into the
+//      gradient shard (stages 2/3) — the buckets step 0 did not launch
+//      (unused or late gradients, overlap off) — and wait for all of them;
+//      stages 2/3 then free the flat gradients;
 //   3. global norm from the reduced gradient this rank owns; a non-finite
 //      norm ends the step here (nothing updated: see
 //      data_parallel_optimizer.h), else clip;
@@ -109,10 +111,32 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
               groups.dp().size(), groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
       segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
   validate(options_.adamw);
+  for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
+  powersgd_ = make_powersgd_reducer();
+  // ZeRO-1 updates only its pieces, so it needs only their sum: a
+  // reduce-scatter sends half an allreduce's bytes. PowerSGD sums low-rank
+  // factors, which only an allreduce can.
+  if (stage_ >= 2)
+    reduction_ = Reduction::kScatterToShard;
+  else if (stage_ == 1 && dp() > 1 && !powersgd_)
+    reduction_ = Reduction::kScatterInPlace;
+  // Except the buckets the dp policy sends through the block-sparse allreduce
+  // (a sparse embedding's): it sends only their non-zero blocks, which a
+  // dense reduce-scatter cannot.
+  sparse_allreduce_.assign(layout_.buckets().size(), false);
+  if (reduction_ == Reduction::kScatterInPlace && groups.dp().policy() != nullptr)
+    for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+      const auto& bucket = layout_.buckets()[b];
+      if (!bucket.own) continue;
+      const auto* route = groups.dp().policy()->route(
+          comm::Op::kAllreduce, comm::Role::kEmbeddingGradient,
+          bucket.piece * size_t(dp()) * sizeof(float), groups.dp().collective_locality());
+      sparse_allreduce_[b] = route != nullptr && route->codec != nullptr &&
+                             route->codec->id() == compress::CodecId::kBlockSparse;
+    }
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
   torch::NoGradGuard no_grad;
-  for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
   if (!per_layer_) {
     flat_params_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -133,9 +157,9 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
     copy_flat_to_param_shard();
   }
   if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
+  if (reduction_ == Reduction::kScatterInPlace) scattered_.assign(layout_.largest_piece(), 0.0f);
   counts_.assign(size_t(dp()), 0);
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
-  powersgd_ = make_powersgd_reducer();
   set_up_reduction();
   note_memory();
 }
@@ -208,7 +232,8 @@ void ZeroOptimizer::set_up_reduction() {
   }
   GradientBucketReducer::Options reducer_options;
   reducer_options.threaded = overlap_ && !per_layer_;
-  reducer_options.what = stage_ < 2 ? "allreduce over dp" : "reduce-scatter over zero";
+  reducer_options.what =
+      reduction_ == Reduction::kAllreduce ? "allreduce over dp" : "reduce-scatter over zero";
   GradientBucketReducer::RunBucket run = [this](size_t b) { reduce_bucket(b, reduce_flat_); };
   if (per_layer_) {
     // Every zero-group collective goes through the one queue (see the header).
@@ -450,7 +475,8 @@ MemoryUsage ZeroOptimizer::memory() const {
                       (gatherer_ ? gatherer_->live_bytes() : 0);
   m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size());
   m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
-  m.buffer_bytes = bytes(staging_.size()) + int64_t(powersgd_ ? powersgd_->state_bytes() : 0);
+  m.buffer_bytes = bytes(staging_.size() + scattered_.size()) +
+                   int64_t(powersgd_ ? powersgd_->state_bytes() : 0);
   return m;
 }
 
@@ -527,7 +553,17 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
     own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
   }
-  if (stage_ < 2) {
+  if (reduction_ == Reduction::kScatterInPlace && sparse_allreduce_[b]) {
+    groups_.dp().allreduce(flat + bucket.start, span, role, b);
+  } else if (reduction_ == Reduction::kScatterInPlace) {
+    // The reduce-scatter may not write into what it reads: the summed piece
+    // lands in a piece-sized buffer (used by this bucket alone: buckets run
+    // one after another) and goes back where this rank's piece sits.
+    const std::vector<size_t> counts(size_t(dp()), bucket.piece);
+    groups_.zero().reduce_scatter(flat + bucket.start, scattered_.data(), counts, role, b);
+    std::memcpy(flat + bucket.start + size_t(layout_.dp_rank()) * bucket.piece, scattered_.data(),
+                bucket.piece * sizeof(float));
+  } else if (stage_ < 2) {
     if (dp() > 1 && powersgd_)
       powersgd_->reduce_bucket(b, flat);
     else if (dp() > 1)
@@ -557,12 +593,15 @@ void ZeroOptimizer::allgather_parameters() {
   }
 }
 
-// Stages 0/1 hold the whole reduced gradient, so the norm needs no dp traffic;
-// stages 2/3 sum their shards' squares over the zero group first.
+// After an allreduce a rank holds the whole reduced gradient, so the norm
+// needs no dp traffic; after a reduce-scatter only its pieces (in its shard,
+// or in place in the flat gradients at ZeRO-1), whose squares are summed over
+// the zero group first.
 double ZeroOptimizer::global_norm() {
   const bool sharded_grads = stage_ >= 2;
+  const bool partial = reduction_ != Reduction::kAllreduce;
   const float* grads = sharded_grads ? grad_shard_.data() : flat_grads_.data_ptr<float>();
-  const auto& segments = sharded_grads ? layout_.owned_segments() : layout_.whole_segments();
+  const auto& segments = partial ? layout_.owned_segments() : layout_.whole_segments();
   double tensor_parallel = 0, replicated = 0;
   for (const auto& s : segments) {
     const auto& param = layout_.params()[s.param];
@@ -571,7 +610,7 @@ double ZeroOptimizer::global_norm() {
         sum_of_squares(grads + (sharded_grads ? s.shard_offset : s.flat_offset), s.length);
     (param.tensor_parallel ? tensor_parallel : replicated) += squares;
   }
-  if (sharded_grads && dp() > 1) {
+  if (partial && dp() > 1) {
     float sums[2] = {float(tensor_parallel), float(replicated)};
     groups_.zero().allreduce(sums, 2, comm::Role::kOther);
     tensor_parallel = sums[0];
@@ -600,13 +639,17 @@ const std::string& ZeroOptimizer::param_at(size_t at) const {
 NonfiniteGradients ZeroOptimizer::locate_nonfinite_gradients() const {
   NonfiniteGradients found;
   std::string reduced;
-  if (stage_ < 2) {
+  if (reduction_ == Reduction::kAllreduce) {
     const size_t bad = compress::first_nonfinite(flat_grads_.data_ptr<float>(), layout_.padded());
     if (bad < layout_.padded()) reduced = param_at(bad);
   } else {
+    // Only this rank's pieces were reduced (in the shard, or in place).
+    const bool in_shard = stage_ >= 2;
+    const float* grads = in_shard ? grad_shard_.data() : flat_grads_.data_ptr<float>();
     size_t first = kAllFinite;
     for (const auto& s : layout_.owned_segments()) {
-      const size_t bad = compress::first_nonfinite(grad_shard_.data() + s.shard_offset, s.length);
+      const size_t bad =
+          compress::first_nonfinite(grads + (in_shard ? s.shard_offset : s.flat_offset), s.length);
       if (bad < s.length) first = std::min(first, s.flat_offset + bad);
     }
     if (first != kAllFinite) reduced = param_at(first);

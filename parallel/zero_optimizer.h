@@ -10,6 +10,15 @@
 //   flat gradients    always     always     backward..step   backward..step
 //   gradient shard    -          -          always           always
 //   AdamW moments     whole      shard      shard            shard
+//   reduce over dp    allreduce  r-scatter  r-scatter        r-scatter
+//
+// Stage 1 reduce-scatters each bucket (half an allreduce's bytes) into a
+// piece-sized buffer and copies the piece back into the flat gradients,
+// where its update reads it; the other pieces keep this rank's unreduced
+// values, which nothing reads. Under a powersgd rule (or dp = 1) stage 1
+// allreduces as stage 0 does, and the buckets of a sparse embedding that the
+// dp policy sends block-sparse (compression.sparse_embedding) keep that
+// allreduce, which sends only their non-zero blocks.
 //
 // Gradient buckets are ZeroLayout's (flat order, so shards and error-feedback
 // keys stay as they were); they are launched last bucket first, which is
@@ -127,6 +136,16 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::vector<float> grad_shard_;   // stages 2/3
   std::vector<float> exp_avg_, exp_avg_sq_;
   std::vector<float> staging_;  // stages 1/2: this rank's piece during an allgather
+  // How gradients are summed over dp (see the constructor).
+  enum class Reduction {
+    kAllreduce,       // stage 0; stage 1 under powersgd or dp = 1
+    kScatterInPlace,  // stage 1: each piece reduce-scattered, copied back into the flat gradients
+    kScatterToShard,  // stages 2/3: each piece reduce-scattered into the gradient shard
+  };
+  Reduction reduction_ = Reduction::kAllreduce;
+  std::vector<float> scattered_;  // stage 1: one bucket's reduced piece
+  // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
+  std::vector<bool> sparse_allreduce_;
   std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
   bool last_step_skipped_ = false;

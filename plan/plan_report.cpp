@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "config/units.h"
+#include "parallel/pipeline_stages.h"
 
 namespace cmpi::plan {
 namespace {
@@ -21,10 +22,11 @@ std::string memory_json(const parallel::MemoryEstimate& m) {
   std::snprintf(buf, sizeof buf,
                 "{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
                 "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
-                "\"scratch_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,\"state_bytes\":%.0Lf,"
-                "\"total_bytes\":%.0Lf}",
+                "\"scratch_bytes\":%.0Lf,\"pipeline_send_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,"
+                "\"state_bytes\":%.0Lf,\"total_bytes\":%.0Lf}",
                 m.stage, m.parameter_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes,
-                m.buffer_bytes, m.scratch_bytes, m.runtime_bytes, m.state(), m.total());
+                m.buffer_bytes, m.scratch_bytes, m.pipeline_send_bytes, m.runtime_bytes, m.state(),
+                m.total());
   return buf;
 }
 
@@ -64,15 +66,24 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
          config::human_bytes(double(m.optimizer_bytes)) + ", activations " +
          config::human_bytes(double(m.activation_bytes)) + ", buffers " +
          config::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
-         config::human_bytes(double(m.scratch_bytes)) + ", runtime " +
+         config::human_bytes(double(m.scratch_bytes)) + ", pipeline sends " +
+         config::human_bytes(double(m.pipeline_send_bytes)) + ", runtime " +
          config::human_bytes(double(m.runtime_bytes)) + " = " +
          config::human_bytes(double(m.total())) + "\n";
+  if (p.stages.size() > 1)
+    out += "pipeline balance: " + p.pipeline_balance + ", layers per stage " +
+           parallel::stage_layers_text(p.stage_layers) + "\n";
   for (const StagePlan& sp : p.stages) {
+    const char* ends = sp.shape.has_embedding && sp.shape.has_head ? " + embedding + head"
+                       : sp.shape.has_embedding                    ? " + embedding"
+                       : sp.shape.has_head                         ? " + head"
+                                                                   : "";
     std::snprintf(buf, sizeof buf,
-                  "stage %d: %lld layers, %s of parameters per rank | forward %s, backward %s per "
-                  "micro-batch\n",
-                  sp.shape.stage, (long long)sp.shape.layers,
+                  "stage %d: %lld layers%s, %s of parameters, %s of memory per rank | forward %s, "
+                  "backward %s per micro-batch\n",
+                  sp.shape.stage, (long long)sp.shape.layers, ends,
                   config::human_bytes(double(sp.shape.parameters) * 4).c_str(),
+                  config::human_bytes(double(sp.memory.total())).c_str(),
                   config::human_seconds(sp.forward_seconds).c_str(),
                   config::human_seconds(sp.backward_seconds).c_str());
     out += buf;
@@ -104,12 +115,13 @@ std::string plan_json(const StepPlan& p, const PlanOptions& o) {
                 "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
                 "\"cpu_bound_seconds\":%.6g,\"compute_stretch\":%.6g,\"flops_per_second\":%.6g,"
                 "\"cores\":%.6g,"
-                "\"codec_scale\":%.6g,\"memory\":",
+                "\"codec_scale\":%.6g,\"pipeline_balance\":%s,\"memory\":",
                 json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
                 json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
-                o.flops_per_second, o.cores, o.codec_scale);
+                o.flops_per_second, o.cores, o.codec_scale,
+                json_string(p.pipeline_balance).c_str());
   std::string out = std::string(buf) + memory_json(p.memory) + ",\"stages\":[";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const StagePlan& sp = p.stages[s];

@@ -141,6 +141,8 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = config::estimate_memory(c, dims);
+  plan.pipeline_balance =
+      c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : std::string("explicit");
   const std::vector<parallel::MemoryEstimate> stage_memory =
       config::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
@@ -159,6 +161,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     StagePlan sp;
     sp.shape = stage_shape(c, dims, stage);
     sp.memory = stage_memory[size_t(stage)];
+    plan.stage_layers.push_back(sp.shape.layers);
     const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
     const double forward_cpu_seconds = fwd / o.flops_per_second;
     sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
@@ -254,7 +257,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       if (kind == GroupKind::kDp || kind == GroupKind::kZero) {
         // Attribute the exposed bucket time to the group the buckets use.
         const bool buckets_here =
-            (dims.zero_stage >= 2) == (kind == GroupKind::kZero) && dp_overlappable > 0;
+            (dims.zero_stage >= 1) == (kind == GroupKind::kZero) && dp_overlappable > 0;
         if (buckets_here) g.exposed_seconds += dp_exposed;
       }
     per_step_seconds[size_t(stage)] = per_step + dp_exposed;

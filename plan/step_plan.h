@@ -80,6 +80,10 @@ struct StepPlan {
   std::string preset;
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;
+  // parallel.pipeline_balance as set ("uniform", "auto" or "explicit") and
+  // the layers per stage it gave.
+  std::string pipeline_balance;
+  std::vector<int64_t> stage_layers;
   parallel::MemoryEstimate memory;  // the stage that needs the most
   std::vector<StagePlan> stages;
   double compute_seconds = 0;  // critical-path compute, bubble included

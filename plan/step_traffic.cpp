@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "comm/policy.h"
+#include "config/memory_preflight.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/pipeline_stages.h"
 #include "plan/layer_gathers.h"
@@ -85,7 +87,8 @@ int64_t block_parameters(const config::Config& c, int64_t tp) {
 }  // namespace
 
 StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& dims, int stage) {
-  const auto s = parallel::stage_of(c.model.layers, dims.pp, stage, c.parallel.stage_layers);
+  const auto s =
+      parallel::stage_of(c.model.layers, dims.pp, stage, config::gpt_stage_layers(c, dims));
   const int64_t h = c.model.hidden, tp = dims.tp;
   const int64_t per_block = block_parameters(c, tp);
   StageShape shape;
@@ -159,16 +162,27 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     std::map<std::pair<bool, int64_t>, int64_t> buckets;  // (own, bucket floats) -> calls
     for (const GatherBucket& bucket : zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets)
       ++buckets[{bucket.own, bucket.floats}];
+    // ZeRO 1-3 reduce-scatter over zero (half an allreduce's bytes), ZeRO-0
+    // allreduces over dp (a powersgd rule, which keeps ZeRO-1 on the
+    // allreduce, is not modelled). ZeRO-1 keeps the allreduce for the
+    // embedding's own buckets where the dp policy sends them block-sparse.
+    const comm::Policy policy(c.compression);
     for (const auto& [key, calls] : buckets) {
       const auto& [own, floats] = key;
-      MessageClass grads{zero >= 2 ? GroupKind::kZero : GroupKind::kDp,
-                         zero >= 2 ? Op::kReduceScatter : Op::kAllreduce,
+      bool scatter = zero >= 1;
+      if (zero == 1 && own) {
+        const comm::Plan route = policy.plan(GroupKind::kDp, Op::kAllreduce,
+                                             Role::kEmbeddingGradient, size_t(floats) * 4);
+        scatter = route.raw() || route.codec->name() != "block_sparse";
+      }
+      MessageClass grads{scatter ? GroupKind::kZero : GroupKind::kDp,
+                         scatter ? Op::kReduceScatter : Op::kAllreduce,
                          own ? Role::kEmbeddingGradient : Role::kGradient};
       grads.calls = calls;
       grads.bytes = floats * int64_t(sizeof(float));
       grads.group_size = dims.dp;
       grads.sent_fraction =
-          zero >= 2 ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+          scatter ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
       grads.overlaps_backward = c.training.overlap_grad_reduce;
       add(grads);
       if (zero >= 1) {
@@ -181,8 +195,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       }
     }
   }
-  if (zero >= 2) {
-    // The gradient norm's sum of squares over the shards (a double).
+  if (zero >= 1) {
+    // The gradient norm's sums of squares over the pieces (two floats).
     MessageClass norm{GroupKind::kZero, Op::kAllreduce,
                       Role::kOther,     1,
                       sizeof(double),   allreduce_fraction(sizeof(double), dims.dp),

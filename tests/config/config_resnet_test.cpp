@@ -87,6 +87,8 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
        "parallel.pipeline >= 2"},
       {kResnet + "parallel:\n  pipeline: 2\n  zero_stage: 2\n  bidirectional: true\n",
        "parallel.zero_stage", "stages 0 and 1"},
+      {kResnet + "parallel:\n  pipeline: 2\n  pipeline_balance: auto\n",
+       "parallel.pipeline_balance", "takes uniform or a list"},
   };
   for (const Case& c : cases) {
     const std::string path = write(c.yaml);

@@ -1,7 +1,9 @@
-// The pipeline keys of a run's config: parallel.stage_layers read as
-// `balanced` or a list, checked against parallel.pipeline and model.layers
-// with errors naming the key and where it was written, and written back by
-// to_yaml so that it reloads to the same counts.
+// The pipeline keys of a run's config: parallel.pipeline_balance read as
+// `uniform`, `auto` or a list, and its older spelling parallel.stage_layers
+// as `balanced` or a list (one of the two at most), checked against
+// parallel.pipeline and model.layers with errors naming the key and where it
+// was written, and written back by to_yaml so that it reloads to the same
+// split.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -69,11 +71,37 @@ TEST(PipelineConfig, BadStageLayersNameTheKeyAndLine) {
 
 TEST(PipelineConfig, StageLayersSurviveTheResolvedConfig) {
   for (const std::string section :
-       {"parallel: {pipeline: 2, stage_layers: [2, 3]}\n", "parallel: {pipeline: 2}\n"}) {
+       {"parallel: {pipeline: 2, stage_layers: [2, 3]}\n", "parallel: {pipeline: 2}\n",
+        "parallel: {pipeline: 2, pipeline_balance: auto}\n",
+        "parallel: {pipeline: 2, pipeline_balance: [4, 1]}\n"}) {
     const config::Config first = parse(section);
     const config::Config again = config::parse_config(config::to_yaml(first), "resolved.yaml");
     EXPECT_EQ(again.parallel.stage_layers, first.parallel.stage_layers) << config::to_yaml(first);
+    EXPECT_EQ(again.parallel.pipeline_balance, first.parallel.pipeline_balance)
+        << config::to_yaml(first);
   }
+}
+
+TEST(PipelineConfig, PipelineBalanceReadsUniformAutoOrAList) {
+  EXPECT_EQ(parse("parallel: {pipeline: 2}\n").parallel.pipeline_balance, "uniform");
+  const auto automatic = parse("parallel: {pipeline: 2, pipeline_balance: auto}\n");
+  EXPECT_EQ(automatic.parallel.pipeline_balance, "auto");
+  EXPECT_TRUE(automatic.parallel.stage_layers.empty());
+  EXPECT_EQ(parse("parallel: {pipeline: 2, pipeline_balance: uniform}\n").parallel.pipeline_balance,
+            "uniform");
+  EXPECT_EQ(parse("parallel: {pipeline: 2, pipeline_balance: [1, 4]}\n").parallel.stage_layers,
+            (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(parse("parallel: {pipeline: 2}\n", {"parallel.pipeline_balance=auto"})
+                .parallel.pipeline_balance,
+            "auto");
+
+  const auto wrong_sum = error_of("parallel:\n  pipeline: 2\n  pipeline_balance: [3, 1]\n");
+  EXPECT_EQ(wrong_sum.rfind("pp.yaml:5: parallel.pipeline_balance:", 0), 0u) << wrong_sum;
+  EXPECT_CONTAINS(error_of("parallel: {pipeline: 2, pipeline_balance: balanced}\n"),
+                  "parallel.pipeline_balance: expected `uniform`, `auto` or a list");
+  EXPECT_CONTAINS(
+      error_of("parallel: {pipeline: 2, pipeline_balance: auto, stage_layers: [4, 1]}\n"),
+      "give the split once");
 }
 
 }  // namespace

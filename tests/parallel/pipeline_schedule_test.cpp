@@ -4,6 +4,7 @@
 // never wait, receives block) that must run every list to its end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -168,37 +169,63 @@ TEST(PipelineSchedule, OneForwardOneBackwardBoundsInFlightMicroBatches) {
 // Runs every stage's list against FIFO channels: forward m on stage s > 0
 // receives stage s-1's next activation, backward m on stage s < P-1 receives
 // stage s+1's next gradient; a receive whose message has not been sent yet
-// blocks. Returns "" when every list ran to its end with every message
+// blocks. With `retire_gradient_sends` a stage also waits, in its next action
+// after that action's receive (and at the end of its list), until the
+// gradient it last sent back has been received, as PipelineEngine does to
+// free it. Returns "" when every list ran to its end with every message
 // matching its micro-batch, else what went wrong.
-std::string simulate(const PipelineSchedule& schedule, int64_t stages, int64_t micro) {
+std::string simulate(const PipelineSchedule& schedule, int64_t stages, int64_t micro,
+                     bool retire_gradient_sends = false) {
   std::vector<std::vector<PipelineAction>> lists;
   for (int64_t s = 0; s < stages; ++s) lists.push_back(schedule.actions(s, stages, micro));
-  std::vector<size_t> next(size_t(stages), 0);
   const size_t count = static_cast<size_t>(stages);
+  std::vector<size_t> next(count, 0);
+  std::vector<bool> received(count, false);   // this action's receive is done
+  std::vector<int64_t> unretired(count, -1);  // the gradient sent back, not yet taken
   std::vector<std::deque<int64_t>> activations(count), gradients(count);
+  // Whether stage s's last gradient send has been taken by stage s - 1.
+  const auto taken = [&](int64_t s) {
+    if (unretired[size_t(s)] < 0) return true;
+    const auto& inbox = gradients[size_t(s - 1)];
+    return std::find(inbox.begin(), inbox.end(), unretired[size_t(s)]) == inbox.end();
+  };
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (int64_t s = 0; s < stages; ++s) {
-      if (next[size_t(s)] == lists[size_t(s)].size()) continue;
+      if (next[size_t(s)] == lists[size_t(s)].size()) {
+        if (unretired[size_t(s)] >= 0 && taken(s)) {
+          unretired[size_t(s)] = -1;
+          progressed = true;
+        }
+        continue;
+      }
       const PipelineAction& a = lists[size_t(s)][next[size_t(s)]];
       const bool forward = a.kind == Kind::kForward;
       const bool receives = forward ? s > 0 : s + 1 < stages;
       auto& inbox = forward ? activations[size_t(s)] : gradients[size_t(s)];
-      if (receives) {
+      if (receives && !received[size_t(s)]) {
         if (inbox.empty()) continue;  // blocked
         if (inbox.front() != a.micro_batch)
           return "stage " + std::to_string(s) + " expected micro-batch " +
                  std::to_string(a.micro_batch) + ", got " + std::to_string(inbox.front());
         inbox.pop_front();
+        received[size_t(s)] = true;
+        progressed = true;
       }
+      if (!taken(s)) continue;  // blocked on the previous gradient send
+      unretired[size_t(s)] = -1;
       if (forward && s + 1 < stages) activations[size_t(s + 1)].push_back(a.micro_batch);
-      if (!forward && s > 0) gradients[size_t(s - 1)].push_back(a.micro_batch);
+      if (!forward && s > 0) {
+        gradients[size_t(s - 1)].push_back(a.micro_batch);
+        if (retire_gradient_sends) unretired[size_t(s)] = a.micro_batch;
+      }
+      received[size_t(s)] = false;
       ++next[size_t(s)];
       progressed = true;
     }
   }
   for (int64_t s = 0; s < stages; ++s)
-    if (next[size_t(s)] != lists[size_t(s)].size())
+    if (next[size_t(s)] != lists[size_t(s)].size() || unretired[size_t(s)] >= 0)
       return "deadlock: stage " + std::to_string(s) + " stuck at action " +
              std::to_string(next[size_t(s)]);
   return "";
@@ -209,6 +236,16 @@ TEST(PipelineSchedule, StagesNeverDeadlockAndMessagesArriveInOrder) {
     for (int64_t stages = 1; stages <= 6; ++stages)
       for (int64_t micro = 1; micro <= 10; ++micro)
         EXPECT_EQ(simulate(*schedule, stages, micro), "")
+            << schedule->name() << ", " << stages << " stages, " << micro << " micro-batches";
+}
+
+// The engine waits for each input-gradient send in the stage's next action
+// (to free it): no schedule can stall on that wait.
+TEST(PipelineSchedule, WaitingForEachGradientSendInTheNextActionNeverDeadlocks) {
+  for (const auto& schedule : all_schedules())
+    for (int64_t stages = 1; stages <= 6; ++stages)
+      for (int64_t micro = 1; micro <= 10; ++micro)
+        EXPECT_EQ(simulate(*schedule, stages, micro, /*retire_gradient_sends=*/true), "")
             << schedule->name() << ", " << stages << " stages, " << micro << " micro-batches";
 }
 

@@ -12,7 +12,6 @@
 //   the optimizer holds exactly its shard, and the shard's values are the
 //   single-rank model's initial values bit for bit, under dp2 and dp2+tp2;
 // - validation loss under per-layer ZeRO-3 equals the 1-rank run's.
-#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/torch.h>
@@ -27,6 +26,7 @@
 #include "models/gpt.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
+#include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
@@ -34,6 +34,7 @@
 namespace cmpi::parallel {
 namespace {
 
+using cmpi::testing::CountedAllocations;
 using testing::world_rank;
 using testing::world_size;
 
@@ -138,60 +139,6 @@ TEST(Zero3PerLayer, ValidationLossMatchesTheSingleRankRun) {
 }
 
 // ------------------------------------------------------------ sharded initialisation
-
-// Counts every LibTorch CPU allocation while installed (live and peak bytes).
-class CountingAllocator final : public c10::Allocator {
- public:
-  explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
-  c10::DataPtr allocate(size_t n) const override {
-    auto* context = new Context{base_->allocate(n), n, this};
-    const int64_t now = live_ += int64_t(n);
-    int64_t peak = peak_.load();
-    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-    }
-    void* data = context->inner.get();
-    const auto device = context->inner.device();
-    return {data, context, &Context::release, device};
-  }
-  int64_t peak() const { return peak_; }
-  void reset() { peak_ = live_.load(); }
-  int64_t live() const { return live_; }
-
- private:
-  struct Context {
-    c10::DataPtr inner;
-    size_t bytes;
-    const CountingAllocator* owner;
-    static void release(void* p) {
-      auto* context = static_cast<Context*>(p);
-      context->owner->live_ -= int64_t(context->bytes);
-      delete context;
-    }
-  };
-  c10::Allocator* base_;
-  mutable std::atomic<int64_t> live_{0}, peak_{0};
-};
-
-// Installs a CountingAllocator for the scope; the previous allocator comes
-// back afterwards (a higher priority each time, as c10 requires).
-class CountedAllocations {
- public:
-  CountedAllocations() : previous_(c10::GetCPUAllocator()), counting_(previous_) {
-    c10::SetCPUAllocator(&counting_, ++priority_);
-  }
-  ~CountedAllocations() { c10::SetCPUAllocator(previous_, ++priority_); }
-  int64_t peak_above_start() const { return counting_.peak() - start_; }
-  void start() {
-    counting_.reset();
-    start_ = counting_.live();
-  }
-
- private:
-  static inline uint8_t priority_ = 10;
-  c10::Allocator* previous_;
-  CountingAllocator counting_;
-  int64_t start_ = 0;
-};
 
 models::GptOptions init_test_model(uint64_t seed) {
   models::GptOptions o;

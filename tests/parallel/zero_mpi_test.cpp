@@ -12,7 +12,9 @@
 //   ZeRO-1 on dp2+tp2 and stages 1–3 on dp2+pp2 equals the 1-rank run within
 //   a relative 1e-4 (stage 3 gathers per layer, the trainer's default); through
 //   the lossless mpc codec on the dp and zero groups it is bit-identical to the
-//   identity codec and to plain MPI.
+//   identity codec and to plain MPI;
+// - ZeRO-1 moves half of ZeRO-0's gradient bytes (reduce-scatter, not
+//   allreduce), as CommStats counts them.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/torch.h>
@@ -483,6 +485,34 @@ TEST(ZeroTrainer, EveryStageMatchesTheSingleRankTrajectory) {
     expect_same_trajectory(reference, train_on(quad, config, dims_of(2, 1, 2), stage),
                            "dp2+pp2 zero" + std::to_string(stage));
   MPI_Comm_free(&quad);
+}
+
+// ZeRO-1 sums gradients with a reduce-scatter per bucket, not an allreduce:
+// CommStats shows half of ZeRO-0's gradient bytes over dp (the same run
+// otherwise; the loss and norm scalars are noise), the weights' allgather as
+// many bytes as the reduce-scatter, and the losses as before.
+TEST(ZeroTrainer, ZeroOneSendsHalfTheGradientBytesOfZeroZero) {
+  const int world = world_size(), rank = world_rank();
+  const auto config = small_config(cmpi::testing::test_seed() % 100000 + 3);
+  for (int dp : {2, 4}) {
+    if (dp > world) continue;
+    MPI_Comm group;
+    MPI_Comm_split(MPI_COMM_WORLD, rank / dp, rank, &group);
+    const std::string what = "dp" + std::to_string(dp);
+    const auto zero0 = train_with(group, config, dims_of(dp, 1, 1), 0);
+    const auto zero1 = train_with(group, config, dims_of(dp, 1, 1), 1);
+    MPI_Comm_free(&group);
+    const double allreduced = double(zero0.dp_allreduce.wire_bytes);
+    const double scattered = double(zero1.zero_reduce_scatter.wire_bytes);
+    ASSERT_GT(allreduced, 0) << what;
+    EXPECT_NEAR(scattered / allreduced, 0.5, 0.01)
+        << what << ": ZeRO-0 allreduced " << allreduced << " gradient bytes, ZeRO-1 "
+        << "reduce-scattered " << scattered;
+    EXPECT_LT(double(zero1.dp_allreduce.wire_bytes), 0.01 * allreduced)
+        << what << ": ZeRO-1 still allreduces gradients over dp";
+    EXPECT_EQ(zero1.zero_allgather.wire_bytes, zero1.zero_reduce_scatter.wire_bytes) << what;
+    expect_same_trajectory(zero0.losses, zero1.losses, what + " zero1 vs zero0");
+  }
 }
 
 // mpc is lossless: ZeRO's reduce-scatter, allgather and norm through mpc give

@@ -150,8 +150,9 @@ TEST(StepPlan, PresetAutoIsPricedAtTheCandidateItsModelWouldChoose) {
 
 TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   // Per rank, 4-byte floats, P = the stage's parameters: stage 0 holds P, P
-  // of gradients and 2P of moments; ZeRO-1 shards the moments and stages one
-  // bucket's piece; ZeRO-2 adds the P/dp gradient shard to the flat buffer.
+  // of gradients and 2P of moments; ZeRO-1 shards the moments, stages one
+  // bucket's piece for the allgather and takes one reduced piece; ZeRO-2
+  // stages one piece and adds the P/dp gradient shard to the flat buffer.
   const auto c = small_gpt();
   const double p = double(config::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
   const auto zero0 = config::estimate_memory(c, layout(4, 1, 1, 0));
@@ -159,11 +160,24 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   EXPECT_NEAR(double(zero0.scratch_bytes), 4 << 20, 1) << "one bucket for the reduction";
   const auto zero1 = config::estimate_memory(c, layout(4, 1, 1, 1));
   EXPECT_NEAR(double(zero1.optimizer_bytes), 2 * p / 4, 1);
-  EXPECT_NEAR(double(zero1.buffer_bytes), double(4 << 20) / 4, 1);
+  EXPECT_NEAR(double(zero1.buffer_bytes), 2 * double(4 << 20) / 4, 1);
+  EXPECT_NEAR(double(zero1.gradient_bytes), p, 1) << "ZeRO-1 reduce-scatters in place";
   const auto zero2 = config::estimate_memory(c, layout(4, 1, 1, 2));
+  EXPECT_NEAR(double(zero2.buffer_bytes), double(4 << 20) / 4, 1);
   EXPECT_NEAR(double(zero2.gradient_bytes), p + p / 4, 1);
   EXPECT_EQ(double(config::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
       << "no dp, no reduction";
+  // Pipeline messages in flight: one micro-batch's activation-sized input
+  // gradient held after its send (stages after the first) and one output
+  // gradient received (stages before the last).
+  const auto stages = config::estimate_stage_memory(c, layout(1, 1, 4));
+  const double message =
+      double(c.training.micro_batch * c.model.seq_len * c.model.hidden) * sizeof(float);
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(double(stages[0].pipeline_send_bytes), message);
+  EXPECT_EQ(double(stages[1].pipeline_send_bytes), 2 * message);
+  EXPECT_EQ(double(stages[3].pipeline_send_bytes), message);
+  EXPECT_EQ(double(config::estimate_memory(c, layout(4, 1, 1)).pipeline_send_bytes), 0);
 }
 
 }  // namespace

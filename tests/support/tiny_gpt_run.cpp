@@ -90,6 +90,8 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const config::Config& config,
   run.val_losses = result.val_losses;
   run.zero_traffic = groups.zero().stats().total();
   run.dp_allreduce = groups.dp().stats().at(comm::Op::kAllreduce);
+  run.zero_reduce_scatter = groups.zero().stats().at(comm::Op::kReduceScatter);
+  run.zero_allgather = groups.zero().stats().at(comm::Op::kAllgather);
   run.peak_gathered_parameter_bytes = result.peak_gathered_parameter_bytes;
   return run;
 }

@@ -35,6 +35,8 @@ struct TinyGptRun {
   std::vector<std::pair<int64_t, double>> val_losses;  // (step, loss) per evaluation
   comm::OpCounters zero_traffic;                       // what went through the zero group
   comm::OpCounters dp_allreduce;                       // the dp group's allreduces
+  comm::OpCounters zero_reduce_scatter;                // the zero group's reduce-scatters
+  comm::OpCounters zero_allgather;                     // the zero group's allgathers
   int64_t peak_gathered_parameter_bytes = 0;           // this rank's, under ZeRO-3
 };
 
