@@ -45,41 +45,126 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::Proc
       parts_(std::move(parts)) {
   if (parts_.optimizers.empty() || parts_.optimizers.front().optimizer == nullptr)
     throw std::invalid_argument("checkpoint manager: no optimizer to checkpoint");
+  if (settings_.async) MPI_Comm_dup(groups_.world().mpi(), &save_comm_);
+}
+
+CheckpointManager::~CheckpointManager() {
+  // A save still in flight here is abandoned unpublished (the run is
+  // failing): its writer is joined by writer_'s destructor, after this.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (save_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&save_comm_);
 }
 
 bool CheckpointManager::due(int64_t steps_done) const {
   return settings_.every > 0 && steps_done > 0 && steps_done % settings_.every == 0;
 }
 
-std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
-  auto& primary = *parts_.optimizers.front().optimizer;
+CheckpointMetadata CheckpointManager::metadata_for(int64_t steps_done,
+                                                   int64_t skipped_steps) const {
   CheckpointMetadata metadata;
   metadata.step = steps_done;
-  metadata.optimizer_steps = primary.state().steps;
+  metadata.optimizer_steps = parts_.optimizers.front().optimizer->state().steps;
   metadata.skipped_steps = skipped_steps;
   metadata.layout = layout_;
   metadata.model = parts_.model_shape;
-  const auto rank_state = collect_rank_state(groups_, parts_.generators, primary);
-  int64_t residuals = int64_t(residual_names(rank_state).size());
-  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, groups_.world().mpi());
-  metadata.residual_buffers = residuals;
+  return metadata;
+}
+
+namespace {
+
+// This rank's shard entries: a copy of every optimizer state run and plain
+// tensor it writes (the snapshot of an asynchronous save).
+std::vector<ShardEntry> own_entries(const CheckpointParts& parts) {
   std::vector<ShardEntry> entries;
-  for (const auto& part : parts_.optimizers) {
+  for (const auto& part : parts.optimizers) {
     if (!part.writes) continue;
     auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
                              part.held_elsewhere);
     for (auto& e : own) entries.push_back(std::move(e));
   }
-  for (const auto& tensor : parts_.tensors)
+  for (const auto& tensor : parts.tensors)
     if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data));
-  const auto saved = save_checkpoint(settings_.root, metadata, entries, settings_.resolved_config,
-                                     settings_.keep_last, groups_.world().mpi(), rank_state);
-  if (groups_.world_rank() == 0 && settings_.print) {
-    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)steps_done,
-                saved.path.c_str(), double(saved.bytes) / 1e6, saved.seconds);
-    std::fflush(stdout);
+  return entries;
+}
+
+}  // namespace
+
+std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
+  // A save still in flight is published first: the loop waits for it.
+  finish();
+  const auto start = comm::Clock::now();
+  const MPI_Comm comm = settings_.async ? save_comm_ : groups_.world().mpi();
+  auto& primary = *parts_.optimizers.front().optimizer;
+  CheckpointMetadata metadata = metadata_for(steps_done, skipped_steps);
+  RankState rank_state = collect_rank_state(groups_, parts_.generators, primary);
+  int64_t residuals = int64_t(residual_names(rank_state).size());
+  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, comm);
+  metadata.residual_buffers = residuals;
+  std::vector<ShardEntry> entries = own_entries(parts_);
+  if (!settings_.async) {
+    const auto saved = save_checkpoint(settings_.root, metadata, entries,
+                                       settings_.resolved_config, settings_.keep_last, comm,
+                                       rank_state);
+    print_saved(saved, saved.seconds, -1);
+    return saved.path;
   }
-  return saved.path;
+  auto flight = std::make_unique<InFlight>();
+  flight->metadata = std::move(metadata);
+  flight->param_names = shard_param_names(entries);
+  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, comm);
+  ShardSnapshot snapshot;
+  snapshot.dir = flight->dir;
+  snapshot.rank = groups_.world_rank();
+  snapshot.entries = std::move(entries);
+  snapshot.state = std::move(rank_state);
+  writer_.start(std::move(snapshot));
+  flight->blocked_seconds = comm::seconds_since(start);
+  in_flight_ = std::move(flight);
+  return in_flight_->dir;
+}
+
+void CheckpointManager::poll() {
+  if (!in_flight_) return;
+  const auto start = comm::Clock::now();
+  // {some rank still writes, some rank failed}: a failure is reported as
+  // soon as any rank sees it, not when the slowest shard is done.
+  int flags[2] = {writer_.finished() ? 0 : 1, writer_.failed() ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, save_comm_);
+  in_flight_->blocked_seconds += comm::seconds_since(start);
+  if (flags[0] == 1 && flags[1] == 0) return;
+  publish_in_flight();
+}
+
+void CheckpointManager::finish() {
+  if (in_flight_) publish_in_flight();
+}
+
+void CheckpointManager::publish_in_flight() {
+  const auto start = comm::Clock::now();
+  const std::unique_ptr<InFlight> flight = std::move(in_flight_);
+  const ShardWriteOutcome outcome = writer_.wait();
+  auto saved = publish_checkpoint(settings_.root, flight->dir, flight->metadata, outcome.digest,
+                                  flight->param_names, outcome.error, settings_.resolved_config,
+                                  settings_.keep_last, save_comm_);
+  print_saved(saved, flight->blocked_seconds + comm::seconds_since(start), outcome.seconds);
+}
+
+// write_seconds < 0: a synchronous save (its time is saved.seconds).
+void CheckpointManager::print_saved(const SaveResult& saved, double blocked_seconds,
+                                    double write_seconds) const {
+  if (groups_.world_rank() != 0 || !settings_.print) return;
+  if (write_seconds < 0)
+    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n",
+                (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6,
+                saved.seconds);
+  else
+    std::printf(
+        "checkpoint: step %lld saved to %s (%.2f MB, written in the background in %.3f s; the "
+        "loop was blocked %.4f s)\n",
+        (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6,
+        write_seconds, blocked_seconds);
+  std::fflush(stdout);
 }
 
 // Every rank reads what its parameters need; all agree before any step runs.

@@ -11,6 +11,20 @@
 // rank 0 writes metadata.yaml last (checkpoint_store.h), so a crash mid-save
 // leaves the previous checkpoint the newest complete one.
 //
+// Asynchronous save (checkpoint.async): save() only copies this rank's shard
+// entries and rank state (the snapshot) and hands them to a
+// BackgroundShardWriter, which encodes, writes and fsyncs the shard while the
+// loop trains on. The writer issues no MPI call. The loop calls poll() at
+// every step boundary: while a save is in flight, one small allreduce on the
+// manager's own duplicate of the world communicator asks whether every
+// rank's shard has ended; once they all have, the same thread agrees on the
+// outcome and rank 0 publishes metadata.yaml (and prunes, so the previous
+// checkpoint is kept until then). A save due while another is in flight,
+// and finish() at the end of the run, wait for it. A failed shard write
+// (a full disk) throws the same CheckpointError, naming the file, on every
+// rank at the poll that sees it. A crash before the publication leaves the
+// step's directory without metadata.yaml: never loaded.
+//
 // Restore (collective over the world; every rank throws the same
 // CheckpointError when any fails, rank_agreement.h):
 //   - the saved model shape must equal this run's (the metadata names the
@@ -33,6 +47,11 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
+#include <memory>
+
+#include "checkpoint/background_shard_writer.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_state.h"
 #include "parallel/parallel_dims.h"
@@ -83,6 +102,8 @@ struct CheckpointSettings {
   int64_t keep_last = 3;
   std::string resolved_config;  // stored beside the metadata
   bool print = true;            // rank 0 prints a line per save and resume
+  // Write shards on a background thread from a snapshot (see above).
+  bool async = false;
 };
 
 // Where a resumed run continues.
@@ -102,14 +123,35 @@ class CheckpointManager {
   CheckpointManager(CheckpointSettings settings, parallel::ProcessGroups& groups,
                     std::map<std::string, int64_t> layout, CheckpointParts parts);
 
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
+
   // Whether the loop saves after `steps_done` steps.
   bool due(int64_t steps_done) const;
-  // Collective over the world. Returns the checkpoint directory.
+  // Collective over the world. Returns the checkpoint directory: complete on
+  // return, or with checkpoint.async in flight (complete once published).
   std::string save(int64_t steps_done, int64_t skipped_steps);
+  // Collective over the world, at every step boundary; no MPI call unless a
+  // save is in flight. Publishes it once every rank's shard is durable.
+  void poll();
+  // Collective over the world: waits for the save in flight, if any, and
+  // publishes it (the end of the run).
+  void finish();
   // Collective over the world; `path` is a complete checkpoint directory.
   ResumePoint restore(const std::string& path);
 
  private:
+  // A save whose shards the background writer is writing.
+  struct InFlight {
+    CheckpointMetadata metadata;
+    std::string dir;
+    std::string param_names;  // shard_param_names of this rank's entries
+    double blocked_seconds = 0;  // the loop's time spent on this save so far
+  };
+  void publish_in_flight();
+  void print_saved(const SaveResult& saved, double blocked_seconds, double write_seconds) const;
+  CheckpointMetadata metadata_for(int64_t steps_done, int64_t skipped_steps) const;
   void restore_rank_state(const LoadedCheckpoint& loaded);
   void warn_other_layout(const LoadedCheckpoint& loaded) const;
 
@@ -117,6 +159,11 @@ class CheckpointManager {
   parallel::ProcessGroups& groups_;
   std::map<std::string, int64_t> layout_;
   CheckpointParts parts_;
+  // The world duplicated for the asynchronous save's agreement and
+  // publication, so that they never match a message of the training's own.
+  MPI_Comm save_comm_ = MPI_COMM_NULL;
+  BackgroundShardWriter writer_;
+  std::unique_ptr<InFlight> in_flight_;
 };
 
 }  // namespace cmpi::checkpoint
