@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "checkpoint/checkpoint_error.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
@@ -50,7 +51,8 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::Proc
 
 CheckpointManager::~CheckpointManager() {
   // A save still in flight here is abandoned unpublished (the run is
-  // failing): its writer is joined by writer_'s destructor, after this.
+  // failing); its task reads members, so it ends before they go.
+  if (writer_.in_flight()) writer_.wait();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (save_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&save_comm_);
@@ -74,24 +76,24 @@ CheckpointMetadata CheckpointManager::metadata_for(int64_t steps_done,
 namespace {
 
 // This rank's shard entries: a copy of every optimizer state run and plain
-// tensor it writes (the snapshot of an asynchronous save).
-std::vector<ShardEntry> own_entries(const CheckpointParts& parts) {
+// tensor it writes, into `reuse`'s memory where it has some.
+std::vector<ShardEntry> own_entries(const CheckpointParts& parts, EntryPool* reuse) {
   std::vector<ShardEntry> entries;
   for (const auto& part : parts.optimizers) {
     if (!part.writes) continue;
     auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
-                             part.held_elsewhere);
+                             part.held_elsewhere, reuse);
     for (auto& e : own) entries.push_back(std::move(e));
   }
   for (const auto& tensor : parts.tensors)
-    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data));
+    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data, reuse));
   return entries;
 }
 
 }  // namespace
 
 std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
-  // A save still in flight is published first: the loop waits for it.
+  // A save still in flight is completed first: the loop waits for it.
   finish();
   const auto start = comm::Clock::now();
   const MPI_Comm comm = settings_.async ? save_comm_ : groups_.world().mpi();
@@ -101,53 +103,84 @@ std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
   int64_t residuals = int64_t(residual_names(rank_state).size());
   MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, comm);
   metadata.residual_buffers = residuals;
-  std::vector<ShardEntry> entries = own_entries(parts_);
-  if (!settings_.async) {
-    const auto saved = save_checkpoint(settings_.root, metadata, entries,
-                                       settings_.resolved_config, settings_.keep_last, comm,
-                                       rank_state);
-    print_saved(saved, saved.seconds, -1);
-    return saved.path;
+  if (settings_.async) {
+    start_shard_write(steps_done, std::move(metadata), std::move(rank_state));
+    in_flight_->blocked_seconds = comm::seconds_since(start);
+    return in_flight_->dir;
   }
+  auto saved = save_checkpoint(settings_.root, metadata, own_entries(parts_, nullptr),
+                               settings_.resolved_config, settings_.keep_last, comm, rank_state);
+  saved.seconds = comm::seconds_since(start);  // copying the entries included
+  print_saved(saved, saved.seconds, -1);
+  return saved.path;
+}
+
+void CheckpointManager::start_shard_write(int64_t steps_done, CheckpointMetadata metadata,
+                                          RankState rank_state) {
+  EntryPool reuse(std::move(snapshot_entries_));
+  snapshot_entries_ = own_entries(parts_, &reuse);
+  snapshot_state_ = std::move(rank_state);
   auto flight = std::make_unique<InFlight>();
   flight->metadata = std::move(metadata);
-  flight->param_names = shard_param_names(entries);
-  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, comm);
-  ShardSnapshot snapshot;
-  snapshot.dir = flight->dir;
-  snapshot.rank = groups_.world_rank();
-  snapshot.entries = std::move(entries);
-  snapshot.state = std::move(rank_state);
-  writer_.start(std::move(snapshot));
-  flight->blocked_seconds = comm::seconds_since(start);
+  flight->param_names = shard_param_names(snapshot_entries_);
+  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_);
+  // The writer reads the snapshot members; nothing touches them until the
+  // next save, which first waits for this one.
+  writer_.start([this, dir = flight->dir, rank = groups_.world_rank()] {
+    return write_shard(dir, rank, snapshot_entries_, snapshot_state_);
+  });
   in_flight_ = std::move(flight);
-  return in_flight_->dir;
 }
 
 void CheckpointManager::poll() {
   if (!in_flight_) return;
   const auto start = comm::Clock::now();
-  // {some rank still writes, some rank failed}: a failure is reported as
-  // soon as any rank sees it, not when the slowest shard is done.
-  int flags[2] = {writer_.finished() ? 0 : 1, writer_.failed() ? 1 : 0};
+  // {some rank's writer still works, some rank's failed}: a failure is
+  // reported as soon as any rank sees it, not when the slowest is done.
+  int flags[2] = {writer_.in_flight() && !writer_.finished() ? 1 : 0, writer_.failed() ? 1 : 0};
   MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, save_comm_);
   in_flight_->blocked_seconds += comm::seconds_since(start);
   if (flags[0] == 1 && flags[1] == 0) return;
-  publish_in_flight();
+  advance_in_flight();
 }
 
 void CheckpointManager::finish() {
-  if (in_flight_) publish_in_flight();
+  while (in_flight_) advance_in_flight();
 }
 
-void CheckpointManager::publish_in_flight() {
+void CheckpointManager::advance_in_flight() {
   const auto start = comm::Clock::now();
-  const std::unique_ptr<InFlight> flight = std::move(in_flight_);
-  const ShardWriteOutcome outcome = writer_.wait();
-  auto saved = publish_checkpoint(settings_.root, flight->dir, flight->metadata, outcome.digest,
-                                  flight->param_names, outcome.error, settings_.resolved_config,
-                                  settings_.keep_last, save_comm_);
-  print_saved(saved, flight->blocked_seconds + comm::seconds_since(start), outcome.seconds);
+  InFlight& flight = *in_flight_;
+  const BackgroundOutcome outcome = writer_.in_flight() ? writer_.wait() : BackgroundOutcome{};
+  try {
+    if (flight.stage == InFlight::Stage::kShards) {
+      flight.shard_seconds = outcome.seconds;
+      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error,
+                    save_comm_);
+      flight.stage = InFlight::Stage::kMetadata;
+      if (groups_.world_rank() == 0)
+        writer_.start([this, dir = flight.dir, metadata = flight.metadata] {
+          return ShardDigest{write_metadata_and_prune(settings_.root, dir, metadata,
+                                                      settings_.resolved_config,
+                                                      settings_.keep_last),
+                             0};
+        });
+      flight.blocked_seconds += comm::seconds_since(start);
+      return;
+    }
+    agree_or_throw(save_comm_, [&] {
+      if (!outcome.error.empty()) throw std::runtime_error(outcome.error);
+    });
+  } catch (...) {
+    in_flight_.reset();
+    throw;
+  }
+  SaveResult saved;
+  saved.path = flight.dir;
+  saved.step = flight.metadata.step;
+  saved.bytes = outcome.digest.bytes;
+  print_saved(saved, flight.blocked_seconds + comm::seconds_since(start), flight.shard_seconds);
+  in_flight_.reset();
 }
 
 // write_seconds < 0: a synchronous save (its time is saved.seconds).
@@ -155,15 +188,14 @@ void CheckpointManager::print_saved(const SaveResult& saved, double blocked_seco
                                     double write_seconds) const {
   if (groups_.world_rank() != 0 || !settings_.print) return;
   if (write_seconds < 0)
-    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n",
-                (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6,
-                saved.seconds);
+    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)saved.step,
+                saved.path.c_str(), double(saved.bytes) / 1e6, saved.seconds);
   else
     std::printf(
-        "checkpoint: step %lld saved to %s (%.2f MB, written in the background in %.3f s; the "
-        "loop was blocked %.4f s)\n",
-        (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6,
-        write_seconds, blocked_seconds);
+        "checkpoint: step %lld saved to %s (%.2f MB; shard written in the background in %.3f s; "
+        "the loop was blocked %.4f s)\n",
+        (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6, write_seconds,
+        blocked_seconds);
   std::fflush(stdout);
 }
 

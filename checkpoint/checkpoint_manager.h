@@ -12,18 +12,21 @@
 // leaves the previous checkpoint the newest complete one.
 //
 // Asynchronous save (checkpoint.async): save() only copies this rank's shard
-// entries and rank state (the snapshot) and hands them to a
-// BackgroundShardWriter, which encodes, writes and fsyncs the shard while the
-// loop trains on. The writer issues no MPI call. The loop calls poll() at
-// every step boundary: while a save is in flight, one small allreduce on the
-// manager's own duplicate of the world communicator asks whether every
-// rank's shard has ended; once they all have, the same thread agrees on the
-// outcome and rank 0 publishes metadata.yaml (and prunes, so the previous
-// checkpoint is kept until then). A save due while another is in flight,
-// and finish() at the end of the run, wait for it. A failed shard write
-// (a full disk) throws the same CheckpointError, naming the file, on every
-// rank at the poll that sees it. A crash before the publication leaves the
-// step's directory without metadata.yaml: never loaded.
+// entries and rank state into memory it keeps from save to save (the
+// snapshot) and hands them to a BackgroundWriter, which encodes, writes and
+// fsyncs the shard while the loop trains on. The writer issues no MPI call.
+// The loop calls poll() at every step boundary: while a save is in flight,
+// one small allreduce on the manager's own duplicate of the world
+// communicator asks whether every rank's background part has ended. Once
+// the shards all have, the loop's thread agrees on them and gathers their
+// checksums, and rank 0's writer writes metadata.yaml and prunes (so the
+// previous checkpoint is kept until the new one is complete); once that has
+// ended too, the ranks agree on it and rank 0 reports the save. A save due
+// while another is in flight, and finish() at the end of the run, wait for
+// it. A failed write (a full disk) throws the same CheckpointError, naming
+// the file, on every rank at the poll that sees it. A crash before
+// metadata.yaml is renamed into place leaves the step's directory without
+// it: never loaded.
 //
 // Restore (collective over the world; every rank throws the same
 // CheckpointError when any fails, rank_agreement.h):
@@ -51,7 +54,7 @@
 
 #include <memory>
 
-#include "checkpoint/background_shard_writer.h"
+#include "checkpoint/background_writer.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_state.h"
 #include "parallel/parallel_dims.h"
@@ -142,14 +145,20 @@ class CheckpointManager {
   ResumePoint restore(const std::string& path);
 
  private:
-  // A save whose shards the background writer is writing.
+  // A save the background writers are working on: first every rank's
+  // shard, then rank 0's metadata.yaml.
   struct InFlight {
+    enum class Stage { kShards, kMetadata } stage = Stage::kShards;
     CheckpointMetadata metadata;
     std::string dir;
-    std::string param_names;  // shard_param_names of this rank's entries
+    std::string param_names;     // shard_param_names of this rank's entries
     double blocked_seconds = 0;  // the loop's time spent on this save so far
+    double shard_seconds = 0;    // this rank's shard write, on the writer thread
+    uint64_t bytes = 0;          // rank 0: of the whole checkpoint
   };
-  void publish_in_flight();
+  void start_shard_write(int64_t steps_done, CheckpointMetadata metadata, RankState rank_state);
+  // The next stage of the save in flight, once every rank's writer ended.
+  void advance_in_flight();
   void print_saved(const SaveResult& saved, double blocked_seconds, double write_seconds) const;
   CheckpointMetadata metadata_for(int64_t steps_done, int64_t skipped_steps) const;
   void restore_rank_state(const LoadedCheckpoint& loaded);
@@ -162,8 +171,12 @@ class CheckpointManager {
   // The world duplicated for the asynchronous save's agreement and
   // publication, so that they never match a message of the training's own.
   MPI_Comm save_comm_ = MPI_COMM_NULL;
-  BackgroundShardWriter writer_;
+  BackgroundWriter writer_;
   std::unique_ptr<InFlight> in_flight_;
+  // The snapshot of the save in flight (the writer reads it); kept after it
+  // for the next snapshot to copy into.
+  std::vector<ShardEntry> snapshot_entries_;
+  RankState snapshot_state_;
 };
 
 }  // namespace cmpi::checkpoint

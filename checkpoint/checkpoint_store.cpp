@@ -110,11 +110,9 @@ ShardDigest write_shard(const std::string& dir, int rank, const std::vector<Shar
   return {bytes.size(), fnv1a64(bytes.data(), bytes.size())};
 }
 
-SaveResult publish_checkpoint(const std::string& root, const std::string& dir,
-                              CheckpointMetadata metadata, const ShardDigest& own,
-                              const std::string& own_param_names, const std::string& shard_error,
-                              const std::string& resolved_config, int64_t keep_last,
-                              MPI_Comm world) {
+void gather_shards(CheckpointMetadata& metadata, const ShardDigest& own,
+                   const std::string& own_param_names, const std::string& shard_error,
+                   MPI_Comm world) {
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
@@ -125,27 +123,44 @@ SaveResult publish_checkpoint(const std::string& root, const std::string& dir,
   std::vector<uint64_t> digests(size_t(rank == 0 ? 2 * size : 0));
   MPI_Gather(digest, 2, MPI_UINT64_T, digests.data(), 2, MPI_UINT64_T, 0, world);
   const auto params_of_shard = gather_names(own_param_names, world);
+  metadata.shards.clear();
+  if (rank != 0) return;
+  for (int r = 0; r < size; ++r)
+    metadata.shards.push_back(
+        {shard_name(r), digests[2 * r], digests[2 * r + 1], params_of_shard[size_t(r)]});
+}
 
+uint64_t write_metadata_and_prune(const std::string& root, const std::string& dir,
+                                  CheckpointMetadata metadata, const std::string& resolved_config,
+                                  int64_t keep_last) {
+  metadata.config = {"config.yaml",
+                     resolved_config.size(),
+                     fnv1a64(resolved_config.data(), resolved_config.size()),
+                     {}};
+  io::write_file_atomically(dir + "/config.yaml", resolved_config);
+  const std::string text = to_yaml(metadata);
+  io::write_file_atomically(dir + "/" + kMetadataFile, text);
+  prune_checkpoints(root, keep_last);
+  uint64_t bytes = text.size() + resolved_config.size();
+  for (const auto& shard : metadata.shards) bytes += shard.bytes;
+  return bytes;
+}
+
+SaveResult publish_checkpoint(const std::string& root, const std::string& dir,
+                              CheckpointMetadata metadata, const ShardDigest& own,
+                              const std::string& own_param_names, const std::string& shard_error,
+                              const std::string& resolved_config, int64_t keep_last,
+                              MPI_Comm world) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  gather_shards(metadata, own, own_param_names, shard_error, world);
   SaveResult result;
   result.path = dir;
   result.step = metadata.step;
   agree_or_throw(world, [&] {
-    if (rank != 0) return;
-    metadata.config = {"config.yaml",
-                       resolved_config.size(),
-                       fnv1a64(resolved_config.data(), resolved_config.size()),
-                       {}};
-    io::write_file_atomically(dir + "/config.yaml", resolved_config);
-    metadata.shards.clear();
-    for (int r = 0; r < size; ++r) {
-      metadata.shards.push_back(
-          {shard_name(r), digests[2 * r], digests[2 * r + 1], params_of_shard[size_t(r)]});
-      result.bytes += digests[2 * r];
-    }
-    const std::string text = to_yaml(metadata);
-    io::write_file_atomically(dir + "/" + kMetadataFile, text);
-    result.bytes += text.size() + resolved_config.size();
-    prune_checkpoints(root, keep_last);
+    if (rank == 0)
+      result.bytes =
+          write_metadata_and_prune(root, dir, std::move(metadata), resolved_config, keep_last);
   });
   return result;
 }

@@ -67,9 +67,23 @@ ShardDigest write_shard(const std::string& dir, int rank, const std::vector<Shar
 std::string shard_param_names(const std::vector<ShardEntry>& entries);
 
 // Collective over `world`: the ranks agree on their shards (`shard_error`:
-// this rank's failure, empty when its shard is durable); if all are durable,
-// rank 0 writes config.yaml and then metadata.yaml with every shard's size and
-// checksum, and prunes. Throws CheckpointError on every rank if any failed.
+// this rank's failure, empty when its shard is durable; CheckpointError on
+// every rank if any failed), then rank 0's `metadata.shards` receives every
+// shard's size, checksum and parameter names (the other ranks': emptied).
+void gather_shards(CheckpointMetadata& metadata, const ShardDigest& own,
+                   const std::string& own_param_names, const std::string& shard_error,
+                   MPI_Comm world);
+
+// Rank-local, no MPI (rank 0, after gather_shards): writes config.yaml, then
+// metadata.yaml (from here on the checkpoint is complete), then prunes.
+// Returns the checkpoint's bytes (shards, metadata and config). Throws
+// io::FileError or std::runtime_error naming the file.
+uint64_t write_metadata_and_prune(const std::string& root, const std::string& dir,
+                                  CheckpointMetadata metadata, const std::string& resolved_config,
+                                  int64_t keep_last);
+
+// gather_shards, then rank 0's write_metadata_and_prune; throws
+// CheckpointError on every rank if any part failed on any rank.
 SaveResult publish_checkpoint(const std::string& root, const std::string& dir,
                               CheckpointMetadata metadata, const ShardDigest& own,
                               const std::string& own_param_names, const std::string& shard_error,
