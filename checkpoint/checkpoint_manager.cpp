@@ -38,6 +38,25 @@ std::map<std::string, int64_t> checkpoint_layout(const parallel::ParallelDims& d
   return layout;
 }
 
+namespace {
+
+// This rank's shard entries: a copy of every optimizer state run and plain
+// tensor it writes, into `reuse`'s memory where it has some.
+std::vector<ShardEntry> own_entries(const CheckpointParts& parts, EntryPool* reuse) {
+  std::vector<ShardEntry> entries;
+  for (const auto& part : parts.optimizers) {
+    if (!part.writes) continue;
+    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
+                             part.held_elsewhere, reuse);
+    for (auto& e : own) entries.push_back(std::move(e));
+  }
+  for (const auto& tensor : parts.tensors)
+    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data, reuse));
+  return entries;
+}
+
+}  // namespace
+
 CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::ProcessGroups& groups,
                                      std::map<std::string, int64_t> layout, CheckpointParts parts)
     : settings_(std::move(settings)),
@@ -46,7 +65,12 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::Proc
       parts_(std::move(parts)) {
   if (parts_.optimizers.empty() || parts_.optimizers.front().optimizer == nullptr)
     throw std::invalid_argument("checkpoint manager: no optimizer to checkpoint");
-  if (settings_.async) MPI_Comm_dup(groups_.world().mpi(), &save_comm_);
+  if (!settings_.async) return;
+  MPI_Comm_dup(groups_.world().mpi(), &save_comm_);
+  // The snapshot's memory is taken (its pages touched) now, before
+  // training, so that the first save copies into mapped memory as every
+  // later one does, instead of stalling on page faults.
+  if (settings_.every > 0) snapshot_entries_ = own_entries(parts_, nullptr);
 }
 
 CheckpointManager::~CheckpointManager() {
@@ -73,25 +97,6 @@ CheckpointMetadata CheckpointManager::metadata_for(int64_t steps_done,
   return metadata;
 }
 
-namespace {
-
-// This rank's shard entries: a copy of every optimizer state run and plain
-// tensor it writes, into `reuse`'s memory where it has some.
-std::vector<ShardEntry> own_entries(const CheckpointParts& parts, EntryPool* reuse) {
-  std::vector<ShardEntry> entries;
-  for (const auto& part : parts.optimizers) {
-    if (!part.writes) continue;
-    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
-                             part.held_elsewhere, reuse);
-    for (auto& e : own) entries.push_back(std::move(e));
-  }
-  for (const auto& tensor : parts.tensors)
-    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data, reuse));
-  return entries;
-}
-
-}  // namespace
-
 std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
   // A save still in flight is completed first: the loop waits for it.
   finish();
@@ -117,13 +122,15 @@ std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
 
 void CheckpointManager::start_shard_write(int64_t steps_done, CheckpointMetadata metadata,
                                           RankState rank_state) {
+  auto flight = std::make_unique<InFlight>();
+  // The collective part first, while the ranks are still in step with each
+  // other after the step's collectives; the copy that follows waits for no one.
+  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_);
   EntryPool reuse(std::move(snapshot_entries_));
   snapshot_entries_ = own_entries(parts_, &reuse);
   snapshot_state_ = std::move(rank_state);
-  auto flight = std::make_unique<InFlight>();
   flight->metadata = std::move(metadata);
   flight->param_names = shard_param_names(snapshot_entries_);
-  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_);
   // The writer reads the snapshot members; nothing touches them until the
   // next save, which first waits for this one.
   writer_.start([this, dir = flight->dir, rank = groups_.world_rank()] {
