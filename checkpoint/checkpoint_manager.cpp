@@ -162,15 +162,14 @@ void CheckpointManager::advance_in_flight() {
   try {
     if (flight.stage == InFlight::Stage::kShards) {
       flight.shard_seconds = outcome.seconds;
-      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error,
-                    save_comm_);
+      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error, save_comm_);
       flight.stage = InFlight::Stage::kMetadata;
       if (groups_.world_rank() == 0)
         writer_.start([this, dir = flight.dir, metadata = flight.metadata] {
-          return ShardDigest{write_metadata_and_prune(settings_.root, dir, metadata,
-                                                      settings_.resolved_config,
-                                                      settings_.keep_last),
-                             0};
+          return ShardDigest{
+              write_metadata_and_prune(settings_.root, dir, metadata, settings_.resolved_config,
+                                       settings_.keep_last),
+              0};
         });
       flight.blocked_seconds += comm::seconds_since(start);
       return;

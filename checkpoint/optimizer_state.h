@@ -35,7 +35,9 @@ class EntryPool {
  public:
   explicit EntryPool(std::vector<ShardEntry> entries = {}) : entries_(std::move(entries)) {}
   // The next earlier entry (its vectors' capacity kept), or a new one.
-  ShardEntry take() { return next_ < entries_.size() ? std::move(entries_[next_++]) : ShardEntry{}; }
+  ShardEntry take() {
+    return next_ < entries_.size() ? std::move(entries_[next_++]) : ShardEntry{};
+  }
 
  private:
   std::vector<ShardEntry> entries_;

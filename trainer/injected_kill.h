@@ -18,7 +18,7 @@
 namespace cmpi::trainer {
 
 struct InjectedKill {
-  int rank = -1;       // -1: none
+  int rank = -1;  // -1: none
   int64_t step = -1;
 };
 

@@ -105,10 +105,9 @@ int main(int argc, char** argv) {
           return;
         }
         resume_path = checkpoint::latest_checkpoint_if_any(root);
-        if (resume_path.empty() && rank == 0 && config.log.every > 0)
-        {
-          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at "
-                      "step 0\n", root.c_str());
+        if (resume_path.empty() && rank == 0 && config.log.every > 0) {
+          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at step 0\n",
+                      root.c_str());
           std::fflush(stdout);
         }
       });

@@ -58,7 +58,8 @@ TEST(InjectedKill, MalformedValuesNameTheVariable) {
       injected_kill_for(bad, "");
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("CMPI_TEST_KILL_AT_STEP"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("CMPI_TEST_KILL_AT_STEP"), std::string::npos)
+          << e.what();
     }
   }
   EXPECT_THROW(injected_kill_for("1:5", "0"), std::invalid_argument);
@@ -67,7 +68,8 @@ TEST(InjectedKill, MalformedValuesNameTheVariable) {
 
 TEST(LatestCheckpoint, IfAnyIsEmptyWithoutAComplete) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("restart_pieces_" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("restart_pieces_" + std::to_string(::getpid()));
   fs::remove_all(root);
   EXPECT_EQ(checkpoint::latest_checkpoint_if_any(root.string()), "");  // no directory at all
   fs::create_directories(root / checkpoint::checkpoint_name(10));
