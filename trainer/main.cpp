@@ -106,7 +106,8 @@ int main(int argc, char** argv) {
         }
         resume_path = checkpoint::latest_checkpoint_if_any(root);
         if (resume_path.empty() && rank == 0 && config.log.every > 0) {
-          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at step 0\n",
+          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at "
+                      "step 0\n",
                       root.c_str());
           std::fflush(stdout);
         }
