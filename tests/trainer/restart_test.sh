@@ -57,6 +57,10 @@ if [ "$mode" = async ]; then
   first_attempt=$(sed '/attempt 1 of 4 failed/q' "$out")
   grep -q "checkpoint: step 20 saved .*in the background" <<< "$first_attempt" ||
     fail "attempt 1 did not publish step 20 asynchronously" "$out"
+  # ... at a step boundary soon after its shards were durable, not only when
+  # the next save (step 40) came due.
+  grep -m1 -E "checkpoint: step 20 saved|^step 40/" <<< "$first_attempt" | grep -q "step 20 saved" ||
+    fail "attempt 1 published step 20 only after step 40 (no polling at step boundaries)" "$out"
   ! grep -q "checkpoint: step 40 saved" <<< "$first_attempt" ||
     fail "attempt 1 published step 40 although its rank died before the next step ended" "$out"
 fi
