@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "checkpoint/checkpoint_error.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
@@ -37,6 +38,25 @@ std::map<std::string, int64_t> checkpoint_layout(const parallel::ParallelDims& d
   return layout;
 }
 
+namespace {
+
+// This rank's shard entries: a copy of every optimizer state run and plain
+// tensor it writes, into `reuse`'s memory where it has some.
+std::vector<ShardEntry> own_entries(const CheckpointParts& parts, EntryPool* reuse) {
+  std::vector<ShardEntry> entries;
+  for (const auto& part : parts.optimizers) {
+    if (!part.writes) continue;
+    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
+                             part.held_elsewhere, reuse);
+    for (auto& e : own) entries.push_back(std::move(e));
+  }
+  for (const auto& tensor : parts.tensors)
+    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data, reuse));
+  return entries;
+}
+
+}  // namespace
+
 CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::ProcessGroups& groups,
                                      std::map<std::string, int64_t> layout, CheckpointParts parts)
     : settings_(std::move(settings)),
@@ -45,41 +65,144 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::Proc
       parts_(std::move(parts)) {
   if (parts_.optimizers.empty() || parts_.optimizers.front().optimizer == nullptr)
     throw std::invalid_argument("checkpoint manager: no optimizer to checkpoint");
+  if (!settings_.async) return;
+  MPI_Comm_dup(groups_.world().mpi(), &save_comm_);
+  // The snapshot's memory is taken (its pages touched) now, before
+  // training, so that the first save copies into mapped memory as every
+  // later one does, instead of stalling on page faults.
+  if (settings_.every > 0) snapshot_entries_ = own_entries(parts_, nullptr);
+}
+
+CheckpointManager::~CheckpointManager() {
+  // A save still in flight here is abandoned unpublished (the run is
+  // failing); its task reads members, so it ends before they go.
+  if (writer_.in_flight()) writer_.wait();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (save_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&save_comm_);
 }
 
 bool CheckpointManager::due(int64_t steps_done) const {
   return settings_.every > 0 && steps_done > 0 && steps_done % settings_.every == 0;
 }
 
-std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
-  auto& primary = *parts_.optimizers.front().optimizer;
+CheckpointMetadata CheckpointManager::metadata_for(int64_t steps_done,
+                                                   int64_t skipped_steps) const {
   CheckpointMetadata metadata;
   metadata.step = steps_done;
-  metadata.optimizer_steps = primary.state().steps;
+  metadata.optimizer_steps = parts_.optimizers.front().optimizer->state().steps;
   metadata.skipped_steps = skipped_steps;
   metadata.layout = layout_;
   metadata.model = parts_.model_shape;
-  const auto rank_state = collect_rank_state(groups_, parts_.generators, primary);
+  return metadata;
+}
+
+std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
+  // A save still in flight is completed first: the loop waits for it.
+  finish();
+  const auto start = comm::Clock::now();
+  const MPI_Comm comm = settings_.async ? save_comm_ : groups_.world().mpi();
+  auto& primary = *parts_.optimizers.front().optimizer;
+  CheckpointMetadata metadata = metadata_for(steps_done, skipped_steps);
+  RankState rank_state = collect_rank_state(groups_, parts_.generators, primary);
   int64_t residuals = int64_t(residual_names(rank_state).size());
-  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, groups_.world().mpi());
+  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, comm);
   metadata.residual_buffers = residuals;
-  std::vector<ShardEntry> entries;
-  for (const auto& part : parts_.optimizers) {
-    if (!part.writes) continue;
-    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
-                             part.held_elsewhere);
-    for (auto& e : own) entries.push_back(std::move(e));
+  if (settings_.async) {
+    start_shard_write(steps_done, std::move(metadata), std::move(rank_state));
+    in_flight_->blocked_seconds = comm::seconds_since(start);
+    return in_flight_->dir;
   }
-  for (const auto& tensor : parts_.tensors)
-    if (tensor.writes) entries.push_back(tensor_entry(tensor.param, tensor.data));
-  const auto saved = save_checkpoint(settings_.root, metadata, entries, settings_.resolved_config,
-                                     settings_.keep_last, groups_.world().mpi(), rank_state);
-  if (groups_.world_rank() == 0 && settings_.print) {
-    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)steps_done,
-                saved.path.c_str(), double(saved.bytes) / 1e6, saved.seconds);
-    std::fflush(stdout);
-  }
+  auto saved = save_checkpoint(settings_.root, metadata, own_entries(parts_, nullptr),
+                               settings_.resolved_config, settings_.keep_last, comm, rank_state);
+  saved.seconds = comm::seconds_since(start);  // copying the entries included
+  print_saved(saved, saved.seconds, -1);
   return saved.path;
+}
+
+void CheckpointManager::start_shard_write(int64_t steps_done, CheckpointMetadata metadata,
+                                          RankState rank_state) {
+  auto flight = std::make_unique<InFlight>();
+  // The collective part first, while the ranks are still in step with each
+  // other after the step's collectives; the copy that follows waits for no one.
+  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_);
+  EntryPool reuse(std::move(snapshot_entries_));
+  snapshot_entries_ = own_entries(parts_, &reuse);
+  snapshot_state_ = std::move(rank_state);
+  flight->metadata = std::move(metadata);
+  flight->param_names = shard_param_names(snapshot_entries_);
+  // The writer reads the snapshot members; nothing touches them until the
+  // next save, which first waits for this one.
+  writer_.start([this, dir = flight->dir, rank = groups_.world_rank()] {
+    return write_shard(dir, rank, snapshot_entries_, snapshot_state_);
+  });
+  in_flight_ = std::move(flight);
+}
+
+void CheckpointManager::poll() {
+  if (!in_flight_) return;
+  const auto start = comm::Clock::now();
+  // {some rank's writer still works, some rank's failed}: a failure is
+  // reported as soon as any rank sees it, not when the slowest is done.
+  int flags[2] = {writer_.in_flight() && !writer_.finished() ? 1 : 0, writer_.failed() ? 1 : 0};
+  MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, save_comm_);
+  in_flight_->blocked_seconds += comm::seconds_since(start);
+  if (flags[0] == 1 && flags[1] == 0) return;
+  advance_in_flight();
+}
+
+void CheckpointManager::finish() {
+  while (in_flight_) advance_in_flight();
+}
+
+void CheckpointManager::advance_in_flight() {
+  const auto start = comm::Clock::now();
+  InFlight& flight = *in_flight_;
+  const BackgroundOutcome outcome = writer_.in_flight() ? writer_.wait() : BackgroundOutcome{};
+  try {
+    if (flight.stage == InFlight::Stage::kShards) {
+      flight.shard_seconds = outcome.seconds;
+      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error, save_comm_);
+      flight.stage = InFlight::Stage::kMetadata;
+      if (groups_.world_rank() == 0)
+        writer_.start([this, dir = flight.dir, metadata = flight.metadata] {
+          return ShardDigest{
+              write_metadata_and_prune(settings_.root, dir, metadata, settings_.resolved_config,
+                                       settings_.keep_last),
+              0};
+        });
+      flight.blocked_seconds += comm::seconds_since(start);
+      return;
+    }
+    agree_or_throw(save_comm_, [&] {
+      if (!outcome.error.empty()) throw std::runtime_error(outcome.error);
+    });
+  } catch (...) {
+    in_flight_.reset();
+    throw;
+  }
+  SaveResult saved;
+  saved.path = flight.dir;
+  saved.step = flight.metadata.step;
+  saved.bytes = outcome.digest.bytes;
+  print_saved(saved, flight.blocked_seconds + comm::seconds_since(start), flight.shard_seconds);
+  in_flight_.reset();
+}
+
+// write_seconds < 0: a synchronous save (its time is saved.seconds).
+void CheckpointManager::print_saved(const SaveResult& saved, double blocked_seconds,
+                                    double write_seconds) const {
+  if (groups_.world_rank() != 0 || !settings_.print) return;
+  if (write_seconds < 0)
+    std::printf("checkpoint: step %lld saved to %s (%.2f MB in %.3f s)\n", (long long)saved.step,
+                saved.path.c_str(), double(saved.bytes) / 1e6, saved.seconds);
+  else
+    std::printf(
+        "checkpoint: step %lld saved to %s (%.2f MB; shard written in the background in %.3f s; "
+        "the loop was blocked %.4f s)\n",
+        (long long)saved.step, saved.path.c_str(), double(saved.bytes) / 1e6, write_seconds,
+        blocked_seconds);
+  std::fflush(stdout);
 }
 
 // Every rank reads what its parameters need; all agree before any step runs.

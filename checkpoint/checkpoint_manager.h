@@ -11,6 +11,23 @@
 // rank 0 writes metadata.yaml last (checkpoint_store.h), so a crash mid-save
 // leaves the previous checkpoint the newest complete one.
 //
+// Asynchronous save (checkpoint.async): save() only copies this rank's shard
+// entries and rank state into memory it keeps from save to save (the
+// snapshot) and hands them to a BackgroundWriter, which encodes, writes and
+// fsyncs the shard while the loop trains on. The writer issues no MPI call.
+// The loop calls poll() at every step boundary: while a save is in flight,
+// one small allreduce on the manager's own duplicate of the world
+// communicator asks whether every rank's background part has ended. Once
+// the shards all have, the loop's thread agrees on them and gathers their
+// checksums, and rank 0's writer writes metadata.yaml and prunes (so the
+// previous checkpoint is kept until the new one is complete); once that has
+// ended too, the ranks agree on it and rank 0 reports the save. A save due
+// while another is in flight, and finish() at the end of the run, wait for
+// it. A failed write (a full disk) throws the same CheckpointError, naming
+// the file, on every rank at the poll that sees it. A crash before
+// metadata.yaml is renamed into place leaves the step's directory without
+// it: never loaded.
+//
 // Restore (collective over the world; every rank throws the same
 // CheckpointError when any fails, rank_agreement.h):
 //   - the saved model shape must equal this run's (the metadata names the
@@ -33,6 +50,11 @@
 #include <string>
 #include <vector>
 
+#include <mpi.h>
+
+#include <memory>
+
+#include "checkpoint/background_writer.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_state.h"
 #include "parallel/parallel_dims.h"
@@ -83,6 +105,8 @@ struct CheckpointSettings {
   int64_t keep_last = 3;
   std::string resolved_config;  // stored beside the metadata
   bool print = true;            // rank 0 prints a line per save and resume
+  // Write shards on a background thread from a snapshot (see above).
+  bool async = false;
 };
 
 // Where a resumed run continues.
@@ -102,14 +126,41 @@ class CheckpointManager {
   CheckpointManager(CheckpointSettings settings, parallel::ProcessGroups& groups,
                     std::map<std::string, int64_t> layout, CheckpointParts parts);
 
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
+
   // Whether the loop saves after `steps_done` steps.
   bool due(int64_t steps_done) const;
-  // Collective over the world. Returns the checkpoint directory.
+  // Collective over the world. Returns the checkpoint directory: complete on
+  // return, or with checkpoint.async in flight (complete once published).
   std::string save(int64_t steps_done, int64_t skipped_steps);
+  // Collective over the world, at every step boundary; no MPI call unless a
+  // save is in flight. Publishes it once every rank's shard is durable.
+  void poll();
+  // Collective over the world: waits for the save in flight, if any, and
+  // publishes it (the end of the run).
+  void finish();
   // Collective over the world; `path` is a complete checkpoint directory.
   ResumePoint restore(const std::string& path);
 
  private:
+  // A save the background writers are working on: first every rank's
+  // shard, then rank 0's metadata.yaml.
+  struct InFlight {
+    enum class Stage { kShards, kMetadata } stage = Stage::kShards;
+    CheckpointMetadata metadata;
+    std::string dir;
+    std::string param_names;     // shard_param_names of this rank's entries
+    double blocked_seconds = 0;  // the loop's time spent on this save so far
+    double shard_seconds = 0;    // this rank's shard write, on the writer thread
+    uint64_t bytes = 0;          // rank 0: of the whole checkpoint
+  };
+  void start_shard_write(int64_t steps_done, CheckpointMetadata metadata, RankState rank_state);
+  // The next stage of the save in flight, once every rank's writer ended.
+  void advance_in_flight();
+  void print_saved(const SaveResult& saved, double blocked_seconds, double write_seconds) const;
+  CheckpointMetadata metadata_for(int64_t steps_done, int64_t skipped_steps) const;
   void restore_rank_state(const LoadedCheckpoint& loaded);
   void warn_other_layout(const LoadedCheckpoint& loaded) const;
 
@@ -117,6 +168,15 @@ class CheckpointManager {
   parallel::ProcessGroups& groups_;
   std::map<std::string, int64_t> layout_;
   CheckpointParts parts_;
+  // The world duplicated for the asynchronous save's agreement and
+  // publication, so that they never match a message of the training's own.
+  MPI_Comm save_comm_ = MPI_COMM_NULL;
+  BackgroundWriter writer_;
+  std::unique_ptr<InFlight> in_flight_;
+  // The snapshot of the save in flight (the writer reads it); kept after it
+  // for the next snapshot to copy into.
+  std::vector<ShardEntry> snapshot_entries_;
+  RankState snapshot_state_;
 };
 
 }  // namespace cmpi::checkpoint

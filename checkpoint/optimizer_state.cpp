@@ -34,13 +34,14 @@ std::string resolve_resume_path(const std::string& root, const std::string& requ
 std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& params,
                                       const parallel::OptimizerStateView& state,
                                       bool writes_replicated,
-                                      const std::set<std::string>& held_elsewhere) {
+                                      const std::set<std::string>& held_elsewhere,
+                                      EntryPool* reuse) {
   std::vector<ShardEntry> entries;
   if (state.replicated_over_dp && !writes_replicated) return entries;
   for (const auto& run : state.runs) {
     const auto& param = params.at(run.param);
     if (held_elsewhere.count(param.name)) continue;
-    ShardEntry e;
+    ShardEntry e = reuse ? reuse->take() : ShardEntry{};
     e.name = param.name;
     e.slice = param.slice;
     e.offset = run.offset;
@@ -52,9 +53,9 @@ std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& para
   return entries;
 }
 
-ShardEntry tensor_entry(const CheckpointedParam& param, const float* values) {
+ShardEntry tensor_entry(const CheckpointedParam& param, const float* values, EntryPool* reuse) {
   const size_t n = size_t(param.slice.numel());
-  ShardEntry e;
+  ShardEntry e = reuse ? reuse->take() : ShardEntry{};
   e.name = param.name;
   e.slice = param.slice;
   e.offset = 0;

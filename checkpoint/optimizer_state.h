@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/loaded_checkpoint.h"
@@ -27,6 +28,22 @@ struct CheckpointedParam {
   SliceSpec slice;
 };
 
+// Entries of an earlier snapshot, handed out again in order, so that a
+// repeated snapshot (checkpoint.async) copies into memory the process already
+// holds, their capacity kept, instead of faulting in fresh pages.
+class EntryPool {
+ public:
+  explicit EntryPool(std::vector<ShardEntry> entries = {}) : entries_(std::move(entries)) {}
+  // The next earlier entry (its vectors' capacity kept), or a new one.
+  ShardEntry take() {
+    return next_ < entries_.size() ? std::move(entries_[next_++]) : ShardEntry{};
+  }
+
+ private:
+  std::vector<ShardEntry> entries_;
+  size_t next_ = 0;
+};
+
 // This rank's shard entries of one optimizer: every run of its state, unless
 // the state is replicated over dp and `writes_replicated` is false (another
 // replica writes it), skipping parameters named in `held_elsewhere` (the head
@@ -34,10 +51,12 @@ struct CheckpointedParam {
 std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& params,
                                       const parallel::OptimizerStateView& state,
                                       bool writes_replicated,
-                                      const std::set<std::string>& held_elsewhere);
+                                      const std::set<std::string>& held_elsewhere,
+                                      EntryPool* reuse = nullptr);
 
 // A plain tensor's entry: its values, zero moments (nothing optimizes it).
-ShardEntry tensor_entry(const CheckpointedParam& param, const float* values);
+ShardEntry tensor_entry(const CheckpointedParam& param, const float* values,
+                        EntryPool* reuse = nullptr);
 
 // Throws std::runtime_error naming the checkpoint's metadata when the model
 // it was saved from differs from `model_shape` in any key.

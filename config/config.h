@@ -151,6 +151,9 @@ struct CheckpointConfig {
   std::string dir = "";   // default <run dir>/checkpoints
   int64_t every = 0;      // 0 = never
   int64_t keep_last = 3;  // complete checkpoints kept; 0 = all
+  // Write shards on a background thread from an in-memory snapshot while
+  // training goes on (checkpoint/checkpoint_manager.h).
+  bool async = false;
 };
 
 struct LogConfig {

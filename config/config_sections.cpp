@@ -350,6 +350,7 @@ void read_checkpoint(MapReader r, CheckpointConfig& checkpoint) {
   r.read("dir", checkpoint.dir, {}, /*allow_empty=*/true);
   r.read("every", checkpoint.every, non_negative());
   r.read("keep_last", checkpoint.keep_last, non_negative());
+  r.read("async", checkpoint.async);
   r.finish();
 }
 
@@ -357,6 +358,7 @@ void write_checkpoint(YAML::Emitter& out, const CheckpointConfig& checkpoint) {
   put(out, "dir", checkpoint.dir);
   put(out, "every", int64_t(checkpoint.every));
   put(out, "keep_last", int64_t(checkpoint.keep_last));
+  put(out, "async", checkpoint.async);
 }
 
 // ------------------------------------------------------------------- log

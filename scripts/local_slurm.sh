@@ -55,7 +55,8 @@ SlurmctldHost=$host
 SlurmctldPort=$base
 SlurmdPort=$(( base + 1 ))
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge.socket
+# cred_expire: also how long Slurm holds a requeued job back (default 120 s).
+AuthInfo=socket=$dir/munge.socket,cred_expire=10
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root

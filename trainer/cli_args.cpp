@@ -64,6 +64,8 @@ const char* CliArgs::usage() {
          "  --resume [PATH]      continue from a checkpoint: PATH (a checkpoint directory, or\n"
          "                       a checkpoint root: its latest), default the latest complete\n"
          "                       one under checkpoint.dir (<run dir>/checkpoints); any layout\n"
+         "  --resume auto        the latest complete checkpoint under checkpoint.dir, or step 0\n"
+         "                       when there is none (for restarted jobs: scripts/cmpi-run)\n"
          "  --export OUT         with --resume: write that checkpoint's consolidated weights\n"
          "                       to OUT in the safetensors format and exit (no training)\n"
          "  --plan               do not train: project memory, traffic per group and step time\n"
@@ -138,6 +140,9 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.resume = true;
       if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
         args.resume_path = argv[++i];
+      // "auto" is the keyword; a directory of that name is "./auto".
+      args.resume_auto = args.resume_path == "auto";
+      if (args.resume_auto) args.resume_path.clear();
     } else if (arg == "--export") {
       args.export_path = value_of(i, arg);
     } else if (arg == "--dump-tensors") {
@@ -152,6 +157,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
                             args.plan.compare_presets || !args.plan.json_path.empty();
   if (!args.export_path.empty() && !args.resume)
     throw UsageError("--export needs --resume [PATH] (the checkpoint to export)");
+  if (!args.export_path.empty() && args.resume_auto)
+    throw UsageError("--export needs a checkpoint: --resume [PATH], not --resume auto");
   if (plan_options && !args.plan.enabled)
     throw UsageError("--plan-* options and --compare-presets need --plan");
   return args;

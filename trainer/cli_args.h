@@ -1,6 +1,6 @@
 // Command line of cmpi-train:
 //   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
-//              [--print-config] [--resume [PATH]]
+//              [--print-config] [--resume [PATH|auto]]
 //   cmpi-train --config FILE.yaml --resume [PATH] --export OUT.safetensors
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
@@ -49,6 +49,9 @@ struct CliArgs {
   bool print_config = false;  // print the resolved config and exit
   bool resume = false;        // --resume given
   std::string resume_path;    // its PATH; empty: the latest checkpoint of the run
+  // --resume auto: the latest complete checkpoint of the run, or a fresh
+  // start when there is none (what a restarted or requeued job passes).
+  bool resume_auto = false;
   std::string export_path;    // --export: write the checkpoint as safetensors and exit
   PlanArgs plan;
 

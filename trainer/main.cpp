@@ -14,6 +14,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint_error.h"
+#include "checkpoint/checkpoint_store.h"
 #include "checkpoint/loaded_checkpoint.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_agreement.h"
@@ -26,6 +27,7 @@
 #include "parallel/process_groups.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
+#include "trainer/injected_kill.h"
 #include "config/config_loader.h"
 #include "config/config_warnings.h"
 #include "config/job_config.h"
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   trainer::CliArgs args;
   config::Config config;
   parallel::ParallelDims dims;
+  trainer::InjectedKill injected_kill;  // tests only: CMPI_TEST_KILL_AT_STEP
   std::string error;
   try {
     args = trainer::CliArgs::parse(argc, argv);
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
       // Exporting reads files only: the job's layout does not matter.
       if (args.export_path.empty()) dims = config::validate_layout(config, world);
+      injected_kill = trainer::injected_kill_from_environment();
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -103,8 +107,18 @@ int main(int argc, char** argv) {
   if (args.resume) {
     try {
       checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
-        resume_path = checkpoint::resolve_resume_path(config::checkpoint_root(config),
-                                                      args.resume_path);
+        const std::string root = config::checkpoint_root(config);
+        if (!args.resume_auto) {
+          resume_path = checkpoint::resolve_resume_path(root, args.resume_path);
+          return;
+        }
+        resume_path = checkpoint::latest_checkpoint_if_any(root);
+        if (resume_path.empty() && rank == 0 && config.log.every > 0) {
+          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at "
+                      "step 0\n",
+                      root.c_str());
+          std::fflush(stdout);
+        }
       });
     } catch (const checkpoint::CheckpointError& e) {
       comm::expect_termination(2);
@@ -187,6 +201,8 @@ int main(int argc, char** argv) {
     options.source = tokens;
     options.resume_path = resume_path;
     options.watchdog = &mpi.watchdog();
+    options.kill_rank = injected_kill.rank;
+    options.kill_step = injected_kill.step;
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);

@@ -1,5 +1,6 @@
 #include "trainer/trainer.h"
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <utility>
@@ -82,6 +83,7 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
   settings.keep_last = config.checkpoint.keep_last;
   settings.resolved_config = s.options.resolved_config;
   settings.print = s.print_every() > 0;
+  settings.async = config.checkpoint.async;
   s.checkpoints = std::make_unique<checkpoint::CheckpointManager>(
       std::move(settings), groups,
       checkpoint::checkpoint_layout(groups.dims(), config.parallel.bidirectional),
@@ -142,6 +144,10 @@ TrainResult Trainer::run() {
   const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = first_step; step < t.steps; ++step) {
     if (s.options.watchdog) s.options.watchdog->note_step(step + 1);
+    if (step + 1 == s.options.kill_step && s.groups.world_rank() == s.options.kill_rank) {
+      std::fflush(stdout);
+      std::raise(SIGKILL);
+    }
     const auto before = comm_totals(s.groups, model.extra_groups());
     const double cpu_start = process_cpu_seconds();
     const auto step_start = comm::Clock::now();
@@ -201,14 +207,20 @@ TrainResult Trainer::run() {
       if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
     }
-    if (verdict.stop) throw TrainingStopped(verdict.message, is_root);
+    if (verdict.stop) {
+      // Every rank stops here together: a save in flight is still published.
+      s.checkpoints->finish();
+      throw TrainingStopped(verdict.message, is_root);
+    }
     if (verdict.nonfinite && is_root) {
       std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());
       std::fflush(stderr);
     }
     s.steps_done = step + 1;
+    s.checkpoints->poll();
     if (s.checkpoints->due(s.steps_done)) s.checkpoints->save(s.steps_done, result.skipped_steps);
   }
+  s.checkpoints->finish();
   result.seconds = comm::seconds_since(run_start);
   result.peak_gathered_parameter_bytes = model.optimizer().peak_gathered_parameter_bytes();
   result.peak_state_bytes = model.optimizer().peak_bytes();
@@ -230,8 +242,10 @@ TrainResult Trainer::run() {
 }
 
 std::string Trainer::save_checkpoint() {
-  return impl_->checkpoints->save(impl_->steps_done,
-                                  impl_->skipped_before + impl_->guard->skipped_steps());
+  const std::string path = impl_->checkpoints->save(
+      impl_->steps_done, impl_->skipped_before + impl_->guard->skipped_steps());
+  impl_->checkpoints->finish();
+  return path;
 }
 
 }  // namespace cmpi::trainer

@@ -55,6 +55,10 @@ struct TrainerOptions {
   // A complete checkpoint directory to continue from (resolved: see
   // resolve_resume_path); empty: start at step 0.
   std::string resume_path;
+  // Tests only (trainer/injected_kill.h): world rank `kill_rank` raises
+  // SIGKILL as it begins step `kill_step`; -1: never.
+  int kill_rank = -1;
+  int64_t kill_step = -1;
 };
 
 struct TrainResult {
@@ -108,10 +112,12 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Trains from the current position (0, or the resumed checkpoint's step)
-  // to training.steps, saving a checkpoint every checkpoint.every steps.
+  // to training.steps, saving a checkpoint every checkpoint.every steps
+  // (with checkpoint.async, the last one is published before it returns).
   TrainResult run();
   // Saves the current position as a checkpoint under checkpoint_root().
-  // Collective over the world group. Returns the checkpoint directory.
+  // Collective over the world group. Returns the checkpoint directory,
+  // complete (an asynchronous save is waited for).
   std::string save_checkpoint();
 
  private:

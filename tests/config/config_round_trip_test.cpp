@@ -99,6 +99,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.checkpoint.dir, b.checkpoint.dir);
   EXPECT_EQ(a.checkpoint.every, b.checkpoint.every);
   EXPECT_EQ(a.checkpoint.keep_last, b.checkpoint.keep_last);
+  EXPECT_EQ(a.checkpoint.async, b.checkpoint.async);
   EXPECT_EQ(a.log.every, b.log.every);
   EXPECT_EQ(a.log.metrics_jsonl, b.log.metrics_jsonl);
 }
@@ -133,7 +134,7 @@ compression:
       chunk_bytes: 8KiB
     - match: {}
       codec: none
-checkpoint: {dir: "", every: 0, keep_last: 5}
+checkpoint: {dir: "", every: 0, keep_last: 5, async: true}
 log: {every: 4, metrics_jsonl: false}
 )";
   const Config original = load_config(write(text));
@@ -186,6 +187,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "rules: []",
                           "checkpoint:",
                           "every:",
+                          "async: false",
                           "log:",
                           "metrics_jsonl: true"})
     EXPECT_CONTAINS(written, key);
