@@ -64,6 +64,8 @@ fi
 
 cluster_up=0
 if [ -z "$cluster_reason" ]; then
+  # Whatever ends the demo (an error, Ctrl-C), the cluster it built goes.
+  trap 'exit 130' INT TERM
   trap '[ "$cluster_up" = 1 ] && "$ROOT/scripts/emulated_cluster.sh" down >/dev/null 2>&1 || true' EXIT
   if up_log=$("$ROOT/scripts/emulated_cluster.sh" up 2 --rate "$link" 2>&1); then
     cluster_up=1
