@@ -209,11 +209,15 @@ void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
   std::vector<torch::Tensor> activations;
   {
     torch::NoGradGuard no_grad;
+    // A sample holds seq_len + 1 tokens (inputs and shifted targets); the
+    // forward reads the first seq_len of each.
     const int64_t seq = config_.model.seq_len;
-    std::vector<int64_t> tokens(size_t(config_.training.micro_batch * seq));
+    std::vector<int64_t> tokens(size_t(config_.training.micro_batch * (seq + 1)));
     for (int64_t b = 0; b < config_.training.micro_batch; ++b)
-      parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * seq)], seq);
-    auto batch = torch::from_blob(tokens.data(), {config_.training.micro_batch, seq}, torch::kLong);
+      parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * (seq + 1))], seq + 1);
+    auto batch =
+        torch::from_blob(tokens.data(), {config_.training.micro_batch, seq + 1}, torch::kLong)
+            .narrow(1, 0, seq);
     parts_.model->forward(batch, &activations);
   }
   if (groups_.world_rank() != 0) return;

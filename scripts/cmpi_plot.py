@@ -3,9 +3,10 @@
 
     scripts/cmpi_plot.py RUN_DIR [RUN_DIR ...] [-o plot.png]
 
-One PNG with four panels: training loss and validation loss (val_loss, on the
-steps it was computed) per step, tokens/s per step, and per communicator group
-the cumulative compression ratio (raw bytes / wire bytes) of what it sent.
+One PNG with five panels: training loss and validation loss (val_loss, on the
+steps it was computed) per step, tokens/s per step, per communicator group the
+cumulative compression ratio (raw bytes / wire bytes) of what it sent, and the
+cumulative bytes rank 0 put on the wire (each step's wire_bytes).
 Each run is labelled with its directory name. Uses Debian's
 python3-matplotlib with the Agg backend (no display needed).
 """
@@ -51,8 +52,10 @@ def main(argv):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    loss_ax, speed_ax, ratio_ax, val_ax = axes[0][0], axes[0][1], axes[1][1], axes[1][0]
+    fig, axes = plt.subplots(2, 3, figsize=(17, 8))
+    loss_ax, speed_ax, wire_ax = axes[0]
+    val_ax, ratio_ax, unused_ax = axes[1]
+    unused_ax.axis("off")
     for run_dir in args.runs:
         rows = read_metrics(run_dir)
         label = os.path.basename(os.path.normpath(run_dir))
@@ -63,6 +66,11 @@ def main(argv):
             if val:
                 ax.plot(*zip(*val), "o--", color=line.get_color(), label=f"{label} val_loss")
         speed_ax.plot(steps, [number(r.get("tokens_per_s")) for r in rows], label=label)
+        sent, total = [], 0.0
+        for r in rows:
+            total += number(r.get("wire_bytes"))
+            sent.append(total / 1e6)
+        wire_ax.plot(steps, sent, label=label)
         groups = sorted({g for r in rows for g in r.get("groups", {})})
         for group in groups:
             ratio = [(r["step"], number(r["groups"][group].get("ratio")))
@@ -72,7 +80,8 @@ def main(argv):
     val_ax.set(title="validation loss", xlabel="step")
     speed_ax.set(title="tokens/s", xlabel="step")
     ratio_ax.set(title="wire ratio per group (raw / wire bytes, cumulative)", xlabel="step")
-    for ax in (loss_ax, val_ax, speed_ax, ratio_ax):
+    wire_ax.set(title="MB sent by rank 0 (cumulative)", xlabel="step")
+    for ax in (loss_ax, val_ax, speed_ax, ratio_ax, wire_ax):
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small")
