@@ -59,11 +59,6 @@
 #include "checkpoint/rank_state.h"
 #include "parallel/parallel_dims.h"
 
-namespace cmpi::parallel {
-class DataParallelOptimizer;
-class ProcessGroups;
-}  // namespace cmpi::parallel
-
 namespace cmpi::checkpoint {
 
 // One optimizer and the parameters it updates.

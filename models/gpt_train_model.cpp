@@ -102,21 +102,28 @@ torch::Tensor GptTrainModel::sample_micro_batch(data::Split split, int64_t step,
   return batch;
 }
 
-// The pipeline runs this stage's share of every micro-batch; the first and
-// last stage draw the same tokens (inputs and targets) from the source.
-double GptTrainModel::pipeline_step(int64_t step, double scale, bool overlap) {
+// What this stage does with micro-batch m of `batch`: the first stage embeds
+// its inputs, the last computes the loss on its targets (both draw the same
+// tokens from the source).
+parallel::PipelineStageWork GptTrainModel::stage_work(data::Split split, int64_t batch) {
   const int64_t seq = config_.model.seq_len;
   auto& model = parts_.model;
   parallel::PipelineStageWork work;
+  work.embed = [this, &model, split, batch, seq](int64_t m) {
+    return model->embed(sample_micro_batch(split, batch, m).narrow(1, 0, seq));
+  };
+  work.run_blocks = [&model](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+  work.loss = [this, &model, split, batch, seq](const torch::Tensor& hidden, int64_t m) {
+    return model->head_loss(hidden, sample_micro_batch(split, batch, m).narrow(1, 1, seq));
+  };
+  return work;
+}
+
+// The pipeline runs this stage's share of every micro-batch.
+double GptTrainModel::pipeline_step(int64_t step, double scale, bool overlap) {
+  auto& model = parts_.model;
+  auto work = stage_work(data::Split::kTrain, step);
   if (overlap) work.before_last_backward = [&] { parts_.optimizer->begin_last_micro_batch(); };
-  work.embed = [&](int64_t m) {
-    return model->embed(sample_micro_batch(data::Split::kTrain, step, m).narrow(1, 0, seq));
-  };
-  work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
-  work.loss = [&](const torch::Tensor& hidden, int64_t m) {
-    return model->head_loss(hidden,
-                            sample_micro_batch(data::Split::kTrain, step, m).narrow(1, 1, seq));
-  };
   const double loss = parts_.pipeline->run_step(work, parts_.micro_batches, scale);
   if (parts_.tied_embedding) parts_.tied_embedding->sync_gradients(model->tied_embedding_weight());
   return loss;
@@ -138,16 +145,8 @@ Outcome GptTrainModel::evaluate() {
   for (int64_t b = 0; b < batches; ++b) {
     if (parts_.pipeline) {
       // Forward through the stages; every stage gets the last stage's sum.
-      parallel::PipelineStageWork work;
-      work.embed = [&](int64_t m) {
-        return model->embed(sample_micro_batch(data::Split::kValid, b, m).narrow(1, 0, seq));
-      };
-      work.run_blocks = [&](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
-      work.loss = [&](const torch::Tensor& hidden, int64_t m) {
-        return model->head_loss(hidden,
-                                sample_micro_batch(data::Split::kValid, b, m).narrow(1, 1, seq));
-      };
-      local_loss += parts_.pipeline->run_forward(work, parts_.micro_batches, 1.0);
+      local_loss += parts_.pipeline->run_forward(stage_work(data::Split::kValid, b),
+                                                 parts_.micro_batches, 1.0);
       continue;
     }
     for (int64_t m = 0; m < parts_.micro_batches; ++m) {

@@ -17,9 +17,9 @@
 #include "data/token_source.h"
 #include "models/gpt.h"
 #include "models/train_model.h"
+#include "parallel/pipeline_engine.h"
 
 namespace cmpi::parallel {
-class PipelineEngine;
 class PipelineTiedEmbedding;
 class ProcessGroups;
 }  // namespace cmpi::parallel
@@ -65,6 +65,7 @@ class GptTrainModel : public TrainModel {
   // batch `batch` (a fresh tensor: the pipeline's backward reads them after
   // later micro-batches are drawn).
   torch::Tensor sample_micro_batch(data::Split split, int64_t batch, int64_t m) const;
+  parallel::PipelineStageWork stage_work(data::Split split, int64_t batch);
   double pipeline_step(int64_t step, double scale, bool overlap);
   // The last step's own gradients and block activations (world rank 0's tp
   // group runs the forward).

@@ -67,68 +67,55 @@ class Device {
   virtual std::unique_ptr<DeviceCodec> make_codec(const CodecSpec& spec) = 0;
 };
 
+// Which memory an OwnedMemory holds: the device's, or pinned host memory
+// (the staging buffers of the device collectives).
+enum class MemoryPlace { kDevice, kPinnedHost };
+
+// Memory of `place` from a Device, freed on scope exit; movable, not copyable.
+template <MemoryPlace place>
+class OwnedMemory {
+ public:
+  OwnedMemory() = default;
+  OwnedMemory(Device& device, size_t bytes)
+      : device_(&device), data_(bytes ? allocate(device, bytes) : nullptr), bytes_(bytes) {}
+  ~OwnedMemory() { reset(); }
+  OwnedMemory(OwnedMemory&& other) noexcept { *this = std::move(other); }
+  OwnedMemory& operator=(OwnedMemory&& other) noexcept {
+    if (this != &other) {
+      reset();
+      device_ = other.device_, data_ = other.data_, bytes_ = other.bytes_;
+      other.data_ = nullptr, other.bytes_ = 0;
+    }
+    return *this;
+  }
+  void reset() {
+    if (data_) {
+      if (place == MemoryPlace::kDevice)
+        device_->release(data_);
+      else
+        device_->release_pinned(data_);
+    }
+    data_ = nullptr, bytes_ = 0;
+  }
+  template <typename T = uint8_t>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  static void* allocate(Device& device, size_t bytes) {
+    return place == MemoryPlace::kDevice ? device.allocate(bytes) : device.allocate_pinned(bytes);
+  }
+
+  Device* device_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // Device memory freed on scope exit.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(Device& device, size_t bytes)
-      : device_(&device), data_(bytes ? device.allocate(bytes) : nullptr), bytes_(bytes) {}
-  ~DeviceBuffer() { reset(); }
-  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      device_ = other.device_, data_ = other.data_, bytes_ = other.bytes_;
-      other.data_ = nullptr, other.bytes_ = 0;
-    }
-    return *this;
-  }
-  void reset() {
-    if (data_) device_->release(data_);
-    data_ = nullptr, bytes_ = 0;
-  }
-  template <typename T = uint8_t>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  Device* device_ = nullptr;
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
+using DeviceBuffer = OwnedMemory<MemoryPlace::kDevice>;
 // Pinned host memory freed on scope exit.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(Device& device, size_t bytes)
-      : device_(&device), data_(bytes ? device.allocate_pinned(bytes) : nullptr), bytes_(bytes) {}
-  ~PinnedBuffer() { reset(); }
-  PinnedBuffer(PinnedBuffer&& other) noexcept { *this = std::move(other); }
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      device_ = other.device_, data_ = other.data_, bytes_ = other.bytes_;
-      other.data_ = nullptr, other.bytes_ = 0;
-    }
-    return *this;
-  }
-  void reset() {
-    if (data_) device_->release_pinned(data_);
-    data_ = nullptr, bytes_ = 0;
-  }
-  template <typename T = uint8_t>
-  T* as() const {
-    return static_cast<T*>(data_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  Device* device_ = nullptr;
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
+using PinnedBuffer = OwnedMemory<MemoryPlace::kPinnedHost>;
 
 }  // namespace cmpi::compress::cuda

@@ -67,9 +67,9 @@ std::string ResnetTrainModel::describe() const {
       "classes, noise %.3g",
       (long long)m.depth, (long long)m.width, (long long)parts_.plan.size(),
       (long long)parameter_count(), (long long)local_parameter_count(),
-      groups_.dims().to_string().c_str(), (long long)parts_.micro_batches,
-      (long long)t.micro_batch, (long long)m.channels, (long long)m.image_size,
-      (long long)m.image_size, (long long)m.classes, config_.data.noise);
+      groups_.dims().to_string().c_str(), (long long)parts_.micro_batches, (long long)t.micro_batch,
+      (long long)m.channels, (long long)m.image_size, (long long)m.image_size, (long long)m.classes,
+      config_.data.noise);
   return line;
 }
 
@@ -189,22 +189,29 @@ Outcome ResnetTrainModel::train_step(int64_t step, double lr, double clip, const
   return Outcome{double(totals[0]), double(totals[1]) / double(config_.training.global_batch)};
 }
 
-// The first stage draws the images, the last one their labels.
-double ResnetTrainModel::pipeline_step(ResnetReplica& replica, double& counter, int64_t step,
-                                       int64_t first, int64_t count, double scale, bool overlap) {
+// What `replica`'s stage does with micro-batch first + m of `batch`: the
+// first stage draws the images, the last one their labels and counts the
+// right answers in `counter`.
+parallel::PipelineStageWork ResnetTrainModel::stage_work(ResnetReplica& replica,
+                                                         data::ImageSplit split, int64_t batch,
+                                                         int64_t first, double& counter) {
   parallel::PipelineStageWork work;
-  if (overlap) work.before_last_backward = [&] { parts_.a.optimizer->begin_last_micro_batch(); };
-  work.embed = [&, first](int64_t m) {
-    return stage_input(replica.spatial,
-                       micro_batch(data::ImageSplit::kTrain, step, first + m).images);
+  work.embed = [this, &replica, split, batch, first](int64_t m) {
+    return stage_input(replica.spatial, micro_batch(split, batch, first + m).images);
   };
-  work.run_blocks = [&](const torch::Tensor& x) {
+  work.run_blocks = [this, &replica](const torch::Tensor& x) {
     return stage_forward(replica.stage, replica.spatial, x);
   };
-  work.loss = [&, first](const torch::Tensor& logits, int64_t m) {
-    return classify_loss(logits, micro_batch(data::ImageSplit::kTrain, step, first + m).labels,
-                         counter);
+  work.loss = [this, split, batch, first, &counter](const torch::Tensor& logits, int64_t m) {
+    return classify_loss(logits, micro_batch(split, batch, first + m).labels, counter);
   };
+  return work;
+}
+
+double ResnetTrainModel::pipeline_step(ResnetReplica& replica, double& counter, int64_t step,
+                                       int64_t first, int64_t count, double scale, bool overlap) {
+  auto work = stage_work(replica, data::ImageSplit::kTrain, step, first, counter);
+  if (overlap) work.before_last_backward = [&] { parts_.a.optimizer->begin_last_micro_batch(); };
   return replica.pipeline->run_step(work, count, scale);
 }
 
@@ -264,17 +271,8 @@ Outcome ResnetTrainModel::evaluate() {
   double loss = 0;
   for (int64_t b = 0; b < batches; ++b) {
     if (a.pipeline) {
-      parallel::PipelineStageWork work;
-      work.embed = [&](int64_t m) {
-        return stage_input(a.spatial, micro_batch(data::ImageSplit::kValid, b, m).images);
-      };
-      work.run_blocks = [&](const torch::Tensor& x) {
-        return stage_forward(a.stage, a.spatial, x);
-      };
-      work.loss = [&](const torch::Tensor& logits, int64_t m) {
-        return classify_loss(logits, micro_batch(data::ImageSplit::kValid, b, m).labels, correct);
-      };
-      loss += a.pipeline->run_forward(work, parts_.micro_batches, 1.0);
+      loss += a.pipeline->run_forward(stage_work(a, data::ImageSplit::kValid, b, 0, correct),
+                                      parts_.micro_batches, 1.0);
       continue;
     }
     for (int64_t m = 0; m < parts_.micro_batches; ++m) {

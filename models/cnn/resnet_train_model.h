@@ -33,13 +33,13 @@
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/resnet_plan.h"
 #include "models/train_model.h"
+#include "parallel/pipeline_engine.h"
 #include "parallel/spatial/tile_geometry.h"
 
 namespace cmpi::comm {
 class Communicator;
 }
 namespace cmpi::parallel {
-class PipelineEngine;
 class ProcessGroups;
 }  // namespace cmpi::parallel
 
@@ -126,6 +126,8 @@ class ResnetTrainModel : public TrainModel {
   // Sums the spatial layers' gradients over sp (before the dp reduction).
   void reduce_spatial_gradients();
   void average_running_statistics(CnnStage& stage);
+  parallel::PipelineStageWork stage_work(ResnetReplica& replica, data::ImageSplit split,
+                                         int64_t batch, int64_t first, double& counter);
   // Micro-batches [first, first + count) of the step through `replica`.
   double pipeline_step(ResnetReplica& replica, double& counter, int64_t step, int64_t first,
                        int64_t count, double scale, bool overlap);
