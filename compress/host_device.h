@@ -12,8 +12,12 @@
 
 #if defined(__CUDACC__)
 #define CMPI_HD __host__ __device__
+// Unrolls the next loop of constant trip count, so that a local array it
+// indexes stays in registers.
+#define CMPI_UNROLL _Pragma("unroll")
 #else
 #define CMPI_HD
+#define CMPI_UNROLL
 #endif
 
 namespace cmpi::compress::hd {

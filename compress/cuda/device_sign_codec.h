@@ -49,27 +49,12 @@ struct Check {
   const uint8_t* payload;
   uint64_t size;
   uint32_t* status;
-  CMPI_HD void operator()() const {
-    if (!payload_header_matches(header, payload, size) ||
-        size != kHeaderBytes + shape.body_bytes()) {
-      *status = kDecodeBadHeader;
-      return;
-    }
-    const uint8_t* body = payload + kHeaderBytes;
-    for (uint64_t b = 0; b < shape.buckets(); ++b) {
-      const uint32_t scale = hd::load_le32(body + 4 * b);
-      if ((scale >> 31) || !finite_bits(scale)) {
-        *status = kDecodeBadChunk;
-        return;
-      }
-    }
-    const uint32_t used = shape.n % 8;
-    if (used && (body[4 * shape.buckets() + shape.sign_bytes() - 1] >> used)) {
-      *status = kDecodeBadChunk;
-      return;
-    }
-    *status = kDecodeOk;
-  }
+  CMPI_HD void operator()() const { *status = sign_check_payload(header, shape, payload, size); }
+};
+struct CheckBucket {
+  const uint8_t* body;
+  uint32_t* status;
+  CMPI_HD void operator()(uint64_t b) const { sign_check_bucket(body, status, b); }
 };
 struct Decode {
   SignShape shape;
@@ -125,6 +110,7 @@ class DeviceSignCodec final : public DeviceCodec {
     const SignShape s = shape(n);
     executor_.single(stream,
                      sign_steps::Check{header_template(*twin_, n), s, in, size, status_out});
+    executor_.for_each(stream, s.buckets(), sign_steps::CheckBucket{in + kHeaderBytes, status_out});
     executor_.for_each(stream, n, sign_steps::Decode{s, in + kHeaderBytes, status_out, out});
   }
 

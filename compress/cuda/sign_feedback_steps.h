@@ -15,6 +15,9 @@
 //                      CPU codec throws there, the device leaves no payload);
 //   4. signs_residuals thread per 8 values: their sign byte, and the new
 //                      residual w - decoded (0 where not finite).
+// Decode: check_payload (one thread: header, size, padding bits), then
+// check_bucket (thread per bucket: a negative or non-finite scale marks the
+// payload bad; every such thread writes the same code), then decode per value.
 #pragma once
 
 #include <cstdint>
@@ -123,6 +126,26 @@ CMPI_HD inline void sign_signs_residuals(const SignShape& shape, uint8_t* body, 
     r[i] = finite_bits(hd::bits_of(left)) ? left : 0.f;
   }
   body[4 * shape.buckets() + j] = uint8_t(byte);
+}
+
+// Decode step 1, one thread: the header this decoder writes for the size,
+// and no sign bits set past n in the last byte.
+CMPI_HD inline uint32_t sign_check_payload(const HeaderTemplate& header, const SignShape& shape,
+                                           const uint8_t* payload, uint64_t size) {
+  if (!payload_header_matches(header, payload, size) || size != kHeaderBytes + shape.body_bytes())
+    return kDecodeBadHeader;
+  const uint8_t* body = payload + kHeaderBytes;
+  const uint32_t used = shape.n % 8;
+  if (used && (body[4 * shape.buckets() + shape.sign_bytes() - 1] >> used)) return kDecodeBadChunk;
+  return kDecodeOk;
+}
+
+// Decode step 2, thread per bucket: refuses a negative or non-finite scale.
+// Runs after step 1 on the same stream; racing threads all write one code.
+CMPI_HD inline void sign_check_bucket(const uint8_t* body, uint32_t* status, uint64_t b) {
+  if (*status != kDecodeOk) return;
+  const uint32_t scale = hd::load_le32(body + 4 * b);
+  if ((scale >> 31) || !finite_bits(scale)) *status = kDecodeBadChunk;
 }
 
 }  // namespace cmpi::compress::cuda

@@ -26,9 +26,37 @@ constexpr uint32_t kZfpHeaderBits = 9;  // 1 nonzero flag + 8 exponent bits
 constexpr uint32_t kZfpMaxBlockBits = 128;
 
 // Up to 128 bits, bit i of the block in bit i % 64 of word[i / 64].
+// Code below picks a word with a branch, never word[i / 64] at run time:
+// a run-time index would put the array in the GPU thread's local memory
+// (a memory access per bit) instead of two registers.
 struct ZfpBlockBits {
   uint64_t word[2] = {0, 0};
 };
+
+// ORs the `count` (<= 63) low bits of field into bits [position, position + count).
+CMPI_HD inline void zfp_or_bits_at(ZfpBlockBits& bits, uint32_t position, uint64_t field,
+                                   uint32_t count) {
+  const uint32_t shift = position & 63;
+  if (position < 64) {
+    bits.word[0] |= field << shift;
+    if (shift + count > 64) bits.word[1] |= field >> (64 - shift);
+  } else {
+    bits.word[1] |= field << shift;
+  }
+}
+
+// Bits [position, position + count) as the low bits of the result, count <= 63.
+CMPI_HD inline uint64_t zfp_bits_at(const ZfpBlockBits& bits, uint32_t position, uint32_t count) {
+  const uint32_t shift = position & 63;
+  uint64_t value;
+  if (position < 64) {
+    value = bits.word[0] >> shift;
+    if (shift != 0 && shift + count > 64) value |= bits.word[1] << (64 - shift);
+  } else {
+    value = bits.word[1] >> shift;
+  }
+  return value & ((uint64_t{1} << count) - 1);
+}
 
 // Appends bits LSB first to a ZfpBlockBits.
 class ZfpBlockWriter {
@@ -36,14 +64,14 @@ class ZfpBlockWriter {
   CMPI_HD explicit ZfpBlockWriter(ZfpBlockBits& bits) : bits_(bits) {}
   CMPI_HD uint32_t put_bit(uint32_t bit) {
     bit &= 1u;
-    bits_.word[position_ >> 6] |= uint64_t{bit} << (position_ & 63);
-    ++position_;
+    zfp_or_bits_at(bits_, position_++, bit, 1);
     return bit;
   }
-  // Writes the low `count` bits of value (count <= 4 here); returns value >> count.
+  // Writes the low `count` bits of value (count <= 9 here); returns value >> count.
   CMPI_HD uint64_t put_bits(uint64_t value, uint32_t count) {
-    for (uint32_t i = 0; i < count; ++i, value >>= 1) put_bit(static_cast<uint32_t>(value));
-    return value;
+    zfp_or_bits_at(bits_, position_, value & ((uint64_t{1} << count) - 1), count);
+    position_ += count;
+    return value >> count;
   }
 
  private:
@@ -54,14 +82,11 @@ class ZfpBlockWriter {
 class ZfpBlockReader {
  public:
   CMPI_HD explicit ZfpBlockReader(const ZfpBlockBits& bits) : bits_(bits) {}
-  CMPI_HD uint32_t get_bit() {
-    const uint32_t bit = static_cast<uint32_t>(bits_.word[position_ >> 6] >> (position_ & 63)) & 1u;
-    ++position_;
-    return bit;
-  }
+  CMPI_HD uint32_t get_bit() { return static_cast<uint32_t>(zfp_bits_at(bits_, position_++, 1)); }
+  // The next `count` bits (count <= 9 here), the first in bit 0.
   CMPI_HD uint64_t get_bits(uint32_t count) {
-    uint64_t value = 0;
-    for (uint32_t i = 0; i < count; ++i) value |= uint64_t{get_bit()} << i;
+    const uint64_t value = zfp_bits_at(bits_, position_, count);
+    position_ += count;
     return value;
   }
 
@@ -132,7 +157,9 @@ CMPI_HD inline void zfp_decode_planes(ZfpBlockReader& r, uint32_t bits, uint32_t
       // sets that value's bit either way.
       x += uint64_t{1} << significant;
     }
-    for (uint32_t i = 0; x; ++i, x >>= 1) u[i] += static_cast<uint32_t>(x & 1u) << plane;
+    // x < 16 (one bit per value); constant indices keep u in registers.
+    for (uint32_t i = 0; i < kZfpBlockValues; ++i)
+      u[i] += static_cast<uint32_t>((x >> i) & 1u) << plane;
   }
 }
 

@@ -77,6 +77,11 @@ CMPI_HD inline void zfp_flag_nonfinite(const float* in, const ZfpPayloadShape& s
   if (i < shape.n && is_nonfinite(in[i])) chunk_flags[i / shape.chunk] = 1;
 }
 
+// The one-thread steps read the chunk table (or flags) kZfpTableBatch
+// entries at a time before using any: the stores that follow may alias the
+// loads, so a plain loop would wait a memory latency per chunk.
+constexpr uint32_t kZfpTableBatch = 16;
+
 // Step 2, one thread. offsets[k] = byte offset of chunk k in the payload.
 // Writes the payload size to *size_out.
 CMPI_HD inline void zfp_lay_out_payload(const ZfpPayloadShape& shape, const uint32_t* chunk_flags,
@@ -84,15 +89,24 @@ CMPI_HD inline void zfp_lay_out_payload(const ZfpPayloadShape& shape, const uint
                                         uint64_t* offsets, uint64_t* size_out) {
   const uint64_t count = shape.chunk_count();
   uint64_t at = kHeaderBytes + shape.table_bytes();
-  for (uint64_t k = 0; k < count; ++k) {
-    const uint64_t raw_bytes = 4 * shape.chunk_length(k);
-    const uint64_t stream = shape.stream_bytes_of(k);
-    const bool raw = chunk_flags[k] != 0 || stream >= raw_bytes;
-    const uint64_t bytes = raw ? raw_bytes : stream;
-    hd::store_le32(payload + kHeaderBytes + 4 * k,
-                   static_cast<uint32_t>(bytes) | (raw ? kZfpRawChunkBit : 0u));
-    offsets[k] = at;
-    at += bytes;
+  for (uint64_t k0 = 0; k0 < count; k0 += kZfpTableBatch) {
+    uint32_t flags[kZfpTableBatch];
+    CMPI_UNROLL
+    for (uint32_t i = 0; i < kZfpTableBatch; ++i)
+      flags[i] = k0 + i < count ? chunk_flags[k0 + i] : 0;
+    CMPI_UNROLL
+    for (uint32_t i = 0; i < kZfpTableBatch; ++i) {
+      const uint64_t k = k0 + i;
+      if (k >= count) break;
+      const uint64_t raw_bytes = 4 * shape.chunk_length(k);
+      const uint64_t stream = shape.stream_bytes_of(k);
+      const bool raw = flags[i] != 0 || stream >= raw_bytes;
+      const uint64_t bytes = raw ? raw_bytes : stream;
+      hd::store_le32(payload + kHeaderBytes + 4 * k,
+                     static_cast<uint32_t>(bytes) | (raw ? kZfpRawChunkBit : 0u));
+      offsets[k] = at;
+      at += bytes;
+    }
   }
   finish_payload_header(header, at - kHeaderBytes, payload);
   *size_out = at;
@@ -180,16 +194,24 @@ CMPI_HD inline uint32_t zfp_check_payload(const ZfpPayloadShape& shape,
   const uint64_t count = shape.chunk_count();
   uint64_t at = kHeaderBytes + shape.table_bytes();
   if (at > size) return kDecodeBadChunkTable;
-  for (uint64_t k = 0; k < count; ++k) {
-    const uint32_t entry = hd::load_le32(payload + kHeaderBytes + 4 * k);
-    const uint64_t bytes = entry & kZfpChunkSizeMask;
-    const uint64_t raw_bytes = 4 * shape.chunk_length(k);
-    const uint64_t stream = shape.stream_bytes_of(k);
-    const bool ok =
-        (entry & kZfpRawChunkBit) ? bytes == raw_bytes : bytes == stream && stream < raw_bytes;
-    if (!ok || bytes > size - at) return kDecodeBadChunkTable;
-    offsets[k] = at;
-    at += bytes;
+  for (uint64_t k0 = 0; k0 < count; k0 += kZfpTableBatch) {
+    uint32_t entries[kZfpTableBatch];
+    CMPI_UNROLL
+    for (uint32_t i = 0; i < kZfpTableBatch; ++i)
+      entries[i] = k0 + i < count ? hd::load_le32(payload + kHeaderBytes + 4 * (k0 + i)) : 0;
+    CMPI_UNROLL
+    for (uint32_t i = 0; i < kZfpTableBatch; ++i) {
+      const uint64_t k = k0 + i;
+      if (k >= count) break;
+      const uint64_t bytes = entries[i] & kZfpChunkSizeMask;
+      const uint64_t raw_bytes = 4 * shape.chunk_length(k);
+      const uint64_t stream = shape.stream_bytes_of(k);
+      const bool ok = (entries[i] & kZfpRawChunkBit) ? bytes == raw_bytes
+                                                     : bytes == stream && stream < raw_bytes;
+      if (!ok || bytes > size - at) return kDecodeBadChunkTable;
+      offsets[k] = at;
+      at += bytes;
+    }
   }
   return at == size ? kDecodeOk : kDecodeBadChunkTable;
 }
@@ -211,7 +233,9 @@ CMPI_HD inline void zfp_decode_block_step(const uint8_t* payload, const ZfpPaylo
       zfp_load_block(chunk, slot.block_in_chunk * shape.maxbits, shape.maxbits);
   float f[4];
   zfp_decode_block(bits, shape.maxbits, f);
-  for (uint32_t i = 0; i < slot.count; ++i) out[slot.first + i] = f[i];
+  CMPI_UNROLL
+  for (uint32_t i = 0; i < 4; ++i)  // constant indices keep f in registers
+    if (i < slot.count) out[slot.first + i] = f[i];
 }
 
 }  // namespace cmpi::compress::cuda

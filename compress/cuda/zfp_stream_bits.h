@@ -25,11 +25,7 @@ namespace cmpi::compress::cuda {
 // Bits [first, first + count) of the block, count <= 32, first + count <= 128.
 CMPI_HD inline uint32_t zfp_block_bit_field(const ZfpBlockBits& bits, uint32_t first,
                                             uint32_t count) {
-  const uint32_t word = first >> 6, shift = first & 63;
-  uint64_t value = bits.word[word] >> shift;
-  if (shift != 0 && word == 0) value |= bits.word[1] << (64 - shift);
-  return count == 32 ? static_cast<uint32_t>(value)
-                     : static_cast<uint32_t>(value) & ((1u << count) - 1u);
+  return static_cast<uint32_t>(zfp_bits_at(bits, first, count));
 }
 
 // word |= value for the 4-byte aligned word at p.
@@ -78,20 +74,35 @@ CMPI_HD inline void zfp_store_block_words(uint8_t* stream, size_t bit, const Zfp
   }
 }
 
-// Stream bits [bit, bit + maxbits) as a block; reads only the bytes holding them.
+// Stream bits [bit, bit + maxbits) as a block; reads only the bytes holding
+// them. Where the block owns whole aligned words (maxbits and bit multiples
+// of 32, the word's address 4-byte aligned) it reads them as words.
 CMPI_HD inline ZfpBlockBits zfp_load_block(const uint8_t* stream, size_t bit, uint32_t maxbits) {
   ZfpBlockBits bits;
-  const size_t first_byte = bit / 8, last_byte = (bit + maxbits - 1) / 8;
-  const uint32_t shift = static_cast<uint32_t>(bit % 8);
-  for (size_t b = first_byte; b <= last_byte; ++b) {
-    // Byte b holds block bits [8 * (b - first_byte) - shift, ... + 8).
-    const int64_t at = static_cast<int64_t>(8 * (b - first_byte)) - shift;
-    const uint64_t byte = stream[b];
-    for (uint32_t k = 0; k < 8; ++k) {
-      const int64_t position = at + k;
-      if (position < 0 || position >= static_cast<int64_t>(maxbits)) continue;
-      bits.word[position >> 6] |= ((byte >> k) & 1u) << (position & 63);
+  const uint8_t* first = stream + bit / 8;
+  if (maxbits % 32 == 0 && bit % 32 == 0 && (reinterpret_cast<uintptr_t>(first) & 3u) == 0) {
+    for (uint32_t done = 0; done < maxbits; done += 32) {
+#if defined(__CUDA_ARCH__)
+      const uint32_t word = *reinterpret_cast<const uint32_t*>(first + done / 8);
+#else
+      uint32_t word;
+      std::memcpy(&word, first + done / 8, 4);  // the stream is little-endian, as the host
+#endif
+      zfp_or_bits_at(bits, done, word, 32);
     }
+    return bits;
+  }
+  // Byte i holds block bits [8 * i - shift, 8 * i - shift + 8).
+  const uint32_t shift = static_cast<uint32_t>(bit % 8);
+  const size_t bytes = (shift + maxbits + 7) / 8;
+  zfp_or_bits_at(bits, 0, uint64_t{first[0]} >> shift, 8 - shift);
+  for (size_t i = 1; i < bytes; ++i)
+    zfp_or_bits_at(bits, static_cast<uint32_t>(8 * i - shift), first[i], 8);
+  // Clear what the last byte held past the block.
+  if (maxbits < 64) {
+    bits.word[0] &= (uint64_t{1} << maxbits) - 1, bits.word[1] = 0;
+  } else if (maxbits < 128) {
+    bits.word[1] &= (uint64_t{1} << (maxbits - 64)) - 1;
   }
   return bits;
 }

@@ -124,6 +124,11 @@ TEST(DeviceSignCodec, RefusesNegativeScalesAndPaddingBits) {
   device_decode(device, *codec, bad, x.size(), status, stream);
   EXPECT_EQ(status, kDecodeBadChunk);
   bad = good;
+  bad[48 + 4 + 3] = 0x7f, bad[48 + 4 + 2] = 0x80;  // bucket 1's scale +Inf (checked per bucket)
+  bad[48 + 4 + 1] = bad[48 + 4] = 0;
+  device_decode(device, *codec, bad, x.size(), status, stream);
+  EXPECT_EQ(status, kDecodeBadChunk);
+  bad = good;
   bad.back() |= 0x80;  // 100 values: bits 4..7 of the last byte are padding
   device_decode(device, *codec, bad, x.size(), status, stream);
   EXPECT_EQ(status, kDecodeBadChunk);

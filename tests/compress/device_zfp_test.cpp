@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -87,6 +88,33 @@ TEST(DeviceZfpBlockCoder, DecodesArbitraryBitsLikeTheReference) {
     for (size_t b = 0; b < n / 4; ++b)
       zfp_decode_block(zfp_load_block(stream.data(), b * maxbits, maxbits), maxbits, &got[4 * b]);
     ASSERT_EQ(bits_of(got), bits_of(want)) << "seed " << seed << ", maxbits " << maxbits;
+  }
+}
+
+TEST(DeviceZfpBlockCoder, LoadsTheSameBitsFromWordsAndFromBytes) {
+  // zfp_load_block reads whole words where the block owns aligned words and
+  // bytes elsewhere: the same stream placed at each byte alignment gives the
+  // same blocks (the same bits as the first placement's).
+  const uint64_t seed = cmpi::testing::test_seed();
+  std::mt19937_64 rng(seed + 3);
+  for (uint32_t maxbits : {32u, 64u, 96u, 128u}) {
+    std::vector<uint8_t> stream(20 * maxbits / 8);
+    for (auto& byte : stream) byte = uint8_t(rng());
+    std::vector<uint32_t> words(stream.size() / 4 + 2);  // 4-byte aligned storage
+    uint8_t* base = reinterpret_cast<uint8_t*>(words.data());
+    std::vector<uint64_t> first;
+    for (size_t misalign = 0; misalign < 4; ++misalign) {
+      std::memcpy(base + misalign, stream.data(), stream.size());
+      for (size_t b = 0; b < 20; ++b) {
+        const ZfpBlockBits bits = zfp_load_block(base + misalign, b * maxbits, maxbits);
+        if (misalign == 0) {
+          first.push_back(bits.word[0]), first.push_back(bits.word[1]);
+        } else {
+          ASSERT_EQ(bits.word[0], first[2 * b]) << "seed " << seed << ", maxbits " << maxbits;
+          ASSERT_EQ(bits.word[1], first[2 * b + 1]) << "seed " << seed << ", maxbits " << maxbits;
+        }
+      }
+    }
   }
 }
 
