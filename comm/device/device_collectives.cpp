@@ -46,23 +46,36 @@ float* DeviceCollectives::workspace(size_t index, uint64_t floats, StreamId call
 
 void DeviceCollectives::round_trip_in_place(float* data, uint64_t n, StreamId caller) {
   if (!codec_ || codec_->lossless() || n == 0) return;
+  // Up to kGroup chunks at a time: all encoded, their sizes read back with
+  // one wait, all decoded, their statuses read back with a second wait. A
+  // wait per chunk cost more than the codec's work where ranks share a GPU.
+  constexpr uint64_t kGroup = 16;
   const uint64_t chunk = options_.chunk_floats;
-  compress::cuda::DeviceBuffer payload(device_, codec_->max_payload_bytes(std::min(chunk, n)));
-  compress::cuda::DeviceBuffer word(device_, 8);
-  compress::cuda::PinnedBuffer host(device_, 8);
-  for (uint64_t first = 0; first < n; first += chunk) {
-    const uint64_t length = std::min(chunk, n - first);
-    codec_->encode(data + first, length, payload.as(), word.as<uint64_t>(), caller);
-    device_.copy_to_host(host.as(), word.as(), 8, caller);
+  const uint64_t chunks = (n + chunk - 1) / chunk, group = std::min(kGroup, chunks);
+  const uint64_t slot = (codec_->max_payload_bytes(std::min(chunk, n)) + 7) / 8 * 8;
+  // Device: group payload slots, then group size words, then group status words.
+  auto* scratch = reinterpret_cast<uint8_t*>(workspace(3, (group * (slot + 12) + 3) / 4, caller));
+  auto* sizes = reinterpret_cast<uint64_t*>(scratch + group * slot);
+  auto* statuses = reinterpret_cast<uint32_t*>(sizes + group);
+  if (round_trip_host_.bytes() < 12 * group)
+    round_trip_host_ = compress::cuda::PinnedBuffer(device_, 12 * group);
+  auto* host_sizes = round_trip_host_.as<uint64_t>();
+  auto* host_statuses = reinterpret_cast<uint32_t*>(host_sizes + group);
+  for (uint64_t first_chunk = 0; first_chunk < chunks; first_chunk += group) {
+    const uint64_t count = std::min(group, chunks - first_chunk);
+    auto chunk_data = [&](uint64_t i) { return data + (first_chunk + i) * chunk; };
+    auto chunk_length = [&](uint64_t i) { return std::min(chunk, n - (first_chunk + i) * chunk); };
+    for (uint64_t i = 0; i < count; ++i)
+      codec_->encode(chunk_data(i), chunk_length(i), scratch + i * slot, sizes + i, caller);
+    device_.copy_to_host(host_sizes, sizes, 8 * count, caller);
     device_.synchronize_stream(caller);
-    uint64_t size = 0;
-    std::memcpy(&size, host.as(), 8);
-    codec_->decode(payload.as(), size, data + first, length, word.as<uint32_t>(), caller);
-    device_.copy_to_host(host.as(), word.as(), 4, caller);
+    for (uint64_t i = 0; i < count; ++i)
+      codec_->decode(scratch + i * slot, host_sizes[i], chunk_data(i), chunk_length(i),
+                     statuses + i, caller);
+    device_.copy_to_host(host_statuses, statuses, 4 * count, caller);
     device_.synchronize_stream(caller);
-    uint32_t status = 0;
-    std::memcpy(&status, host.as(), 4);
-    compress::cuda::check_decode_status(status, *codec_);
+    for (uint64_t i = 0; i < count; ++i)
+      compress::cuda::check_decode_status(host_statuses[i], *codec_);
   }
 }
 

@@ -72,7 +72,8 @@ class DeviceCollectives {
 
   Device& device_;
   Transport& transport_;
-  compress::cuda::DeviceBuffer workspaces_[3];
+  compress::cuda::DeviceBuffer workspaces_[4];
+  compress::cuda::PinnedBuffer round_trip_host_;  // round_trip_in_place's sizes and statuses
   std::unique_ptr<DeviceCodec> codec_;
   StagingOptions options_;
   StagingPipeline pipeline_;
