@@ -82,6 +82,19 @@ CMPI_HD inline void zfp_flag_nonfinite(const float* in, const ZfpPayloadShape& s
 // loads, so a plain loop would wait a memory latency per chunk.
 constexpr uint32_t kZfpTableBatch = 16;
 
+// Raw and stream bytes of every chunk but the last, and of the last: worked
+// out once, as a GPU thread spends hundreds of cycles on each 64-bit
+// division of stream_bytes_of.
+struct ZfpChunkBytes {
+  uint64_t raw, stream, last_raw, last_stream, last;
+  CMPI_HD explicit ZfpChunkBytes(const ZfpPayloadShape& shape) : last(shape.chunk_count() - 1) {
+    raw = 4 * shape.chunk_length(0), stream = shape.stream_bytes_of(0);
+    last_raw = 4 * shape.chunk_length(last), last_stream = shape.stream_bytes_of(last);
+  }
+  CMPI_HD uint64_t raw_of(uint64_t k) const { return k == last ? last_raw : raw; }
+  CMPI_HD uint64_t stream_of(uint64_t k) const { return k == last ? last_stream : stream; }
+};
+
 // Step 2, one thread. offsets[k] = byte offset of chunk k in the payload.
 // Writes the payload size to *size_out.
 CMPI_HD inline void zfp_lay_out_payload(const ZfpPayloadShape& shape, const uint32_t* chunk_flags,
@@ -89,6 +102,7 @@ CMPI_HD inline void zfp_lay_out_payload(const ZfpPayloadShape& shape, const uint
                                         uint64_t* offsets, uint64_t* size_out) {
   const uint64_t count = shape.chunk_count();
   uint64_t at = kHeaderBytes + shape.table_bytes();
+  const ZfpChunkBytes sizes(shape);  // unused when count == 0
   for (uint64_t k0 = 0; k0 < count; k0 += kZfpTableBatch) {
     uint32_t flags[kZfpTableBatch];
     CMPI_UNROLL
@@ -98,8 +112,7 @@ CMPI_HD inline void zfp_lay_out_payload(const ZfpPayloadShape& shape, const uint
     for (uint32_t i = 0; i < kZfpTableBatch; ++i) {
       const uint64_t k = k0 + i;
       if (k >= count) break;
-      const uint64_t raw_bytes = 4 * shape.chunk_length(k);
-      const uint64_t stream = shape.stream_bytes_of(k);
+      const uint64_t raw_bytes = sizes.raw_of(k), stream = sizes.stream_of(k);
       const bool raw = flags[i] != 0 || stream >= raw_bytes;
       const uint64_t bytes = raw ? raw_bytes : stream;
       hd::store_le32(payload + kHeaderBytes + 4 * k,
@@ -194,6 +207,7 @@ CMPI_HD inline uint32_t zfp_check_payload(const ZfpPayloadShape& shape,
   const uint64_t count = shape.chunk_count();
   uint64_t at = kHeaderBytes + shape.table_bytes();
   if (at > size) return kDecodeBadChunkTable;
+  const ZfpChunkBytes sizes(shape);  // unused when count == 0
   for (uint64_t k0 = 0; k0 < count; k0 += kZfpTableBatch) {
     uint32_t entries[kZfpTableBatch];
     CMPI_UNROLL
@@ -204,8 +218,7 @@ CMPI_HD inline uint32_t zfp_check_payload(const ZfpPayloadShape& shape,
       const uint64_t k = k0 + i;
       if (k >= count) break;
       const uint64_t bytes = entries[i] & kZfpChunkSizeMask;
-      const uint64_t raw_bytes = 4 * shape.chunk_length(k);
-      const uint64_t stream = shape.stream_bytes_of(k);
+      const uint64_t raw_bytes = sizes.raw_of(k), stream = sizes.stream_of(k);
       const bool ok = (entries[i] & kZfpRawChunkBit) ? bytes == raw_bytes
                                                      : bytes == stream && stream < raw_bytes;
       if (!ok || bytes > size - at) return kDecodeBadChunkTable;
