@@ -6,6 +6,7 @@
 # Environment: CMPI_CUDA_ARCH (default 90: H100), CMPI_DEVICE_MIB (codec
 # benchmark size, default 256), CMPI_DEVICE_RANKS (collective ranks sharing
 # the GPU, default 2).
+# Figures of an H100 and the per-kernel times behind them: bench/gpu/README.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${1:-$ROOT/build-gpu}"
