@@ -99,8 +99,12 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
     // Every rank reads the tensors its parameters need and cuts its slice.
     std::unique_ptr<hf::HfPretrained> pretrained;
     checkpoint::agree_or_throw(groups.world().mpi(), [&] {
-      pretrained = std::make_unique<hf::HfPretrained>(
-          hf::HfPretrained::open(config.model.init_from, config.model));
+      try {
+        pretrained = std::make_unique<hf::HfPretrained>(
+            hf::HfPretrained::open(config.model.init_from, config.model));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("model.init_from: ") + e.what());
+      }
     });
     s.checkpoints->initialise(
         [&](const std::string& name, const std::vector<int64_t>&) {

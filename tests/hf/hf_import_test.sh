@@ -9,6 +9,8 @@
 #    val_loss equals C's bit for bit (the import loads exactly the
 #    checkpoint's weights), and A's within 1e-6 (another layout sums in
 #    another order);
+#  * the same for a GPT-2 (1 rank -> dp2), also with the names of the
+#    original GPT-2 release (no "transformer." prefix);
 #  * sharded: the same directory split into two safetensors files with a
 #    model.safetensors.index.json loads to the same val_loss, bit for bit;
 #  * bad input, exit 2 with the culprit named: a config whose model.hidden
@@ -79,6 +81,37 @@ run 4 --set run.name=sharded --set training.steps=1 "${still[@]}" "${tp2pp2[@]}"
   --set model.init_from="$work/sharded" > "$work/sharded.txt" 2>&1 ||
   { cat "$work/sharded.txt"; fail "import of the sharded directory"; }
 [ "$(val_loss sharded)" = "$b" ] || fail "sharded import: val_loss $(val_loss sharded), one file: $b"
+
+# GPT-2 (learned positions, tied, exact GeLU): the same round trip on one
+# rank -> dp2, also from a copy whose names lack the "transformer." prefix
+# (as the original GPT-2 release stores them).
+gpt2=(--set model.position=learned --set model.parallel_residual=false --set model.tie_embeddings=true
+      --set model.mlp_activation=gelu --set model.init=gpt2)
+run 1 --set run.name=g --set training.steps=2 --set checkpoint.every=2 "${gpt2[@]}" \
+  > "$work/g.txt" 2>&1 || { cat "$work/g.txt"; fail "GPT-2 run"; }
+run 1 --set run.name=g --resume "$work/g/checkpoints" --export-hf "$work/g_hf" "${gpt2[@]}" \
+  > "$work/g_export.txt" 2>&1 || { cat "$work/g_export.txt"; fail "GPT-2 --export-hf"; }
+mkdir -p "$work/g_bare"; cp "$work/g_hf/config.json" "$work/g_bare/"
+"$python" - "$work/g_hf/model.safetensors" "$work/g_bare/model.safetensors" <<'PY' || fail "renaming"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+header = {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in header.items()}
+text = json.dumps(header).encode(); text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+for case in "gi --set model.init_from=$work/g_hf" "gb --set model.init_from=$work/g_bare" \
+            "gr --resume $work/g/checkpoints"; do
+  read -r name args <<< "$case"
+  steps=1; [ "$name" = gr ] && steps=3
+  # shellcheck disable=SC2086
+  run 2 --set run.name="$name" --set training.steps=$steps "${still[@]}" "${gpt2[@]}" $args \
+    > "$work/$name.txt" 2>&1 || { cat "$work/$name.txt"; fail "GPT-2 $name"; }
+done
+echo "GPT-2 val_loss: imported $(val_loss gi), without prefix $(val_loss gb), resumed $(val_loss gr)"
+[ "$(val_loss gi)" = "$(val_loss gr)" ] && [ "$(val_loss gb)" = "$(val_loss gr)" ] ||
+  fail "GPT-2 import differs from the resume"
 
 # Bad directories: exit 2, one message naming the file and what is wrong.
 expect_refusal() {  # NAME PATTERN ARGS...

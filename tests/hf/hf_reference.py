@@ -134,10 +134,12 @@ def neox_logits(tokens, w, c):
     eps = c.get("layer_norm_eps", 1e-5)
     act = activation(c.get("hidden_act", "gelu"))
     b, t = tokens.shape
-    inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.float64) / dims))
-    freqs = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+    # In float32, as Hugging Face's GPTNeoXRotaryEmbedding computes them
+    # (cmpi-train computes the angles in double and rounds cos/sin).
+    inv_freq = 1.0 / (base ** (torch.arange(0, dims, 2, dtype=torch.int64).float() / dims))
+    freqs = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
     emb = torch.cat([freqs, freqs], dim=-1)
-    cos, sin = emb.cos().float(), emb.sin().float()
+    cos, sin = emb.cos(), emb.sin()
 
     def rotary(x):
         x_rot, x_pass = x[..., :dims], x[..., dims:]
