@@ -234,6 +234,23 @@ ResumePoint CheckpointManager::restore(const std::string& path) {
   return resume;
 }
 
+void CheckpointManager::initialise(const GlobalWeights& weights, const std::string& source) {
+  const auto start = comm::Clock::now();
+  agree_or_throw(groups_.world().mpi(), [&] {
+    for (const auto& part : parts_.optimizers)
+      initialise_optimizer(weights, part.params, *part.optimizer);
+    if (!parts_.tensors.empty())
+      throw std::runtime_error(source +
+                               ": this model has tensors besides its parameters, which "
+                               "initial weights do not cover");
+  });
+  if (groups_.world_rank() == 0 && settings_.print) {
+    std::printf("initialised the weights from %s (loaded in %.3f s)\n", source.c_str(),
+                comm::seconds_since(start));
+    std::fflush(stdout);
+  }
+}
+
 // Residual buffer keys and sizes, and which generator draws for which
 // dropout, belong to one rank of one layout: a resume under another layout
 // starts them afresh (and says so) rather than refusing, since the weights

@@ -39,6 +39,8 @@
 //     and the run continues bit for bit; under another layout that state
 //     belongs to ranks that no longer exist: it restarts (generators through
 //     restart_generators) and rank 0 warns about what was dropped.
+// Initialise (model.init_from): the weights alone, from global tensors of
+// another format, cut for this layout the same way; the run starts at step 0.
 // The data position needs nothing: every sample is a function of (seed,
 // split, step, index). Torch-free.
 #pragma once
@@ -95,7 +97,7 @@ struct CheckpointParts {
 };
 
 struct CheckpointSettings {
-  std::string root;  // checkpoint directories go here
+  std::string root;   // checkpoint directories go here
   int64_t every = 0;  // save every this many steps; 0: never
   int64_t keep_last = 3;
   std::string resolved_config;  // stored beside the metadata
@@ -138,6 +140,11 @@ class CheckpointManager {
   void finish();
   // Collective over the world; `path` is a complete checkpoint directory.
   ResumePoint restore(const std::string& path);
+  // Collective over the world: every rank loads its slices of `weights`
+  // (global tensors by parameter name) as the step-0 model, with fresh
+  // optimizer state (zero moments); generators and codec state keep their
+  // fresh start. `source` names the weights in messages.
+  void initialise(const GlobalWeights& weights, const std::string& source);
 
  private:
   // A save the background writers are working on: first every rank's

@@ -106,4 +106,26 @@ GlobalParameter LoadedCheckpoint::assemble(const std::string& name) const {
   return p;
 }
 
+void check_model_shape(const LoadedCheckpoint& loaded,
+                       const std::map<std::string, int64_t>& model_shape) {
+  const auto& saved = loaded.metadata().model;
+  for (const auto& [key, value] : model_shape) {
+    const auto found = saved.find(key);
+    if (found == saved.end() || found->second != value)
+      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
+                               ": saved from a model with model." + key + " = " +
+                               (found == saved.end() ? "?" : std::to_string(found->second)) +
+                               ", this config has " + std::to_string(value));
+  }
+  // Keys recorded only when they differ from a default (the GPT's
+  // architecture switches, config/model_shape.h): saved but absent here means
+  // this config has the default, and the checkpoint was saved from another
+  // model.
+  for (const auto& [key, value] : saved)
+    if (!model_shape.count(key))
+      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
+                               ": saved from a model with model." + key + " = " +
+                               std::to_string(value) + ", which this config does not have");
+}
+
 }  // namespace cmpi::checkpoint

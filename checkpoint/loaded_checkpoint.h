@@ -51,4 +51,9 @@ class LoadedCheckpoint {
   std::map<std::string, std::string> file_of_;              // name -> a shard holding it
 };
 
+// Throws std::runtime_error naming the checkpoint's metadata when the model
+// it was saved from differs from `model_shape` in any key.
+void check_model_shape(const LoadedCheckpoint& loaded,
+                       const std::map<std::string, int64_t>& model_shape);
+
 }  // namespace cmpi::checkpoint

@@ -1,5 +1,6 @@
 #include "checkpoint/optimizer_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -65,28 +66,6 @@ ShardEntry tensor_entry(const CheckpointedParam& param, const float* values, Ent
   return e;
 }
 
-void check_model_shape(const LoadedCheckpoint& loaded,
-                       const std::map<std::string, int64_t>& model_shape) {
-  const auto& saved = loaded.metadata().model;
-  for (const auto& [key, value] : model_shape) {
-    const auto found = saved.find(key);
-    if (found == saved.end() || found->second != value)
-      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
-                               ": saved from a model with model." + key + " = " +
-                               (found == saved.end() ? "?" : std::to_string(found->second)) +
-                               ", this config has " + std::to_string(value));
-  }
-  // Keys recorded only when they differ from a default (the GPT's
-  // architecture switches, config/model_shape.h): saved but absent here means
-  // this config has the default, and the checkpoint was saved from another
-  // model.
-  for (const auto& [key, value] : saved)
-    if (!model_shape.count(key))
-      throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
-                               ": saved from a model with model." + key + " = " +
-                               std::to_string(value) + ", which this config does not have");
-}
-
 // The global tensors of `param`, checked against the shape this rank expects.
 static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded,
                                         const CheckpointedParam& param) {
@@ -121,6 +100,32 @@ void restore_optimizer(const LoadedCheckpoint& loaded, const std::vector<Checkpo
         const auto& from = local.at(param).at(size_t(kind));
         if (offset + length > from.size())
           throw std::logic_error("optimizer asked for state outside " + params[param].name);
+        std::memcpy(out, from.data() + offset, length * sizeof(float));
+      });
+}
+
+void initialise_optimizer(const GlobalWeights& weights,
+                          const std::vector<CheckpointedParam>& params,
+                          parallel::DataParallelOptimizer& optimizer) {
+  std::vector<std::vector<float>> local(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto global = weights(params[i].name, params[i].slice.global_shape);
+    if (int64_t(global.size()) != params[i].slice.global_numel())
+      throw std::runtime_error("initial weights of " + params[i].name + ": " +
+                               std::to_string(global.size()) + " values for shape " +
+                               shape_text(params[i].slice.global_shape));
+    local[i].resize(size_t(params[i].slice.numel()));
+    gather_from_global(params[i].slice, global.data(), local[i].data());
+  }
+  optimizer.load_state(
+      0, [&](size_t param, parallel::StateKind kind, size_t offset, size_t length, float* out) {
+        if (kind != parallel::StateKind::kValues) {
+          std::fill(out, out + length, 0.0f);
+          return;
+        }
+        const auto& from = local.at(param);
+        if (offset + length > from.size())
+          throw std::logic_error("optimizer asked for weights outside " + params[param].name);
         std::memcpy(out, from.data() + offset, length * sizeof(float));
       });
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -58,16 +59,23 @@ std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& para
 ShardEntry tensor_entry(const CheckpointedParam& param, const float* values,
                         EntryPool* reuse = nullptr);
 
-// Throws std::runtime_error naming the checkpoint's metadata when the model
-// it was saved from differs from `model_shape` in any key.
-void check_model_shape(const LoadedCheckpoint& loaded,
-                       const std::map<std::string, int64_t>& model_shape);
-
 // Reassembles every parameter of `params` and loads this rank's slices
 // (weights, moments, step count) into the optimizer. Throws
 // std::runtime_error naming the checkpoint.
 void restore_optimizer(const LoadedCheckpoint& loaded, const std::vector<CheckpointedParam>& params,
                        parallel::DataParallelOptimizer& optimizer);
+
+// A parameter's global weights, row-major, by name and global shape (pretrained
+// weights from another format: hf/hf_pretrained.h).
+using GlobalWeights =
+    std::function<std::vector<float>(const std::string& name, const std::vector<int64_t>& shape)>;
+
+// Loads this rank's slices of `weights` into the optimizer as a fresh start:
+// zero moments, step count 0. Throws std::runtime_error when a tensor's size
+// differs from its parameter's.
+void initialise_optimizer(const GlobalWeights& weights,
+                          const std::vector<CheckpointedParam>& params,
+                          parallel::DataParallelOptimizer& optimizer);
 
 // Reassembles a plain tensor and copies this rank's slice of it to `out`.
 void restore_tensor(const LoadedCheckpoint& loaded, const CheckpointedParam& param, float* out);

@@ -1,11 +1,8 @@
 // write_safetensors: the consolidated model of a checkpoint as one
-// .safetensors file (https://github.com/huggingface/safetensors): an 8-byte
-// little-endian header length N, N bytes of JSON header mapping each tensor
-// name to {"dtype":"F32","shape":[...],"data_offsets":[begin,end]} (offsets
-// into the data that follows the header) plus "__metadata__" (string values
-// only), padded with spaces to a multiple of 8 bytes, then the raw
-// little-endian float32 data, tensors in header order (sorted by name).
-// Written atomically (io/).
+// .safetensors file with this project's own parameter names
+// (io/safetensors_writer.h: header, float32 data), tensors sorted by name,
+// the step in the metadata. Written atomically (io/). Hugging Face's names
+// and layouts are hf/hf_export.h's.
 #pragma once
 
 #include <map>

@@ -51,6 +51,10 @@ struct ModelConfig {
   bool parallel_residual = false;       // x + attn(ln1(x)) + mlp(ln2(x))
   std::string mlp_activation = "gelu";  // gelu | gelu_tanh
   std::string init = "gpt2";            // gpt2 | neox (small_init / wang_init)
+  // A Hugging Face GPT-NeoX or GPT-2 directory (config.json, safetensors)
+  // whose weights replace the initial ones at step 0 (hf/hf_pretrained.h);
+  // empty: none. A resumed run takes its checkpoint's weights instead.
+  std::string init_from = "";
   // resnet: depth 9n + 2 (three groups of n bottleneck blocks), inner width
   // of the first group, square images of image_size x image_size with
   // `channels` channels, `classes` output classes.

@@ -164,6 +164,7 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("parallel_residual", model.parallel_residual);
   r.read("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh"});
   r.read("init", model.init, {"gpt2", "neox"});
+  r.read("init_from", model.init_from, {}, /*allow_empty=*/true);
   r.read("depth", model.depth, positive());
   r.read("width", model.width, positive());
   r.read("image_size", model.image_size, IntRange{4, std::numeric_limits<int64_t>::max()});
@@ -193,6 +194,7 @@ void write_model(YAML::Emitter& out, const ModelConfig& model) {
   put(out, "parallel_residual", model.parallel_residual);
   put(out, "mlp_activation", model.mlp_activation);
   put(out, "init", model.init);
+  put(out, "init_from", model.init_from);
   put(out, "depth", int64_t(model.depth));
   put(out, "width", int64_t(model.width));
   put(out, "image_size", int64_t(model.image_size));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace cmpi::trainer {
 namespace {
@@ -68,6 +69,10 @@ const char* CliArgs::usage() {
          "                       when there is none (for restarted jobs: scripts/cmpi-run)\n"
          "  --export OUT         with --resume: write that checkpoint's consolidated weights\n"
          "                       to OUT in the safetensors format and exit (no training)\n"
+         "  --export-hf DIR      with --resume: write that checkpoint as a Hugging Face model\n"
+         "                       directory (config.json, model.safetensors and the config's\n"
+         "                       tokenizer.json): GPT-NeoX for rotary positions, GPT-2 for\n"
+         "                       learned ones; see docs/huggingface.md\n"
          "  --plan               do not train: project memory, traffic per group and step time\n"
          "                       (one process, any world size; see docs/planner.md)\n"
          "    --plan-ranks N         world size to plan for (default: the config's layout)\n"
@@ -145,6 +150,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       if (args.resume_auto) args.resume_path.clear();
     } else if (arg == "--export") {
       args.export_path = value_of(i, arg);
+    } else if (arg == "--export-hf") {
+      args.export_hf_dir = value_of(i, arg);
     } else if (arg == "--dump-tensors") {
       args.dump_tensors_dir = value_of(i, arg);
     } else {
@@ -155,10 +162,16 @@ CliArgs CliArgs::parse(int argc, char** argv) {
   const bool plan_options = args.plan.ranks || args.plan.ranks_per_node || args.plan.flops ||
                             args.plan.cores > 0 || args.plan.codec_scale > 0 ||
                             args.plan.compare_presets || !args.plan.json_path.empty();
-  if (!args.export_path.empty() && !args.resume)
-    throw UsageError("--export needs --resume [PATH] (the checkpoint to export)");
-  if (!args.export_path.empty() && args.resume_auto)
-    throw UsageError("--export needs a checkpoint: --resume [PATH], not --resume auto");
+  for (const auto& [flag, value] :
+       {std::pair<const char*, const std::string*>{"--export", &args.export_path},
+        {"--export-hf", &args.export_hf_dir}}) {
+    if (value->empty()) continue;
+    if (!args.resume)
+      throw UsageError(std::string(flag) + " needs --resume [PATH] (the checkpoint to export)");
+    if (args.resume_auto)
+      throw UsageError(std::string(flag) +
+                       " needs a checkpoint: --resume [PATH], not --resume auto");
+  }
   if (plan_options && !args.plan.enabled)
     throw UsageError("--plan-* options and --compare-presets need --plan");
   return args;

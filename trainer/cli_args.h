@@ -2,6 +2,7 @@
 //   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
 //              [--print-config] [--resume [PATH|auto]]
 //   cmpi-train --config FILE.yaml --resume [PATH] --export OUT.safetensors
+//   cmpi-train --config FILE.yaml --resume [PATH] --export-hf DIR
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
 //              [--plan-codec-scale X] [--plan-link-efficiency E] [--compare-presets]
@@ -52,7 +53,10 @@ struct CliArgs {
   // --resume auto: the latest complete checkpoint of the run, or a fresh
   // start when there is none (what a restarted or requeued job passes).
   bool resume_auto = false;
-  std::string export_path;    // --export: write the checkpoint as safetensors and exit
+  std::string export_path;  // --export: write the checkpoint as safetensors and exit
+  // --export-hf: write the checkpoint as a Hugging Face model directory and exit
+  std::string export_hf_dir;
+  bool exports() const { return !export_path.empty() || !export_hf_dir.empty(); }
   PlanArgs plan;
 
   static CliArgs parse(int argc, char** argv);  // throws UsageError

@@ -22,16 +22,18 @@
 #include "comm/mpi_session.h"
 #include "comm/node_grouping.h"
 #include "comm/termination_signals.h"
-#include "config/run_paths.h"
-#include "data/token_source.h"
-#include "parallel/process_groups.h"
-#include "trainer/blas_probe.h"
-#include "trainer/cli_args.h"
-#include "trainer/injected_kill.h"
 #include "config/config_loader.h"
 #include "config/config_warnings.h"
 #include "config/job_config.h"
 #include "config/memory_preflight.h"
+#include "config/run_paths.h"
+#include "data/token_source.h"
+#include "hf/hf_export.h"
+#include "hf/hf_pretrained.h"
+#include "parallel/process_groups.h"
+#include "trainer/blas_probe.h"
+#include "trainer/cli_args.h"
+#include "trainer/injected_kill.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
 #include "trainer/trainer.h"
@@ -86,7 +88,17 @@ int main(int argc, char** argv) {
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
       // Exporting reads files only: the job's layout does not matter.
-      if (args.export_path.empty()) dims = config::validate_layout(config, world);
+      if (!args.exports()) dims = config::validate_layout(config, world);
+      // Pretrained weights are part of the config: their config.json and
+      // tensor shapes are checked here, before anything is allocated (a
+      // resumed run takes its checkpoint's weights instead).
+      if (!config.model.init_from.empty() && !args.resume && !args.exports() &&
+          !args.plan.enabled && rank == 0)
+        try {
+          hf::HfPretrained::open(config.model.init_from, config.model);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(std::string("model.init_from: ") + e.what());
+        }
       injected_kill = trainer::injected_kill_from_environment();
     } catch (const std::exception& e) {
       error = e.what();
@@ -114,9 +126,10 @@ int main(int argc, char** argv) {
         }
         resume_path = checkpoint::latest_checkpoint_if_any(root);
         if (resume_path.empty() && rank == 0 && config.log.every > 0) {
-          std::printf("checkpoint: --resume auto: no complete checkpoint under %s, starting at "
-                      "step 0\n",
-                      root.c_str());
+          std::printf(
+              "checkpoint: --resume auto: no complete checkpoint under %s, starting at "
+              "step 0\n",
+              root.c_str());
           std::fflush(stdout);
         }
       });
@@ -126,15 +139,29 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!args.export_path.empty()) {
+  if (args.exports()) {
     try {
       checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
         if (rank != 0) return;
         const auto loaded = checkpoint::LoadedCheckpoint::read(resume_path, nullptr);
-        const size_t bytes = checkpoint::write_safetensors(loaded, args.export_path);
-        std::printf("exported %s (step %lld, %zu tensors) to %s (%zu bytes)\n", resume_path.c_str(),
-                    (long long)loaded.metadata().step, loaded.names().size(),
-                    args.export_path.c_str(), bytes);
+        if (!args.export_path.empty()) {
+          const size_t bytes = checkpoint::write_safetensors(loaded, args.export_path);
+          std::printf("exported %s (step %lld, %zu tensors) to %s (%zu bytes)\n",
+                      resume_path.c_str(), (long long)loaded.metadata().step, loaded.names().size(),
+                      args.export_path.c_str(), bytes);
+        }
+        if (!args.export_hf_dir.empty()) {
+          const auto hf = hf::export_hf(loaded, config, args.export_hf_dir);
+          std::printf(
+              "exported %s (step %lld) as a Hugging Face %s model to %s: config.json, "
+              "model.safetensors (%zu tensors, %zu bytes)%s\n",
+              resume_path.c_str(), (long long)loaded.metadata().step,
+              hf::architecture_name(hf.architecture).c_str(), args.export_hf_dir.c_str(),
+              hf.tensors, hf.weight_bytes,
+              hf.tokenizer_from.empty()
+                  ? "; no tokenizer.json (data.tokenizer names none)"
+                  : (", tokenizer.json (from " + hf.tokenizer_from + ")").c_str());
+        }
       });
     } catch (const checkpoint::CheckpointError& e) {
       comm::expect_termination(2);
@@ -163,8 +190,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: warning: %s\n", kProgram, nodes.disagreement.c_str());
   try {
     // The estimate sizes a GPT; a ResNet's synthetic images need no files.
-    if (config.model.kind == "gpt")
-      error = config::check_memory_fits(config, dims, MPI_COMM_WORLD);
+    if (config.model.kind == "gpt") error = config::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -175,7 +201,7 @@ int main(int argc, char** argv) {
   try {
     if (config.model.kind == "gpt")
       tokens = data::open_token_source(config.data, data::token_demand(config), MPI_COMM_WORLD,
-                                        config.log.every > 0 ? stdout : nullptr);
+                                       config.log.every > 0 ? stdout : nullptr);
   } catch (const std::exception& e) {
     error = e.what();
   }

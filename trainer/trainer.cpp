@@ -6,9 +6,11 @@
 #include <utility>
 
 #include "checkpoint/checkpoint_manager.h"
+#include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
 #include "comm/watchdog.h"
 #include "config/run_paths.h"
+#include "hf/hf_pretrained.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "models/cnn/resnet_parallelize.h"
@@ -53,7 +55,8 @@ struct Trainer::Impl {
 
 // The model first (it opens the data and builds every group's state), then
 // what the loop adds around it: the schedule, the guard, the checkpoint
-// manager, which restores --resume into the finished model and optimizer.
+// manager, which restores --resume into the finished model and optimizer
+// (or, starting afresh, loads model.init_from's pretrained weights).
 Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
                  TrainerOptions options)
     : impl_(std::make_unique<Impl>(config, groups, std::move(options))) {
@@ -92,6 +95,22 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
     const auto resume = s.checkpoints->restore(s.options.resume_path);
     s.steps_done = resume.step;
     s.skipped_before = resume.skipped_steps;
+  } else if (!config.model.init_from.empty()) {
+    // Every rank reads the tensors its parameters need and cuts its slice.
+    std::unique_ptr<hf::HfPretrained> pretrained;
+    checkpoint::agree_or_throw(groups.world().mpi(), [&] {
+      try {
+        pretrained = std::make_unique<hf::HfPretrained>(
+            hf::HfPretrained::open(config.model.init_from, config.model));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("model.init_from: ") + e.what());
+      }
+    });
+    s.checkpoints->initialise(
+        [&](const std::string& name, const std::vector<int64_t>&) {
+          return pretrained->weights(name);
+        },
+        config.model.init_from);
   }
 }
 
@@ -162,8 +181,8 @@ TrainResult Trainer::run() {
     if (is_root && !decisions.empty()) std::fflush(stdout);
     // Dumped tensors are the last step's own, before the dp reduction.
     const bool dump = step + 1 == t.steps && !s.options.dump_tensors_dir.empty();
-    const models::Outcome outcome = model.train_step(
-        step, s.schedule.at(step), t.grad_clip, dump ? s.options.dump_tensors_dir : "");
+    const models::Outcome outcome = model.train_step(step, s.schedule.at(step), t.grad_clip,
+                                                     dump ? s.options.dump_tensors_dir : "");
     const double step_seconds = comm::seconds_since(step_start);
     const double cpu_end = process_cpu_seconds();
     const auto after = comm_totals(s.groups, model.extra_groups());

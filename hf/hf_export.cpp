@@ -1,0 +1,69 @@
+#include "hf/hf_export.h"
+
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <vector>
+
+#include "config/model_shape.h"
+#include "hf/hf_tensor_map.h"
+#include "hf/safetensors_reader.h"
+#include "io/atomic_file.h"
+#include "io/directories.h"
+#include "io/safetensors_writer.h"
+
+namespace cmpi::hf {
+namespace {
+
+bool names_tokenizer_file(const std::string& tokenizer) {
+  return tokenizer.size() > 5 && tokenizer.compare(tokenizer.size() - 5, 5, ".json") == 0;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("data.tokenizer " + path + ": cannot read it to copy");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+std::string architecture_name(HfArchitecture architecture) {
+  return architecture == HfArchitecture::kGptNeoX ? "GPT-NeoX" : "GPT-2";
+}
+
+HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
+                         const config::Config& config, const std::string& dir) {
+  HfExportResult result;
+  result.architecture = hf_architecture(config.model);
+  checkpoint::check_model_shape(checkpoint, config::checkpoint_shape(config.model));
+  const models::GptOptions options = config::gpt_options(config.model);
+  const auto mappings = tensor_mappings(result.architecture, options);
+  // Hugging Face's layout of every tensor, kept until the file is written.
+  std::vector<std::vector<float>> values;
+  values.reserve(mappings.size());
+  std::vector<io::SafetensorsTensor> tensors;
+  for (const auto& m : mappings) {
+    const auto global = checkpoint.assemble(m.ours);
+    if (global.shape != m.our_shape)
+      throw std::runtime_error(checkpoint.dir() + ": parameter " + m.ours + " has shape " +
+                               shape_text(global.shape) + ", the model expects " +
+                               shape_text(m.our_shape));
+    values.push_back(to_hf(m, global.values, options.heads));
+  }
+  for (size_t i = 0; i < mappings.size(); ++i)
+    tensors.push_back({mappings[i].theirs, mappings[i].their_shape, values[i].data()});
+  io::create_directories(dir);
+  const std::string weights = io::safetensors_bytes(
+      tensors, {{"format", "pt"}, {"step", std::to_string(checkpoint.metadata().step)}});
+  io::write_file_atomically(dir + "/model.safetensors", weights);
+  io::write_file_atomically(dir + "/config.json", hf_config_json(config.model));
+  if (names_tokenizer_file(config.data.tokenizer)) {
+    io::write_file_atomically(dir + "/tokenizer.json", read_whole_file(config.data.tokenizer));
+    result.tokenizer_from = config.data.tokenizer;
+  }
+  result.tensors = tensors.size();
+  result.weight_bytes = weights.size();
+  return result;
+}
+
+}  // namespace cmpi::hf

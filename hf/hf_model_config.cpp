@@ -1,0 +1,275 @@
+#include "hf/hf_model_config.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace cmpi::hf {
+namespace {
+
+using data::JsonValue;
+
+// The shortest decimal text that reads back as the same double, with a
+// fraction so that Python reads a float ("10000.0", "0.25", "1e-05").
+std::string number_text(double value) {
+  char buffer[32];
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    std::snprintf(buffer, sizeof buffer, "%.1f", value);
+    return buffer;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+std::string integer_text(int64_t value) {
+  return std::to_string(value);
+}
+
+// Builds a JSON object one member a line, in the order written.
+class JsonObjectText {
+ public:
+  JsonObjectText& raw(const std::string& key, const std::string& value) {
+    text_ += std::string(text_.empty() ? "{\n" : ",\n") + "  \"" + key + "\": " + value;
+    return *this;
+  }
+  JsonObjectText& str(const std::string& key, const std::string& value) {
+    return raw(key, "\"" + value + "\"");
+  }
+  JsonObjectText& flag(const std::string& key, bool value) {
+    return raw(key, value ? "true" : "false");
+  }
+  std::string done() const { return text_ + "\n}\n"; }
+
+ private:
+  std::string text_;
+};
+
+// GELU with erf is Hugging Face's "gelu"; its tanh approximation is
+// "gelu_new" (also spelled gelu_fast, gelu_pytorch_tanh: the same formula).
+std::string hf_activation(const config::ModelConfig& model) {
+  return model.mlp_activation == "gelu_tanh" ? "gelu_new" : "gelu";
+}
+
+// Reads config.json's fields with the Hugging Face classes' defaults and
+// words the disagreements.
+class FieldChecker {
+ public:
+  FieldChecker(const JsonValue& json, const std::string& path) : json_(json), path_(path) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::runtime_error(path_ + ": " + what);
+  }
+  const JsonValue* find(const std::string& field) const { return json_.find(field); }
+  double number(const std::string& field, double fallback) const {
+    const JsonValue* v = json_.find(field);
+    if (!v || v->is_null()) return fallback;
+    if (v->kind() != JsonValue::Kind::kNumber)
+      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected a number");
+    return v->number();
+  }
+  int64_t integer(const std::string& field, int64_t fallback) const {
+    const double value = number(field, double(fallback));
+    if (value != std::floor(value))
+      fail(field + " is " + number_text(value) + ", not a whole number");
+    return int64_t(value);
+  }
+  bool boolean(const std::string& field, bool fallback) const {
+    const JsonValue* v = json_.find(field);
+    if (!v || v->is_null()) return fallback;
+    if (v->kind() != JsonValue::Kind::kBool)
+      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected true or false");
+    return v->boolean();
+  }
+  std::string string(const std::string& field, const std::string& fallback) const {
+    const JsonValue* v = json_.find(field);
+    if (!v || v->is_null()) return fallback;
+    if (v->kind() != JsonValue::Kind::kString)
+      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected a string");
+    return v->text();
+  }
+  void same(const std::string& field, int64_t theirs, const std::string& key, int64_t ours) const {
+    if (theirs != ours)
+      fail(field + " is " + integer_text(theirs) + ", but " + key + " is " + integer_text(ours));
+  }
+  void same_real(const std::string& field, double theirs, const std::string& key,
+                 double ours) const {
+    if (std::fabs(theirs - ours) > 1e-9 * std::fabs(ours))
+      fail(field + " is " + number_text(theirs) + ", but " + key + " is " + number_text(ours));
+  }
+  void same_flag(const std::string& field, bool theirs, const std::string& key, bool ours) const {
+    if (theirs != ours)
+      fail(field + " is " + std::string(theirs ? "true" : "false") + ", but " + key + " is " +
+           (ours ? "true" : "false"));
+  }
+  // hidden_act / activation_function: "gelu" (erf) or a tanh approximation.
+  void same_activation(const std::string& field, const std::string& theirs,
+                       const config::ModelConfig& model) const {
+    std::string ours_in_hf;
+    if (theirs == "gelu")
+      ours_in_hf = "gelu";
+    else if (theirs == "gelu_new" || theirs == "gelu_fast" || theirs == "gelu_pytorch_tanh")
+      ours_in_hf = "gelu_tanh";
+    else
+      fail(field + " '" + theirs +
+           "' is not supported (gelu, or the tanh approximation gelu_new / gelu_fast / "
+           "gelu_pytorch_tanh)");
+    if (ours_in_hf != model.mlp_activation)
+      fail(field + " is '" + theirs + "' (model.mlp_activation " + ours_in_hf +
+           "), but model.mlp_activation is " + model.mlp_activation);
+  }
+  void layer_norm_eps(const std::string& field) const {
+    const double eps = number(field, 1e-5);
+    if (std::fabs(eps - 1e-5) > 1e-12)
+      fail(field + " is " + number_text(eps) + "; this project's LayerNorms use 1e-05");
+  }
+  void positions_cover(const std::string& field, int64_t rows,
+                       const config::ModelConfig& model) const {
+    if (rows < model.seq_len)
+      fail(field + " is " + integer_text(rows) + ", fewer than model.seq_len " +
+           integer_text(model.seq_len));
+  }
+
+ private:
+  const JsonValue& json_;
+  std::string path_;
+};
+
+HfConfigFacts check_neox(const FieldChecker& c, const config::ModelConfig& m) {
+  if (m.position != "rotary")
+    c.fail("model_type gpt_neox has rotary positions, but model.position is " + m.position);
+  c.same("hidden_size", c.integer("hidden_size", 6144), "model.hidden", m.hidden);
+  c.same("num_attention_heads", c.integer("num_attention_heads", 64), "model.heads", m.heads);
+  c.same("num_hidden_layers", c.integer("num_hidden_layers", 44), "model.layers", m.layers);
+  c.same("vocab_size", c.integer("vocab_size", 50432), "model.vocab_size", m.vocab_size);
+  c.same("intermediate_size", c.integer("intermediate_size", 24576),
+         "model.mlp_ratio x model.hidden", m.mlp_ratio * m.hidden);
+  // Newer releases of the class also spell these partial_rotary_factor and rope_theta.
+  const double pct =
+      c.find("rotary_pct") ? c.number("rotary_pct", 0.25) : c.number("partial_rotary_factor", 0.25);
+  c.same_real(c.find("rotary_pct") ? "rotary_pct" : "partial_rotary_factor", pct,
+              "model.rotary_pct", m.rotary_pct);
+  const bool has_base = c.find("rotary_emb_base") != nullptr;
+  c.same_real(has_base ? "rotary_emb_base" : "rope_theta",
+              has_base ? c.number("rotary_emb_base", 10000) : c.number("rope_theta", 10000),
+              "model.rotary_base", m.rotary_base);
+  if (const JsonValue* scaling = c.find("rope_scaling"); scaling && !scaling->is_null())
+    c.fail("rope_scaling is set; this project implements unscaled rotary embeddings only");
+  c.same_flag("use_parallel_residual", c.boolean("use_parallel_residual", true),
+              "model.parallel_residual", m.parallel_residual);
+  c.same_flag("tie_word_embeddings", c.boolean("tie_word_embeddings", false),
+              "model.tie_embeddings", m.tie_embeddings);
+  c.same_activation("hidden_act", c.string("hidden_act", "gelu"), m);
+  c.layer_norm_eps("layer_norm_eps");
+  if (!c.boolean("attention_bias", true))
+    c.fail("attention_bias is false; this project's attention has biases");
+  c.positions_cover("max_position_embeddings", c.integer("max_position_embeddings", 2048), m);
+  return {HfArchitecture::kGptNeoX, 0};
+}
+
+HfConfigFacts check_gpt2(const FieldChecker& c, const config::ModelConfig& m) {
+  if (m.position != "learned")
+    c.fail("model_type gpt2 has a learned position table, but model.position is " + m.position);
+  if (m.parallel_residual)
+    c.fail("model_type gpt2 has sequential residual blocks, but model.parallel_residual is true");
+  const int64_t hidden = c.integer("n_embd", 768);
+  c.same("n_embd", hidden, "model.hidden", m.hidden);
+  c.same("n_head", c.integer("n_head", 12), "model.heads", m.heads);
+  c.same("n_layer", c.integer("n_layer", 12), "model.layers", m.layers);
+  c.same("vocab_size", c.integer("vocab_size", 50257), "model.vocab_size", m.vocab_size);
+  c.same("n_inner", c.integer("n_inner", 4 * hidden), "model.mlp_ratio x model.hidden",
+         m.mlp_ratio * m.hidden);
+  c.same_activation("activation_function", c.string("activation_function", "gelu_new"), m);
+  c.layer_norm_eps("layer_norm_epsilon");
+  c.same_flag("tie_word_embeddings", c.boolean("tie_word_embeddings", true), "model.tie_embeddings",
+              m.tie_embeddings);
+  if (!c.boolean("scale_attn_weights", true))
+    c.fail("scale_attn_weights is false; this project scales attention by 1/sqrt(head_dim)");
+  if (c.boolean("scale_attn_by_inverse_layer_idx", false))
+    c.fail("scale_attn_by_inverse_layer_idx is true; this project does not scale by layer");
+  const int64_t rows = c.integer("n_positions", 1024);
+  c.positions_cover("n_positions", rows, m);
+  return {HfArchitecture::kGpt2, rows};
+}
+
+}  // namespace
+
+HfArchitecture hf_architecture(const config::ModelConfig& model) {
+  if (model.kind != "gpt")
+    throw std::invalid_argument("model.kind " + model.kind +
+                                ": Hugging Face export and import cover GPT models (GPT-NeoX, "
+                                "GPT-2)");
+  if (model.position == "rotary") return HfArchitecture::kGptNeoX;
+  const std::string neither =
+      " (Hugging Face's GPT-2 ties its output head and runs sequential blocks; its GPT-NeoX "
+      "has rotary positions, no position table): no Hugging Face config expresses this model";
+  if (!model.tie_embeddings)
+    throw std::invalid_argument("model.tie_embeddings false with model.position learned" + neither);
+  if (model.parallel_residual)
+    throw std::invalid_argument("model.parallel_residual true with model.position learned" +
+                                neither);
+  return HfArchitecture::kGpt2;
+}
+
+std::string hf_config_json(const config::ModelConfig& m) {
+  JsonObjectText out;
+  if (hf_architecture(m) == HfArchitecture::kGptNeoX) {
+    out.raw("architectures", "[\"GPTNeoXForCausalLM\"]")
+        .str("model_type", "gpt_neox")
+        .raw("vocab_size", integer_text(m.vocab_size))
+        .raw("hidden_size", integer_text(m.hidden))
+        .raw("num_hidden_layers", integer_text(m.layers))
+        .raw("num_attention_heads", integer_text(m.heads))
+        .raw("intermediate_size", integer_text(m.mlp_ratio * m.hidden))
+        .str("hidden_act", hf_activation(m))
+        .raw("rotary_pct", number_text(m.rotary_pct))
+        .raw("partial_rotary_factor", number_text(m.rotary_pct))
+        .raw("rotary_emb_base", number_text(m.rotary_base))
+        .raw("rope_theta", number_text(m.rotary_base))
+        .raw("max_position_embeddings", integer_text(m.seq_len))
+        .flag("use_parallel_residual", m.parallel_residual)
+        .flag("tie_word_embeddings", m.tie_embeddings)
+        .flag("attention_bias", true)
+        .raw("layer_norm_eps", "1e-05")
+        .raw("initializer_range", number_text(m.init_std))
+        .raw("attention_dropout", number_text(m.dropout))
+        .raw("hidden_dropout", number_text(m.dropout));
+  } else {
+    out.raw("architectures", "[\"GPT2LMHeadModel\"]")
+        .str("model_type", "gpt2")
+        .raw("vocab_size", integer_text(m.vocab_size))
+        .raw("n_embd", integer_text(m.hidden))
+        .raw("n_layer", integer_text(m.layers))
+        .raw("n_head", integer_text(m.heads))
+        .raw("n_inner", integer_text(m.mlp_ratio * m.hidden))
+        .raw("n_positions", integer_text(m.seq_len))
+        .str("activation_function", hf_activation(m))
+        .raw("layer_norm_epsilon", "1e-05")
+        .flag("tie_word_embeddings", true)
+        .flag("scale_attn_weights", true)
+        .flag("scale_attn_by_inverse_layer_idx", false)
+        .flag("reorder_and_upcast_attn", false)
+        .raw("initializer_range", number_text(m.init_std))
+        .raw("resid_pdrop", number_text(m.dropout))
+        .raw("embd_pdrop", number_text(m.dropout))
+        .raw("attn_pdrop", number_text(m.dropout));
+  }
+  return out.str("torch_dtype", "float32").flag("use_cache", true).done();
+}
+
+HfConfigFacts check_hf_config(const JsonValue& json, const config::ModelConfig& model,
+                              const std::string& path) {
+  const FieldChecker checker(json, path);
+  if (json.kind() != JsonValue::Kind::kObject) checker.fail("not a JSON object");
+  if (model.kind != "gpt")
+    checker.fail("model.kind is " + model.kind + "; Hugging Face weights initialise GPT models");
+  const std::string type = checker.string("model_type", "");
+  if (type == "gpt_neox") return check_neox(checker, model);
+  if (type == "gpt2") return check_gpt2(checker, model);
+  checker.fail("model_type '" + type + "' is not supported (gpt_neox or gpt2)");
+}
+
+}  // namespace cmpi::hf

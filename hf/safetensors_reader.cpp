@@ -1,0 +1,161 @@
+#include "hf/safetensors_reader.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include "data/json_value.h"
+
+namespace cmpi::hf {
+namespace {
+
+// Headers beyond this are refused before reading them (a corrupt length).
+constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+
+size_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "F32") return 4;
+  if (dtype == "F16" || dtype == "BF16") return 2;
+  if (dtype == "F64") return 8;
+  return 0;
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float value;
+  if (exponent == 0) {
+    value = std::ldexp(float(mantissa), -24);  // zero or subnormal
+  } else if (exponent == 31) {
+    value =
+        mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    value = std::ldexp(float(mantissa | 0x400), int(exponent) - 25);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits |= sign;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+float from_bfloat16(uint16_t b) {
+  const uint32_t bits = uint32_t(b) << 16;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
+
+}  // namespace
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+SafetensorsReader SafetensorsReader::open(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "cannot open (" + std::string(std::strerror(errno)) + ")");
+  const uint64_t file_bytes = uint64_t(in.tellg());
+  in.seekg(0);
+  uint64_t header_bytes = 0;
+  if (file_bytes < 8 || !in.read(reinterpret_cast<char*>(&header_bytes), 8))
+    fail(path, "not a safetensors file (shorter than its 8-byte header length)");
+  if (header_bytes > kMaxHeaderBytes || 8 + header_bytes > file_bytes)
+    fail(path, "not a safetensors file (header length " + std::to_string(header_bytes) +
+                   " does not fit the file's " + std::to_string(file_bytes) + " bytes)");
+  std::string header(header_bytes, '\0');
+  if (!in.read(header.data(), std::streamsize(header_bytes))) fail(path, "cannot read the header");
+  data::JsonValue json;
+  try {
+    json = data::JsonValue::parse(header);
+  } catch (const std::exception& e) {
+    fail(path, std::string("header is not JSON: ") + e.what());
+  }
+  if (json.kind() != data::JsonValue::Kind::kObject) fail(path, "header is not a JSON object");
+  SafetensorsReader reader;
+  reader.path_ = path;
+  reader.data_start_ = 8 + header_bytes;
+  const uint64_t data_bytes = file_bytes - reader.data_start_;
+  for (const auto& [name, value] : json.members()) {
+    if (name == "__metadata__") continue;
+    const auto bad = [&](const std::string& what) { fail(path, "tensor " + name + ": " + what); };
+    const auto* dtype = value.find("dtype");
+    const auto* shape = value.find("shape");
+    const auto* offsets = value.find("data_offsets");
+    if (!dtype || dtype->kind() != data::JsonValue::Kind::kString || !shape ||
+        shape->kind() != data::JsonValue::Kind::kArray || !offsets ||
+        offsets->kind() != data::JsonValue::Kind::kArray || offsets->items().size() != 2)
+      bad("needs dtype, shape and data_offsets [begin, end]");
+    SafetensorsEntry entry;
+    entry.dtype = dtype->text();
+    const size_t element_bytes = dtype_bytes(entry.dtype);
+    if (element_bytes == 0)
+      bad("dtype " + entry.dtype + " is not supported (F32, F16, BF16 or F64)");
+    uint64_t count = 1;
+    for (const auto& d : shape->items()) {
+      if (d.kind() != data::JsonValue::Kind::kNumber || d.number() < 0 ||
+          d.text().find_first_of(".eE-") != std::string::npos)
+        bad("shape holds something other than whole numbers");
+      entry.shape.push_back(int64_t(d.number()));
+      count *= uint64_t(d.number());
+    }
+    for (const auto& o : offsets->items())
+      if (o.kind() != data::JsonValue::Kind::kNumber || o.number() < 0)
+        bad("data_offsets are not byte offsets");
+    entry.begin = uint64_t(offsets->items()[0].number());
+    entry.end = uint64_t(offsets->items()[1].number());
+    if (entry.end < entry.begin || entry.end > data_bytes)
+      bad("data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
+          "] lie outside the file's " + std::to_string(data_bytes) + " data bytes");
+    if (entry.end - entry.begin != count * element_bytes)
+      bad("shape " + shape_text(entry.shape) + " of " + entry.dtype + " needs " +
+          std::to_string(count * element_bytes) + " bytes, data_offsets give " +
+          std::to_string(entry.end - entry.begin));
+    reader.entries_[name] = std::move(entry);
+  }
+  return reader;
+}
+
+const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
+  const auto found = entries_.find(name);
+  return found == entries_.end() ? nullptr : &found->second;
+}
+
+std::vector<float> SafetensorsReader::read(const std::string& name) const {
+  const SafetensorsEntry* entry = find(name);
+  if (!entry) fail(path_, "holds no tensor " + name);
+  std::string bytes(entry->end - entry->begin, '\0');
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(std::streamoff(data_start_ + entry->begin));
+  if (!in || !in.read(bytes.data(), std::streamsize(bytes.size())))
+    fail(path_, "cannot read tensor " + name);
+  const size_t count = bytes.size() / dtype_bytes(entry->dtype);
+  std::vector<float> values(count);
+  const char* at = bytes.data();
+  if (entry->dtype == "F32") {
+    std::memcpy(values.data(), at, bytes.size());  // little-endian hosts only
+  } else if (entry->dtype == "F64") {
+    for (size_t i = 0; i < count; ++i) {
+      double v;
+      std::memcpy(&v, at + 8 * i, 8);
+      values[i] = float(v);
+    }
+  } else {
+    const bool half = entry->dtype == "F16";
+    for (size_t i = 0; i < count; ++i) {
+      uint16_t v;
+      std::memcpy(&v, at + 2 * i, 2);
+      values[i] = half ? from_half(v) : from_bfloat16(v);
+    }
+  }
+  return values;
+}
+
+}  // namespace cmpi::hf

@@ -1,0 +1,46 @@
+// SafetensorsReader: one .safetensors file opened for reading tensors by
+// name. open() reads the 8-byte little-endian header length and the JSON
+// header, and checks every entry before any data is read: a known dtype
+// (F32, F16, BF16, F64), a shape whose element count matches its
+// data_offsets, and offsets inside the file. read() then reads one tensor's
+// bytes and widens them to float32 (F64 is rounded), so a model stored in
+// half precision loads as float32. Every error names the file and, where one
+// is at fault, the tensor. Torch-free.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cmpi::hf {
+
+struct SafetensorsEntry {
+  std::string dtype;  // "F32", "F16", "BF16", "F64"
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;  // byte offsets into the data after the header
+};
+
+class SafetensorsReader {
+ public:
+  // Throws std::runtime_error naming `path`.
+  static SafetensorsReader open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  // nullptr when the file has no tensor `name`.
+  const SafetensorsEntry* find(const std::string& name) const;
+  // The tensor's values as float32, row-major. Throws std::runtime_error
+  // naming the file and the tensor.
+  std::vector<float> read(const std::string& name) const;
+
+ private:
+  std::string path_;
+  uint64_t data_start_ = 0;
+  std::map<std::string, SafetensorsEntry> entries_;
+};
+
+// "[768, 2304]".
+std::string shape_text(const std::vector<int64_t>& shape);
+
+}  // namespace cmpi::hf
