@@ -252,7 +252,7 @@ struct DataParallelOptimizerOptions {
   // the policy can send them block-sparse. Named by ParamInfo::name.
   std::set<std::string> sparse_gradients;
   // Parameters whose gradient is changed after backward, before step() (the
-  // tied embedding, summed over the pipeline's end stages): their buckets are
+  // tied table on the first stage, to which the last adds its copy's): their buckets are
   // reduced in step(). Named by ParamInfo::name.
   std::set<std::string> late_gradients;
   // The tied table on the pipeline's first and last stage (pp > 1, tied),
