@@ -137,6 +137,14 @@ class Communicator {
   // with recv/irecv/sendrecv of the same n and role.
   void send(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
   void recv(float* data, size_t n, int source, int tag, Role role);
+  // Exact sums for buffers that several groups hold copies of and must keep
+  // bit-identical (communicator_exact.cpp): lossless whatever the policy
+  // (which is not asked), in an order fixed by n and the group's size alone,
+  // so that groups of the same size given the same inputs return the same
+  // bits on every rank. Counted as plain calls of their op.
+  void exact_allreduce(float* data, size_t n, uint64_t buffer_key = 0);
+  void exact_reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
+                            uint64_t buffer_key = 0);
   // Sends to `dest` while receiving from `source` (no deadlock on rings).
   void sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data, size_t recv_n,
                 int source, int tag, Role role, uint64_t buffer_key = 0);
@@ -254,6 +262,8 @@ class Communicator {
   // The raw allreduce (plain ring or MPI_Allreduce); the ring charges
   // `counters`, the caller does the rest of the accounting.
   void raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpCounters& counters);
+  // The identity-framed ring of the exact sums (made on first use).
+  const Route& exact_ring();
   // The compressing route after `route` (PolicySlice::route_after), or
   // nullptr for the plain path.
   const Route* compressing_route_after(const Route& route, Op op, Role role, size_t bytes,
@@ -330,6 +340,8 @@ class Communicator {
   // The identity-framed route of large raw allreduces (plain_ring_min_bytes).
   std::unique_ptr<compress::Codec> ring_codec_;
   Route plain_ring_;
+  std::unique_ptr<compress::Codec> exact_codec_;  // exact_ring()'s identity codec
+  Route exact_ring_;
   std::vector<int> node_of_rank_;
   bool spans_nodes_ = false;
   int tag_sequence_ = 0;

@@ -116,12 +116,21 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   // it block-sparse (compression.sparse_embedding).
   if (!tied && model->stage().has_embedding)
     optimizer_options.sparse_gradients.insert("token_embedding.weight");
-  // The tied table's gradient is summed over the pipeline's end stages after
-  // backward (pipeline_step), so its bucket is reduced over dp only in step().
+  // The tied table: the first stage adds the last stage's gradient to its own
+  // after backward (pipeline_step), so its buckets are reduced over dp only in
+  // step(), and only there; the last stage takes the reduced table from it
+  // (PipelineTiedEmbedding::share_reduced), so both copies stay the same bits.
   optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
-  if (parts.tied_embedding)
-    for (const auto& info : param_infos)
-      if (info.name == "token_embedding.weight") optimizer_options.late_gradients.insert(info.name);
+  if (parts.tied_embedding && parts.tied_embedding->holds_copy()) {
+    auto* tied_embedding = parts.tied_embedding.get();
+    optimizer_options.tied_gradient = parallel::DataParallelOptimizerOptions::TiedGradient{
+        "token_embedding.weight", tied_embedding->reduces(),
+        [tied_embedding](size_t part, float* data, size_t n) {
+          tied_embedding->share_reduced(part, data, n);
+        }};
+    if (tied_embedding->reduces())
+      optimizer_options.late_gradients.insert("token_embedding.weight");
+  }
   if (layered_zero3) {
     optimizer_options.layer_schedule = model->layer_schedule();
     auto* gpt = model.get();

@@ -9,13 +9,15 @@
 //      a whole tensor;
 //   3. the pipeline engine over pp (pp > 1): the schedule, and the shape of
 //      the activations it sends;
-//   4. the tied embedding across the pipeline's ends (pp > 1, tied): its two
-//      copies' gradients are summed before the dp reduction;
+//   4. the tied embedding across the pipeline's ends (pp > 1, tied): the
+//      first stage sums its two copies' gradients, reduces them over dp and
+//      shares the result with the last stage, so both copies stay equal;
 //   5. equal replicas: dp rank 0's weights broadcast over dp (skipped under
 //      per-layer ZeRO-3, whose generated shards agree by construction);
 //   6. the data-parallel optimizer last, because it wraps the parameters the
 //      steps before created: dp reduction in buckets, the ZeRO stage, AdamW;
-//      it is told which gradients arrive late (the tied table, summed in 4),
+//      it is told which gradients arrive late (the tied table, summed in 4)
+//      and how the tied table's reduction is shared,
 //      are sparse (the untied embedding) or are counted by another stage (the
 //      head's tied copy); under per-layer ZeRO-3 its layer gate goes back
 //      into the model.

@@ -125,7 +125,8 @@ double GptTrainModel::pipeline_step(int64_t step, double scale, bool overlap) {
   auto work = stage_work(data::Split::kTrain, step);
   if (overlap) work.before_last_backward = [&] { parts_.optimizer->begin_last_micro_batch(); };
   const double loss = parts_.pipeline->run_step(work, parts_.micro_batches, scale);
-  if (parts_.tied_embedding) parts_.tied_embedding->sync_gradients(model->tied_embedding_weight());
+  if (parts_.tied_embedding)
+    parts_.tied_embedding->gather_to_first_stage(model->tied_embedding_weight());
   return loss;
 }
 

@@ -1,9 +1,10 @@
 // GptTrainModel: the GPT as a TrainModel. Per step, for each of this rank's
 // micro-batches: forward, loss scaled by 1/(micro-batches x dp), backward
 // (gradients accumulate in the optimizer's buffer); with pp > 1 the pipeline
-// engine runs the schedule instead and the tied embedding's two copies sum
-// their gradients; then the data-parallel optimizer reduces, clips and
-// steps. Built by parallelize_gpt (gpt_parallelize.h), which fills GptParts.
+// engine runs the schedule instead and the last stage sends its copy of the
+// tied embedding's gradient to the first; then the data-parallel optimizer
+// reduces (the first stage shares the tied table's result with the last),
+// clips and steps. Built by parallelize_gpt (gpt_parallelize.h), which fills GptParts.
 #pragma once
 
 #include <torch/torch.h>

@@ -90,6 +90,24 @@
 // to the bucket holding its first element, matrices are summed as rank-r
 // approximations with per-rank error feedback, other tensors raw.
 //
+// Replicas stay equal. A parameter several ranks outside one dp group hold
+// must get the same update on all of them, so its reduced gradient must be
+// the same bits on all of them, whatever the dp policy (lossy codecs, error
+// feedback, stochastic quantizers, preset auto's per-group choices):
+//   - replicated over tp (every parameter not tensor_parallel when tp > 1:
+//     LayerNorms, row-parallel biases, the position table): each tp rank's
+//     own dp group reduces its copy. Their gradients go into buckets of
+//     their own (parallel/zero_layout.h: FlatParam::exact), reduced by the
+//     Communicator's exact sums, never through the policy: lossless, in an
+//     order fixed by the group's size, so equal inputs on the tp ranks (the
+//     tp all-reduces leave every tp rank the same bits) give equal outputs.
+//     They are small (O(hidden) per layer, against O(hidden²) sharded).
+//   - the tied table on the pipeline's first and last stage (tied_gradient
+//     below): only the first stage reduces it over dp (lossy as any
+//     gradient), and shares its result with the last, which reduces nothing.
+// The global norm then agrees too, so every copy is clipped by the same
+// factor. docs/policy.md, "Replicated parameters".
+//
 // ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
 // goes through groups.zero(); the stage 0 (and powersgd) gradient allreduce through
 // groups.dp(). All optimizer state is float32.
@@ -98,6 +116,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -233,9 +252,26 @@ struct DataParallelOptimizerOptions {
   // the policy can send them block-sparse. Named by ParamInfo::name.
   std::set<std::string> sparse_gradients;
   // Parameters whose gradient is changed after backward, before step() (the
-  // tied embedding, summed over the pipeline's end stages): their buckets are
+  // tied table on the first stage, to which the last adds its copy's): their buckets are
   // reduced in step(). Named by ParamInfo::name.
   std::set<std::string> late_gradients;
+  // The tied table on the pipeline's first and last stage (pp > 1, tied),
+  // named by ParamInfo::name: cut into buckets of its own on both stages, so
+  // both cut it alike. The stage that `reduces` (the first, which holds the
+  // sum of both copies' gradients) reduces it over its dp group as any
+  // gradient; the other stage does not reduce it. After the dp reduction
+  // step() calls `share` on both stages for each of its buckets in order
+  // (part k: its k-th bucket) with this rank's reduced part of it (the whole
+  // bucket at stage 0 and under powersgd, the piece it owns at stages 1-3),
+  // which must leave the reducing stage's values in `data` on both
+  // (PipelineTiedEmbedding::share_reduced): both copies then take the same
+  // update. Collective over the two stages' matching ranks.
+  struct TiedGradient {
+    std::string name;
+    bool reduces = true;
+    std::function<void(size_t part, float* data, size_t n)> share;
+  };
+  std::optional<TiedGradient> tied_gradient;
   // ZeRO-3 only: non-empty gathers per unit (layer) as the model's uses need
   // them, through layer_gate(); empty gathers the whole model once per step.
   // Units must follow the parameters' order.

@@ -11,8 +11,11 @@
 namespace cmpi::parallel {
 namespace {
 
-// Error-feedback key of the tied table's gradient (its own residual).
+// Error-feedback keys: the last stage's gradient on its way to the first,
+// and each reduced part on its way back.
 constexpr uint64_t kTiedGradientKey = 3;
+constexpr uint64_t kReducedPartKeyBase = uint64_t(1) << 33;
+constexpr int kGradientTag = 17;
 
 }  // namespace
 
@@ -40,7 +43,11 @@ std::vector<comm::AutoDecision> PipelineTiedEmbedding::adapt(int64_t step) {
   return own_ ? own_->adapt(step) : std::vector<comm::AutoDecision>{};
 }
 
-void PipelineTiedEmbedding::sync_gradients(const torch::Tensor& weight) {
+bool PipelineTiedEmbedding::reduces() const {
+  return group_ != nullptr && group_->rank() == 0;
+}
+
+void PipelineTiedEmbedding::gather_to_first_stage(const torch::Tensor& weight) {
   if (!group_) return;
   const std::string stage = "pipeline stage " + std::to_string(pp_.rank());
   if (!weight.defined() || weight.scalar_type() != torch::kFloat)
@@ -53,17 +60,30 @@ void PipelineTiedEmbedding::sync_gradients(const torch::Tensor& weight) {
     grad = torch::zeros_like(weight);
     weight.mutable_grad() = grad;
   }
-  const bool in_place = grad.is_contiguous();
-  auto buffer = in_place ? grad : grad.contiguous();
-  group_->allreduce(buffer.data_ptr<float>(), size_t(buffer.numel()), comm::Role::kGradient,
-                    kTiedGradientKey);
-  if (!in_place) grad.copy_(buffer);
-  if (own_) {
-    // Report the two-rank group's traffic under pp.
-    for (int op = 0; op < comm::kOpCount; ++op)
-      pp_.stats().at(comm::Op(op)) += own_->stats().at(comm::Op(op));
-    own_->stats().reset();
+  const size_t n = size_t(grad.numel());
+  if (reduces()) {
+    received_.resize(n);
+    group_->recv(received_.data(), n, 1, kGradientTag, comm::Role::kGradient);
+    grad.add_(torch::from_blob(received_.data(), grad.sizes(), torch::kFloat));
+  } else {
+    const auto contiguous = grad.contiguous();
+    group_->send(contiguous.data_ptr<float>(), n, 0, kGradientTag, comm::Role::kGradient,
+                 kTiedGradientKey);
   }
+  report_under_pp();
+}
+
+void PipelineTiedEmbedding::share_reduced(size_t part, float* data, size_t n) {
+  if (!group_) return;
+  group_->broadcast(data, n, 0, comm::Role::kGradient, kReducedPartKeyBase + part);
+  report_under_pp();
+}
+
+void PipelineTiedEmbedding::report_under_pp() {
+  if (!own_) return;
+  for (int op = 0; op < comm::kOpCount; ++op)
+    pp_.stats().at(comm::Op(op)) += own_->stats().at(comm::Op(op));
+  own_->stats().reset();
 }
 
 }  // namespace cmpi::parallel

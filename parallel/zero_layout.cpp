@@ -1,6 +1,6 @@
-// Buckets are cut greedily, run by run: a run is a unit's parameters up to
-// (not including) an own-buckets parameter, such a parameter alone, or what
-// follows it up to the unit's end. Each bucket takes dp pieces of
+// Buckets are cut greedily, run by run: a run is an own-buckets or
+// tied-copy parameter alone, or a unit's longest sequence of consecutive
+// other parameters that are all exact or all not. Each bucket takes dp pieces of
 // min(largest piece, ceil(remaining in the run / dp)) elements, so only a
 // run's last bucket reaches into its padding, and the next run starts after
 // it. Owned segments intersect each owned piece with the parameter ranges by
@@ -45,9 +45,13 @@ ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64
     unit.start = start;
     unit.first_bucket = buckets_.size();
     for (size_t run = unit.first_param; run < unit.end_param;) {
-      const bool own = params_[run].own_buckets;
+      const auto alone = [&](size_t i) { return params_[i].own_buckets || params_[i].tied_copy; };
+      const bool own = params_[run].own_buckets, tied = params_[run].tied_copy;
+      const bool exact = params_[run].exact && !alone(run);
       size_t run_end = run + 1;
-      while (!own && run_end < unit.end_param && !params_[run_end].own_buckets) ++run_end;
+      while (!alone(run) && run_end < unit.end_param && !alone(run_end) &&
+             params_[run_end].exact == exact)
+        ++run_end;
       const size_t run_start = start;
       for (size_t i = run; i < run_end; ++i) {
         offsets_.push_back(start);
@@ -59,7 +63,7 @@ ZeroLayout::ZeroLayout(std::vector<FlatParam> params, int dp, int dp_rank, int64
       while (start < run_total) {
         const size_t remaining = run_total - start;
         const size_t piece = std::min(max_piece, (remaining + size_t(dp) - 1) / size_t(dp));
-        buckets_.push_back({start, piece, shard_offset, own});
+        buckets_.push_back({start, piece, shard_offset, own, tied, exact});
         largest_piece_ = std::max(largest_piece_, piece);
         start += piece * size_t(dp);
         shard_offset += piece;

@@ -33,6 +33,13 @@
 // each padded to a multiple of dp, so padding may sit inside a unit:
 //
 //   flat:  | unit 0: b0 (emb) (pad) | b1 b2 (rest) (pad) | unit 1: ... |
+//
+// The tied table on a pipeline end (FlatParam::tied_copy) is cut into
+// buckets of its own the same way, so that the first and the last stage cut
+// it alike (same pieces, whatever else each stage holds). Parameters
+// replicated over tp (FlatParam::exact) share buckets only with each other:
+// each run of consecutive such parameters is cut as above, so a bucket is
+// either all replicated (reduced by an exact sum) or holds none.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +56,8 @@ struct FlatParam {
   bool weight_decay = true;
   bool counted_elsewhere = false;  // its gradient norm is counted by another pp stage
   bool own_buckets = false;        // no other parameter shares its buckets
+  bool tied_copy = false;          // the tied table on a pipeline end: buckets of its own
+  bool exact = false;              // replicated over tp: buckets shared only with such
 };
 
 struct ZeroBucket {
@@ -56,6 +65,8 @@ struct ZeroBucket {
   size_t piece = 0;         // elements per rank; the bucket spans dp * piece
   size_t shard_offset = 0;  // where this rank's piece sits in its shard
   bool own = false;         // holds (part of) an own_buckets parameter only
+  bool tied = false;        // holds (part of) the tied_copy parameter only
+  bool exact = false;       // holds exact parameters only
 };
 
 // Parameters [first_param, end_param) at flat [start, end), buckets

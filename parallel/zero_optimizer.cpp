@@ -44,13 +44,19 @@ namespace {
 // offset plus their index, so a lossy rule never mixes their residuals.
 constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
 
+// tp_replicas: tp > 1, so every parameter not tensor_parallel is held by
+// every tp rank and is reduced exactly (data_parallel_optimizer.h).
 std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
-                                      const std::set<std::string>& counted_elsewhere,
-                                      const std::set<std::string>& sparse_gradients) {
+                                      const DataParallelOptimizerOptions& options,
+                                      bool tp_replicas) {
+  const auto& counted_elsewhere = options.counted_elsewhere;
+  const auto& sparse_gradients = options.sparse_gradients;
+  const std::string tied = options.tied_gradient ? options.tied_gradient->name : "";
   std::vector<FlatParam> flat;
   std::unordered_set<const void*> seen;
   std::set<std::string> unmatched = counted_elsewhere;
   std::set<std::string> unmatched_sparse = sparse_gradients;
+  bool tied_found = tied.empty();
   for (const auto& p : params) {
     const auto& t = p.tensor;
     if (!t.defined())
@@ -65,9 +71,22 @@ std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
       throw std::invalid_argument("optimizer parameter " + p.name + " is listed twice");
     unmatched.erase(p.name);
     unmatched_sparse.erase(p.name);
-    flat.push_back({p.name, size_t(t.numel()), p.tensor_parallel, p.weight_decay,
-                    counted_elsewhere.count(p.name) > 0, sparse_gradients.count(p.name) > 0});
+    FlatParam f{p.name,
+                size_t(t.numel()),
+                p.tensor_parallel,
+                p.weight_decay,
+                counted_elsewhere.count(p.name) > 0,
+                sparse_gradients.count(p.name) > 0};
+    f.tied_copy = p.name == tied;
+    tied_found = tied_found || f.tied_copy;
+    f.exact = tp_replicas && !p.tensor_parallel && !f.tied_copy;
+    flat.push_back(f);
   }
+  if (!tied_found)
+    throw std::invalid_argument("tied_gradient names " + tied +
+                                ", which is not a parameter of this rank");
+  if (options.tied_gradient && !options.tied_gradient->share)
+    throw std::invalid_argument("tied_gradient " + tied + " has no share function");
   if (!unmatched.empty())
     throw std::invalid_argument("counted_elsewhere names " + *unmatched.begin() +
                                 ", which is not a parameter of this rank");
@@ -107,8 +126,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       groups_(groups),
       stage_(checked_stage(options.zero_stage)),
       per_layer_(gathers_per_layer(options)),
-      layout_(flat_params_of(params_, options.counted_elsewhere, options.sparse_gradients),
-              groups.dp().size(), groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
+      layout_(flat_params_of(params_, options, groups.tp().size() > 1), groups.dp().size(),
+              groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
       segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
   validate(options_.adamw);
   for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
@@ -341,6 +360,7 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   else if (stage_ == 3)
     release_parameters();
   reduce_gradients();
+  share_tied_gradient();
   if (stage_ >= 2) release_gradients();
   const double norm = global_norm();
   last_step_skipped_ = !std::isfinite(norm);
@@ -488,7 +508,10 @@ std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
   const auto& buckets = layout_.buckets();
   const comm::PolicySlice::Route* chosen = nullptr;
   size_t matched = 0;
+  size_t reduced = 0;  // buckets reduced through the policy (not exactly, not elsewhere)
   for (const auto& bucket : buckets) {
+    if (bucket.exact || !reduced_here(bucket)) continue;
+    ++reduced;
     const auto* route = dp_group.policy()->route(comm::Op::kAllreduce, comm::Role::kGradient,
                                                  bucket.piece * size_t(dp()) * sizeof(float),
                                                  dp_group.collective_locality());
@@ -504,10 +527,10 @@ std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
                                 std::to_string(stage_) + " reduce-scatters the gradients");
   // A tensor is summed by the bucket holding its first element, which may
   // reach into the next bucket: so every bucket must take the same path.
-  if (matched != buckets.size())
+  if (matched != reduced)
     throw std::invalid_argument(
         chosen->origin + ": powersgd matches " + std::to_string(matched) + " of the " +
-        std::to_string(buckets.size()) +
+        std::to_string(reduced) +
         " gradient buckets (by size: see its min_bytes/max_bytes and parallel.dp_bucket_bytes); "
         "it must match all of them or none");
   std::vector<PowerSgdTensor> tensors;
@@ -519,6 +542,9 @@ std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
     t.rows = shapes_[i].size() >= 2 ? size_t(shapes_[i][0]) : 1;
     t.cols = layout_.params()[i].numel / t.rows;
     while (buckets[b].start + buckets[b].piece * size_t(dp()) <= t.offset) ++b;
+    // Exact buckets, and the tied table where another stage reduces it,
+    // never reach PowerSGD.
+    if (buckets[b].exact || !reduced_here(buckets[b])) continue;
     tensors_of_bucket[b].push_back(tensors.size());
     tensors.push_back(t);
   }
@@ -553,6 +579,11 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
     own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
   }
+  if (!reduced_here(bucket)) return;  // share_tied_gradient() brings the reduced values
+  if (bucket.exact) {
+    reduce_exactly(bucket, flat);
+    return;
+  }
   if (reduction_ == Reduction::kScatterInPlace && sparse_allreduce_[b]) {
     groups_.dp().allreduce(flat + bucket.start, span, role, b);
   } else if (reduction_ == Reduction::kScatterInPlace) {
@@ -576,6 +607,56 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     const std::vector<size_t> counts(size_t(dp()), bucket.piece);
     groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
                                   counts, role, b);
+  }
+}
+
+bool ZeroOptimizer::reduced_here(const ZeroBucket& bucket) const {
+  return !bucket.tied || options_.tied_gradient->reduces;
+}
+
+void ZeroOptimizer::reduce_exactly(const ZeroBucket& bucket, float* flat) {
+  const size_t span = bucket.piece * size_t(dp());
+  if (dp() == 1) {
+    if (reduction_ == Reduction::kScatterToShard)
+      std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
+                  span * sizeof(float));
+    return;
+  }
+  const std::vector<size_t> counts(size_t(dp()), bucket.piece);
+  switch (reduction_) {
+    case Reduction::kAllreduce:
+      groups_.dp().exact_allreduce(flat + bucket.start, span);
+      break;
+    case Reduction::kScatterInPlace:
+      groups_.zero().exact_reduce_scatter(flat + bucket.start, scattered_.data(), counts);
+      std::memcpy(flat + bucket.start + size_t(layout_.dp_rank()) * bucket.piece, scattered_.data(),
+                  bucket.piece * sizeof(float));
+      break;
+    case Reduction::kScatterToShard:
+      groups_.zero().exact_reduce_scatter(flat + bucket.start,
+                                          grad_shard_.data() + bucket.shard_offset, counts);
+      break;
+  }
+}
+
+// Both stages walk the table's buckets in the same order, each handing over
+// the part of the bucket that it holds reduced: the same part on both,
+// because the table is cut alike on both (zero_layout.h).
+void ZeroOptimizer::share_tied_gradient() {
+  if (!options_.tied_gradient) return;
+  size_t part = 0;
+  for (const auto& bucket : layout_.buckets()) {
+    if (!bucket.tied) continue;
+    if (reduction_ == Reduction::kScatterToShard) {
+      options_.tied_gradient->share(part++, grad_shard_.data() + bucket.shard_offset, bucket.piece);
+      continue;
+    }
+    float* flat = flat_grads_.data_ptr<float>();
+    if (reduction_ == Reduction::kScatterInPlace)
+      options_.tied_gradient->share(
+          part++, flat + bucket.start + size_t(layout_.dp_rank()) * bucket.piece, bucket.piece);
+    else
+      options_.tied_gradient->share(part++, flat + bucket.start, bucket.piece * size_t(dp()));
   }
 }
 

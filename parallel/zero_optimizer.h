@@ -105,6 +105,14 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // Runs bucket b's collective on `flat` (the flat gradients): on the comm
   // thread with overlap, touching no member that the main thread changes.
   void reduce_bucket(size_t b, float* flat);
+  // An exact bucket's reduction (the Communicator's exact sums, same
+  // collective as reduce_bucket's for the stage).
+  void reduce_exactly(const ZeroBucket& bucket, float* flat);
+  // Whether this rank reduces bucket b over dp (not: the tied table on the
+  // stage that takes it from the other).
+  bool reduced_here(const ZeroBucket& bucket) const;
+  // The tied table's reduced buckets through options_.tied_gradient->share.
+  void share_tied_gradient();
   // From a gradient accumulator's post hook, on the thread running backward.
   void on_gradient_accumulated(size_t param);
   // Launches what the hooks did not and waits for every bucket.

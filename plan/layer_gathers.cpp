@@ -61,12 +61,14 @@ GatherUnit zero_unit(const std::vector<ParameterRun>& runs, int dp, int64_t buck
     p.name = "run " + std::to_string(params.size());
     p.numel = size_t(run.elements);
     p.own_buckets = run.own;
+    p.tied_copy = run.tied;
+    p.exact = run.exact;
     params.push_back(p);
   }
   if (params.empty()) return unit;
   const parallel::ZeroLayout layout(std::move(params), dp, 0, bucket_bytes);
   for (const parallel::ZeroBucket& b : layout.buckets())
-    unit.buckets.push_back({int64_t(b.piece) * dp, b.own});
+    unit.buckets.push_back({int64_t(b.piece) * dp, b.own, b.tied});
   return unit;
 }
 

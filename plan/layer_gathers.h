@@ -19,12 +19,15 @@ namespace cmpi::plan {
 struct ParameterRun {
   int64_t elements = 0;  // on this rank (its tp slice)
   bool own = false;
+  bool tied = false;   // the tied table on a pipeline end (parallel::FlatParam::tied_copy)
+  bool exact = false;  // replicated over tp > 1 (parallel::FlatParam::exact)
 };
 
 // A bucket in floats over the whole dp group (dp pieces each).
 struct GatherBucket {
   int64_t floats = 0;
-  bool own = false;  // holds an own-buckets parameter alone
+  bool own = false;   // holds an own-buckets parameter alone
+  bool tied = false;  // holds the tied table alone
 };
 
 struct GatherUnit {

@@ -43,29 +43,56 @@ int64_t position_table(const config::Config& c) {
   return c.model.position == "learned" ? c.model.seq_len * c.model.hidden : 0;
 }
 
+// The stage's parameters in models::Gpt's registration order, each with the
+// bucket kind parallel::ZeroOptimizer gives it (ZeroLayout merges
+// consecutive ones of a kind into runs): exact when replicated over tp > 1;
+// alone the untied token embedding (own) and the tied table on a pipeline
+// end (tied).
+struct StageParameters {
+  std::vector<ParameterRun> embedding;  // token table, position table (either may be absent)
+  std::vector<ParameterRun> block;      // one transformer block
+  std::vector<ParameterRun> head;       // final norm, the untied output table
+};
+
+StageParameters stage_parameters(const config::Config& c, const parallel::ParallelDims& dims,
+                                 const StageShape& shape) {
+  const int64_t h = c.model.hidden, tp = dims.tp, r = c.model.mlp_ratio;
+  const int64_t table = c.model.vocab_size * h / tp;
+  const bool tied = c.model.tie_embeddings, replicated = tp > 1;
+  const bool tied_pp_end = tied && dims.pp > 1;
+  StageParameters p;
+  if (shape.has_embedding || (shape.has_head && tied))
+    p.embedding.push_back({table, !tied && shape.has_embedding, tied_pp_end, false});
+  if (shape.has_embedding) p.embedding.push_back({position_table(c), false, false, replicated});
+  // ln1, attention (qkv weight and bias, out weight | out bias), ln2,
+  // fc_in weight and bias, fc_out weight | fc_out bias.
+  p.block = {{2 * h, false, false, replicated},
+             {(3 * h * h + 3 * h) / tp + h * h / tp, false, false, false},
+             {3 * h, false, false, replicated},
+             {(r * h * h + r * h) / tp + r * h * h / tp, false, false, false},
+             {h, false, false, replicated}};
+  if (shape.has_head) p.head.push_back({2 * h, false, false, replicated});
+  if (shape.has_head && !tied) p.head.push_back({table, false, false, false});
+  return p;
+}
+
 // Per-layer ZeRO-3's units and uses on `stage`, as models::Gpt's
 // layer_schedule() cuts them, with their gathers over one step counted.
 StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& dims, int stage,
-                       const StageShape& shape, int64_t per_block, int64_t micro_batches) {
-  const int64_t h = c.model.hidden, tp = dims.tp, table = c.model.vocab_size * h / tp;
+                       const StageShape& shape, int64_t micro_batches) {
   const bool tied = c.model.tie_embeddings;
-  const int64_t positions = position_table(c);
+  const StageParameters params = stage_parameters(c, dims, shape);
   StageUnits units;
   const auto add_unit = [&](const std::vector<ParameterRun>& runs) {
     units.units.push_back(zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes));
     return units.units.size() - 1;
   };
   size_t embedding = 0;
-  if (shape.has_embedding && (tied || positions == 0))
-    embedding = add_unit(std::vector<ParameterRun>{{table + positions, !tied}});
-  else if (shape.has_embedding)
-    embedding = add_unit(std::vector<ParameterRun>{{table, true}, {positions, false}});
-  else if (shape.has_head && tied)
-    embedding = add_unit({{table, false}});
+  if (!params.embedding.empty()) embedding = add_unit(params.embedding);
   if (shape.has_embedding) units.uses.push_back({embedding});
-  for (int64_t l = 0; l < shape.layers; ++l) units.uses.push_back({add_unit({{per_block, false}})});
-  if (shape.has_head && tied) units.uses.push_back({add_unit({{2 * h, false}}), embedding});
-  if (shape.has_head && !tied) units.uses.push_back({add_unit({{2 * h + table, false}})});
+  for (int64_t l = 0; l < shape.layers; ++l) units.uses.push_back({add_unit(params.block)});
+  if (shape.has_head && tied) units.uses.push_back({add_unit(params.head), embedding});
+  if (shape.has_head && !tied) units.uses.push_back({add_unit(params.head)});
   units.first_input_has_gradient = !shape.has_embedding;
   std::vector<StagePass> passes;
   for (const auto& a : parallel::make_pipeline_schedule(c.parallel.schedule)
@@ -118,24 +145,31 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
 
   // Gradients over dp in buckets of parallel.dp_bucket_bytes, cut as
   // parallel::ZeroLayout cuts them: the untied token embedding in buckets of
-  // its own (role embedding_gradient), the rest of the stage after it.
+  // its own (role embedding_gradient), tp-replicated parameters in buckets
+  // of their own (summed exactly: the same calls and bytes), the tied table
+  // on a pipeline end in buckets of its own, which only the first stage
+  // reduces (the last takes the result over pp, below).
   const int zero = dims.zero_stage;
-  const int64_t table = c.model.vocab_size * c.model.hidden / dims.tp;
-  const bool own_embedding = !c.model.tie_embeddings && shape.has_embedding;
-  std::vector<ParameterRun> runs;
-  if (own_embedding) runs.push_back({table, true});
-  runs.push_back({shape.parameters - (own_embedding ? table : 0), false});
+  const bool tied_here =
+      c.model.tie_embeddings && dims.pp > 1 && (shape.has_embedding || shape.has_head);
+  const bool tied_reduced_here = tied_here && shape.has_embedding;
+  std::map<int64_t, int64_t> tied_parts;  // the tied table's buckets: floats -> calls
+  const StageParameters params = stage_parameters(c, dims, shape);
+  std::vector<ParameterRun> runs = params.embedding;
+  for (int64_t l = 0; l < shape.layers; ++l)
+    runs.insert(runs.end(), params.block.begin(), params.block.end());
+  runs.insert(runs.end(), params.head.begin(), params.head.end());
   const bool per_layer = zero == 3 && c.parallel.zero3_gather == "layer";
   if (per_layer) {
     // Buckets per unit (parallel::ZeroLayout with units): reduce-scattered
     // once per step; each unit gathered as often as the layer rules say.
-    const StageUnits units =
-        layer_units(c, dims, stage, shape, block_parameters(c, dims.tp), micro_batches);
+    const StageUnits units = layer_units(c, dims, stage, shape, micro_batches);
     std::map<std::pair<bool, int64_t>, int64_t> reduced;  // (own, bucket floats) -> calls
     std::map<int64_t, int64_t> gathered;                  // bucket floats -> calls
     for (const GatherUnit& unit : units.units)
       for (const GatherBucket& bucket : unit.buckets) {
-        ++reduced[{bucket.own, bucket.floats}];
+        if (bucket.tied) ++tied_parts[bucket.floats];
+        if (!bucket.tied || tied_reduced_here) ++reduced[{bucket.own, bucket.floats}];
         gathered[bucket.floats] += unit.gathers;
       }
     for (const auto& [key, calls] : reduced) {
@@ -159,9 +193,23 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       add(weights);
     }
   } else {
-    std::map<std::pair<bool, int64_t>, int64_t> buckets;  // (own, bucket floats) -> calls
-    for (const GatherBucket& bucket : zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets)
-      ++buckets[{bucket.own, bucket.floats}];
+    // (own, bucket floats) -> calls; the tied table's buckets the last stage
+    // does not reduce are gathered all the same.
+    std::map<std::pair<bool, int64_t>, int64_t> buckets, not_reduced;
+    for (const GatherBucket& bucket :
+         zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets) {
+      if (bucket.tied) ++tied_parts[bucket.floats];
+      ++(bucket.tied && !tied_reduced_here ? not_reduced : buckets)[{bucket.own, bucket.floats}];
+    }
+    for (const auto& [key, calls] : not_reduced) {
+      if (zero == 0) continue;
+      MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
+      weights.calls = calls;
+      weights.bytes = key.second * int64_t(sizeof(float));
+      weights.group_size = dims.dp;
+      weights.sent_fraction = ring_share_fraction(dims.dp);
+      add(weights);
+    }
     // ZeRO 1-3 reduce-scatter over zero (half an allreduce's bytes), ZeRO-0
     // allreduces over dp (a powersgd rule, which keeps ZeRO-1 on the
     // allreduce, is not modelled). ZeRO-1 keeps the allreduce for the
@@ -249,13 +297,24 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     sends.group_size = dims.pp;
     sends.per_micro_batch = true;
     add(sends);
-    if (c.model.tie_embeddings && (shape.has_embedding || shape.has_head)) {
-      MessageClass tied{GroupKind::kPp, Op::kAllreduce, Role::kGradient};
-      tied.calls = 1;
-      tied.bytes = c.model.vocab_size * c.model.hidden / dims.tp * int64_t(sizeof(float));
-      tied.group_size = 2;
-      tied.sent_fraction = allreduce_fraction(tied.bytes, 2);
-      add(tied);
+    if (tied_here) {
+      // The last stage sends its table's gradient to the first; the first
+      // broadcasts each reduced bucket back (at ZeRO 1-3 only its piece).
+      if (!shape.has_embedding) {
+        MessageClass gather{GroupKind::kPp, Op::kSendRecv, Role::kGradient};
+        gather.calls = 1;
+        gather.bytes = c.model.vocab_size * c.model.hidden / dims.tp * int64_t(sizeof(float));
+        gather.group_size = 2;
+        add(gather);
+      }
+      for (const auto& [floats, calls] : tied_parts) {
+        MessageClass share{GroupKind::kPp, Op::kBroadcast, Role::kGradient};
+        share.calls = calls;
+        share.bytes = (zero == 0 ? floats : floats / dims.dp) * int64_t(sizeof(float));
+        share.group_size = 2;
+        share.sent_fraction = shape.has_embedding ? 1.0 : 0.0;  // the chain's root, or its end
+        add(share);
+      }
     }
     MessageClass loss_bcast{GroupKind::kPp, Op::kBroadcast,
                             Role::kOther,   1,

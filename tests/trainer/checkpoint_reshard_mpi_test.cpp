@@ -325,14 +325,14 @@ TEST_F(CheckpointReshard, SameLayoutResumesBitExact) {
 }
 
 // Residuals and the qsgd generators come back from each rank's shard: without
-// them the resumed losses would differ from the second resumed step on. Only
-// with tp = pp = 1: under a lossy dp policy the copies of a replicated
-// parameter on different tp ranks (layer norms, biases) and the end stages'
-// copies of the tied embedding drift apart (each rank compresses its copy's
-// gradient in its own buckets), and a checkpoint holds one copy
-// (docs/checkpoints.md, "Left to do").
+// them the resumed losses would differ from the second resumed step on. With
+// tp or pp > 1 too: a checkpoint holds one copy of a parameter replicated
+// over tp (layer norms, biases) and of the tied embedding, which is exact
+// only because the copies stay bit-identical under a lossy dp policy
+// (docs/policy.md, "Replicated parameters").
 TEST_F(CheckpointReshard, LossyPolicyWithErrorFeedbackResumesBitExact) {
-  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{4, 1, 1, 2}, Layout{2, 1, 1, 3}}) {
+  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{4, 1, 1, 2}, Layout{2, 1, 1, 3},
+                          Layout{2, 2, 1, 1}, Layout{2, 1, 2, 2}, Layout{2, 2, 2, 0}}) {
     const auto result = check_case(l, l, single_rank_, root_, error_feedback());
     if (world_rank() == 0 && !result.saved.empty()) {
       const auto meta = checkpoint::read_metadata(result.saved + "/" + checkpoint::kMetadataFile);
