@@ -1,16 +1,19 @@
 // training.precision bf16 and fp16 (emulated: half storage, float32
 // arithmetic) on the tiny GPT-NeoX-style model:
 //  * 16-bit compute really runs: its trajectory differs from float32's, by
-//    little (every step within 3 %);
+//    little (every step within 1 %; measured 3e-4 on bf16);
 //  * every layout (dp2, tp2, pp2, dp2 x tp2 ZeRO-1, dp2 ZeRO-3 per layer)
-//    follows the single-rank run of the same precision. pp2 is bit-exact:
-//    activations and their gradients cross stages widened exactly to float32,
-//    and nothing else changes. dp2 and ZeRO reorder only float32 sums of the
-//    float32 gradients (as in float32 runs), but a master weight that moves
-//    by one float32 ulp can round to the next 16-bit value, so differences
-//    reach 16-bit size: tolerance 2^-8 relative (a bf16 ulp at most, 8
-//    mantissa bits). tp2 also rounds the tensor-parallel partial input
-//    gradients to 16 bits before summing them: the same tolerance;
+//    follows the single-rank run of the same precision:
+//    - pp2 is bit-exact: activations and their gradients cross stages
+//      widened exactly to float32, nothing else changes;
+//    - dp2 and ZeRO reorder only float32 sums of float32 gradients, as in
+//      float32 runs (1e-5 there), but a master weight moved by one float32
+//      ulp may round to the neighbouring 16-bit value: 1e-4 relative
+//      (measured 7e-8 on bf16);
+//    - tp also rounds each rank's partial input gradient (copy_to_tp_region)
+//      to 16 bits before the float32 sum, where the single rank rounds the
+//      whole sum once: errors of a bf16 half-ulp (2^-9) per value, averaged
+//      over many: 2e-3 relative (measured 3e-4 on bf16);
 //  * fp16 loss scaling: an overflow (an initial scale of 2^40 makes the half
 //    gradients infinite) is skipped and counted, even under on_nonfinite
 //    abort, the scale backs off, and doubles after growth_interval finite
@@ -35,8 +38,9 @@ namespace {
 using cmpi::testing::expect_same_trajectory;
 using cmpi::testing::train_in_groups_of;
 
-constexpr double kSixteenBitTolerance = 1.0 / 256;  // 2^-8: see above
-constexpr double kFromFloat32 = 0.03;               // 16-bit vs float32, every step
+constexpr double kSumOrderTolerance = 1e-4;        // dp, ZeRO: see above
+constexpr double kTensorParallelTolerance = 2e-3;  // layouts with tp: see above
+constexpr double kFromFloat32 = 0.01;              // 16-bit vs float32, every step
 
 config::Config mixed_config(uint64_t seed, const std::string& precision) {
   config::Config c = cmpi::testing::tiny_gpt_config(seed);
@@ -81,10 +85,10 @@ void every_layout_matches_single_rank(const std::string& precision) {
                            precision + " " + what + at_seed);
   };
   expect(2, config, dims_of(1, 1, 2), 0.0, "pp2 (bit-exact)");
-  expect(2, config, dims_of(2), kSixteenBitTolerance, "dp2");
-  expect(2, config, dims_of(1, 2), kSixteenBitTolerance, "tp2");
-  expect(4, with_zero(config, 1), dims_of(2, 2, 1, 1), kSixteenBitTolerance, "dp2 x tp2 zero1");
-  expect(2, with_zero(config, 3), dims_of(2, 1, 1, 3), kSixteenBitTolerance, "dp2 zero3 per layer");
+  expect(2, config, dims_of(2), kSumOrderTolerance, "dp2");
+  expect(2, config, dims_of(1, 2), kTensorParallelTolerance, "tp2");
+  expect(4, with_zero(config, 1), dims_of(2, 2, 1, 1), kTensorParallelTolerance, "dp2 x tp2 zero1");
+  expect(2, with_zero(config, 3), dims_of(2, 1, 1, 3), kSumOrderTolerance, "dp2 zero3 per layer");
 }
 
 TEST(MixedPrecision, Bf16EveryLayoutMatchesTheSingleRankRun) {
