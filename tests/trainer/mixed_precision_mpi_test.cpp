@@ -4,12 +4,13 @@
 //    little (every step within 1 %; measured 3e-4 on bf16);
 //  * every layout (dp2, tp2, pp2, dp2 x tp2 ZeRO-1, dp2 ZeRO-3 per layer)
 //    follows the single-rank run of the same precision:
-//    - pp2 is bit-exact: activations and their gradients cross stages
-//      widened exactly to float32, nothing else changes;
-//    - dp2 and ZeRO reorder only float32 sums of float32 gradients, as in
-//      float32 runs (1e-5 there), but a master weight moved by one float32
-//      ulp may round to the neighbouring 16-bit value: 1e-4 relative
-//      (measured 7e-8 on bf16);
+//    - pp2, dp2 and ZeRO differ from the single rank only in the order of
+//      float32 sums (the global norm's partial sums over stages and ranks,
+//      which set the clipping factor; dp's float32 gradient sums), as in
+//      float32 runs (1e-5 there; activations cross pipeline stages widened
+//      exactly to float32). But a master weight moved by one float32 ulp may
+//      round to the neighbouring 16-bit value, and 16-bit roundings amplify
+//      that: 3e-4 relative (measured up to 3e-5, fp16 pp2);
 //    - tp also rounds each rank's partial input gradient (copy_to_tp_region)
 //      to 16 bits before the float32 sum, where the single rank rounds the
 //      whole sum once: errors of a bf16 half-ulp (2^-9) per value, averaged
@@ -38,7 +39,7 @@ namespace {
 using cmpi::testing::expect_same_trajectory;
 using cmpi::testing::train_in_groups_of;
 
-constexpr double kSumOrderTolerance = 1e-4;        // dp, ZeRO: see above
+constexpr double kSumOrderTolerance = 3e-4;        // pp, dp, ZeRO: see above
 constexpr double kTensorParallelTolerance = 2e-3;  // layouts with tp: see above
 constexpr double kFromFloat32 = 0.01;              // 16-bit vs float32, every step
 
@@ -84,7 +85,7 @@ void every_layout_matches_single_rank(const std::string& precision) {
     expect_same_trajectory(reference, train_in_groups_of(group, c, dims).losses, tolerance,
                            precision + " " + what + at_seed);
   };
-  expect(2, config, dims_of(1, 1, 2), 0.0, "pp2 (bit-exact)");
+  expect(2, config, dims_of(1, 1, 2), kSumOrderTolerance, "pp2");
   expect(2, config, dims_of(2), kSumOrderTolerance, "dp2");
   expect(2, config, dims_of(1, 2), kTensorParallelTolerance, "tp2");
   expect(4, with_zero(config, 1), dims_of(2, 2, 1, 1), kTensorParallelTolerance, "dp2 x tp2 zero1");
