@@ -6,6 +6,7 @@
 //   comm/<group>/random/<rule key>                 u64[]  stochastic codec generator
 //   torch/default_generator                        bytes  LibTorch CPU default generator
 //   model/<name>                                   bytes  the model's own dropout generators
+//   training/loss_scaler                           bytes  fp16's dynamic loss scale
 //   (the generators come as GeneratorParts from the model, which knows them;
 //   this file stays torch-free)
 //   powersgd/residual/<tensor>, powersgd/q/<tensor> f32[]  PowerSGD's residual and Q

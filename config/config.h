@@ -122,6 +122,19 @@ struct TrainingConfig {
   // non-finite, whose update could not be held back).
   std::string on_nonfinite = "abort";  // abort | skip_step
   int64_t max_skipped_steps = 5;       // >= 1
+  // Mixed precision (GPT only): the dtype of forward and backward. Weights
+  // and AdamW state stay float32 (the masters); gradients accumulate and are
+  // reduced over dp in float32. fp16 is emulated on the CPU (16-bit storage,
+  // float32 arithmetic) and scales its loss dynamically.
+  std::string precision = "fp32";  // fp32 | bf16 | fp16
+  // fp16 dynamic loss scaling: start at loss_scale_initial; an overflowing
+  // step is skipped and multiplies the scale by loss_scale_backoff (never
+  // below loss_scale_min); loss_scale_growth_interval finite steps in a row
+  // multiply it by 2.
+  double loss_scale_initial = 4096;  // 2^12, GPT-NeoX-20B's initial_scale_power 12
+  int64_t loss_scale_growth_interval = 1000;
+  double loss_scale_backoff = 0.5;
+  double loss_scale_min = 1;
 };
 
 struct DataConfig {

@@ -112,6 +112,10 @@ void check_resnet(const Config& c) {
     fail_at(c, "parallel.spatial_stages",
             "cannot exceed parallel.pipeline (" + std::to_string(c.parallel.pipeline) + "), got " +
                 std::to_string(c.parallel.spatial_stages));
+  if (c.training.precision != "fp32")
+    fail_at(c, "training.precision",
+            "model.kind resnet trains in fp32 only (mixed precision covers the GPT), got " +
+                c.training.precision);
   if (c.training.on_nonfinite != "abort")
     fail_at(c, "training.on_nonfinite",
             "model.kind resnet supports only abort (a skipped step would still have updated "

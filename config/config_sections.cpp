@@ -261,6 +261,15 @@ void read_training(MapReader r, TrainingConfig& training) {
   r.read("overlap_grad_reduce", training.overlap_grad_reduce);
   r.read("on_nonfinite", training.on_nonfinite, {"abort", "skip_step"});
   r.read("max_skipped_steps", training.max_skipped_steps, positive());
+  r.read("precision", training.precision, {"fp32", "bf16", "fp16"});
+  r.read("loss_scale_initial", training.loss_scale_initial, RealRange{1.0, 1e30});
+  r.read("loss_scale_growth_interval", training.loss_scale_growth_interval, positive());
+  r.read("loss_scale_backoff", training.loss_scale_backoff, RealRange{0.0, 1.0, true, true});
+  r.read("loss_scale_min", training.loss_scale_min, RealRange{1.0, 1e30});
+  if (training.loss_scale_min > training.loss_scale_initial)
+    r.fail("loss_scale_min", "must not exceed training.loss_scale_initial (" +
+                                 std::to_string(training.loss_scale_initial) + "), got " +
+                                 std::to_string(training.loss_scale_min));
   r.finish();
 }
 
@@ -280,6 +289,11 @@ void write_training(YAML::Emitter& out, const TrainingConfig& training) {
   put(out, "overlap_grad_reduce", training.overlap_grad_reduce);
   put(out, "on_nonfinite", training.on_nonfinite);
   put(out, "max_skipped_steps", int64_t(training.max_skipped_steps));
+  put(out, "precision", training.precision);
+  put(out, "loss_scale_initial", training.loss_scale_initial);
+  put(out, "loss_scale_growth_interval", int64_t(training.loss_scale_growth_interval));
+  put(out, "loss_scale_backoff", training.loss_scale_backoff);
+  put(out, "loss_scale_min", training.loss_scale_min);
 }
 
 // ------------------------------------------------------------------ data

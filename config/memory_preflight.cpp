@@ -67,6 +67,7 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.auto_balance = c.parallel.pipeline_balance == "auto" && c.model.kind != "resnet";
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
   in.zero3_per_layer = c.parallel.zero3_gather == "layer";
+  in.activation_value_bytes = c.training.precision == "fp32" ? 4 : 2;
   return in;
 }
 

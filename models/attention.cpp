@@ -1,5 +1,7 @@
 #include "models/attention.h"
 
+#include "parallel/low_precision_ops.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
@@ -54,20 +56,26 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   auto q = heads_first(0), k = heads_first(1);  // [B, nh, T, hd]
   const auto v = heads_first(2);
   if (rotary_) {
-    q = rotary_->apply(q);
-    k = rotary_->apply(k);
+    const auto rotate = [this](const torch::Tensor& in) { return rotary_->apply(in); };
+    q = parallel::in_float32(q, rotate);
+    k = parallel::in_float32(k, rotate);
   }
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
-  auto future = torch::ones({time, time}, torch::dtype(torch::kBool)).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-  auto weights = torch::softmax(scores, -1);
+  // Scores in the compute dtype; scaling, mask and softmax in float32 (a
+  // 16-bit compute dtype: its fused softmax's precision), the weights in the
+  // compute dtype for the product with v.
+  auto weights = parallel::scaled_causal_softmax(parallel::mixed_matmul(q, k.transpose(-2, -1)),
+                                                 std::sqrt(double(head_dim_)));
   if (is_training() && attn_dropout_ > 0) {
-    auto keep = torch::empty_like(weights).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
-    weights = weights * keep / (1.0 - attn_dropout_);
+    weights = parallel::in_float32(weights, [this](const torch::Tensor& in) {
+      auto keep = torch::empty_like(in).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
+      return in * keep / (1.0 - attn_dropout_);
+    });
   }
-  auto y =
-      torch::matmul(weights, v).transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
-  return resid_dropout_->forward(out->forward(y));
+  auto y = parallel::mixed_matmul(weights, v)
+               .transpose(1, 2)
+               .reshape({batch, time, local_heads_ * head_dim_});
+  return parallel::in_float32(
+      out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
 }
 
 }  // namespace cmpi::models

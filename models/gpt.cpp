@@ -6,6 +6,7 @@
 
 #include "models/transformer_block.h"
 #include "parallel/layer_gate_ops.h"
+#include "parallel/low_precision_ops.h"
 #include "parallel/process_groups.h"
 #include "parallel/tensor_parallel_layers.h"
 #include "parallel/unmaterialised.h"
@@ -176,12 +177,26 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   // Rotary positions enter in every attention instead (models/rotary_embedding.h).
   if (position_embedding_)
     embedded = embedded + position_embedding_->forward(torch::arange(time, torch::kLong));
-  return parallel::leave_use(gate_, 0, dropout_->forward(embedded));
+  // Looked up (and summed over tp) in float32, rounded to the compute dtype.
+  return parallel::leave_use(gate_, 0, dropout_->forward(embedded).to(compute_dtype()));
+}
+
+torch::ScalarType GptImpl::compute_dtype() const {
+  switch (options_.precision) {
+    case ComputePrecision::kBf16:
+      return torch::kBFloat16;
+    case ComputePrecision::kFp16:
+      return torch::kHalf;
+    case ComputePrecision::kFp32:
+      break;
+  }
+  return torch::kFloat;
 }
 
 torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
                                   std::vector<torch::Tensor>* block_outputs) {
-  auto x = hidden;
+  // A pipeline stage receives its input widened to float32 (exact).
+  auto x = hidden.to(compute_dtype());
   for (size_t i = 0; i < blocks_.size(); ++i) {
     const size_t use = first_block_use() + i;
     x = parallel::leave_use(gate_, use, blocks_[i]->forward(parallel::enter_use(gate_, use, x)));
@@ -192,11 +207,13 @@ torch::Tensor GptImpl::run_blocks(const torch::Tensor& hidden,
 
 torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tensor& targets) {
   if (!stage_.has_head) throw std::logic_error("GPT head_loss: this pipeline stage holds no head");
-  const auto input = parallel::enter_use(gate_, head_use(), hidden);
-  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input), head_weight(), *tp_,
-                                                head_key(options_));
-  auto loss =
-      parallel::vocab_parallel_cross_entropy(logits, targets, *tp_, loss_key(options_)).mean();
+  const auto input = parallel::enter_use(gate_, head_use(), hidden.to(compute_dtype()));
+  // Logits in the compute dtype; the cross-entropy in float32.
+  auto logits =
+      parallel::vocab_parallel_logits(final_norm(input), head_weight(), *tp_, head_key(options_));
+  auto loss = parallel::vocab_parallel_cross_entropy(logits.to(torch::kFloat), targets, *tp_,
+                                                     loss_key(options_))
+                  .mean();
   return parallel::leave_use(gate_, head_use(), loss);
 }
 
@@ -210,9 +227,9 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
   require_whole_model("forward");
   const auto input =
       parallel::enter_use(gate_, head_use(), run_blocks(embed(tokens), block_outputs));
-  auto logits = parallel::vocab_parallel_logits(final_norm_->forward(input), head_weight(), *tp_,
-                                                head_key(options_));
-  return parallel::leave_use(gate_, head_use(), logits);
+  auto logits =
+      parallel::vocab_parallel_logits(final_norm(input), head_weight(), *tp_, head_key(options_));
+  return parallel::leave_use(gate_, head_use(), logits.to(torch::kFloat));
 }
 
 std::vector<parallel::ParamInfo> GptImpl::param_infos() const {
@@ -225,6 +242,12 @@ std::vector<parallel::ParamInfo> GptImpl::param_infos() const {
 
 torch::Tensor GptImpl::tied_embedding_weight() const {
   return token_embedding_ && options_.tie_embeddings ? token_embedding_->weight : torch::Tensor();
+}
+
+torch::Tensor GptImpl::final_norm(const torch::Tensor& x) {
+  if (!parallel::is_low_precision(x)) return final_norm_->forward(x);
+  return parallel::layer_norm(x, final_norm_->weight, final_norm_->bias,
+                              final_norm_->options.eps());
 }
 
 torch::Tensor GptImpl::head_weight() const {

@@ -101,6 +101,8 @@ class GptImpl : public torch::nn::Module {
   std::vector<std::pair<std::string, at::Generator>> dropout_generators();
 
   const GptOptions& options() const { return options_; }
+  // The activations' dtype (options().precision): float32, bfloat16 or half.
+  torch::ScalarType compute_dtype() const;
   const StagePlan& stage() const { return stage_; }  // end_layer resolved
 
  private:
@@ -108,7 +110,8 @@ class GptImpl : public torch::nn::Module {
   void collect_layouts();
   size_t first_block_use() const { return stage_.has_embedding ? 1 : 0; }
   size_t head_use() const { return first_block_use() + blocks_.size(); }
-  torch::Tensor head_weight() const;  // the logits' projection table
+  torch::Tensor head_weight() const;                 // the logits' projection table
+  torch::Tensor final_norm(const torch::Tensor& x);  // in float32, rounded to x's dtype
 
   GptOptions options_;
   StagePlan stage_;

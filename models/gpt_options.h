@@ -22,6 +22,11 @@ enum class MlpActivation { kGelu, kGeluTanh };
 // output_init_std).
 enum class InitScheme { kGpt2, kNeox };
 
+// The dtype forward and backward compute in (training.precision). The
+// parameters stay float32 (the optimizer's masters) and are rounded to it on
+// every use; see parallel/low_precision_ops.h for what runs in float32.
+enum class ComputePrecision { kFp32, kBf16, kFp16 };
+
 struct GptOptions {
   int64_t vocab_size = 256;
   int64_t seq_len = 64;
@@ -46,6 +51,7 @@ struct GptOptions {
   bool parallel_residual = false;
   MlpActivation activation = MlpActivation::kGelu;
   InitScheme init = InitScheme::kGpt2;
+  ComputePrecision precision = ComputePrecision::kFp32;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
   // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)

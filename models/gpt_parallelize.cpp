@@ -71,6 +71,9 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   // 1-2. This rank's stage of the model, tensor-parallel over tp.
   auto model_options = config::gpt_options(config.model);
   model_options.seed = config.run.seed;
+  model_options.precision = t.precision == "bf16"   ? ComputePrecision::kBf16
+                            : t.precision == "fp16" ? ComputePrecision::kFp16
+                                                    : ComputePrecision::kFp32;
   // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
   // holds stand-ins, and no rank builds a whole parameter tensor.
   const bool layered_zero3 =

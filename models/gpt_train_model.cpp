@@ -1,5 +1,6 @@
 #include "models/gpt_train_model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -16,7 +17,13 @@ namespace cmpi::models {
 
 GptTrainModel::GptTrainModel(const config::Config& config, parallel::ProcessGroups& groups,
                              GptParts parts)
-    : config_(config), groups_(groups), parts_(std::move(parts)) {}
+    : config_(config), groups_(groups), parts_(std::move(parts)) {
+  const auto& t = config.training;
+  if (t.precision == "fp16")
+    loss_scaler_ = std::make_unique<LossScaler>(
+        LossScalerSettings{t.loss_scale_initial, t.loss_scale_growth_interval, t.loss_scale_backoff,
+                           t.loss_scale_min});
+}
 
 GptTrainModel::~GptTrainModel() = default;
 
@@ -41,7 +48,19 @@ std::string GptTrainModel::describe() const {
                 (long long)parameter_count(), (long long)local_parameter_count(),
                 groups_.dims().to_string().c_str(), (long long)parts_.micro_batches,
                 (long long)config_.training.micro_batch, data.c_str());
-  return line;
+  std::string out = line;
+  const auto& t = config_.training;
+  if (t.precision == "bf16")
+    out +=
+        "\nprecision: bf16 activations, float32 products (16-bit inputs, float32 "
+        "accumulation); float32 master weights, AdamW state and gradient reduction";
+  if (t.precision == "fp16")
+    out +=
+        "\nprecision: fp16 EMULATED on the CPU (LibTorch has no half matmul here): half "
+        "activations and weight roundings, float32 arithmetic; float32 master weights, AdamW "
+        "state and gradient reduction; dynamic loss scale from " +
+        std::to_string(int64_t(t.loss_scale_initial));
+  return out;
 }
 
 std::vector<comm::AutoDecision> GptTrainModel::adapt(int64_t step) {
@@ -62,19 +81,25 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // Dumped gradients are this rank's own (before the dp reduction and
   // clipping), so that step reduces nothing during backward.
   const bool dump = !dump_dir.empty();
+  // fp16: backward from loss · loss_scale; the optimizer unscales.
+  const double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
+  optimizer.set_gradient_scale(loss_scale);
   optimizer.zero_grad();
   optimizer.before_forward();
   parts_.model->train();
   double local_loss = 0;
   if (parts_.pipeline) {
-    local_loss = pipeline_step(step, scale, /*overlap=*/!dump);
+    local_loss = pipeline_step(step, scale, loss_scale, /*overlap=*/!dump);
   } else {
     for (int64_t m = 0; m < micro_batches; ++m) {
       auto batch = sample_micro_batch(data::Split::kTrain, step, m);
       auto loss = parts_.model->loss(batch.narrow(1, 0, seq), batch.narrow(1, 1, seq));
       // Buckets start reducing as this backward finishes their gradients.
       if (m + 1 == micro_batches && !dump) optimizer.begin_last_micro_batch();
-      (loss * scale).backward();
+      if (loss_scale != 1.0)
+        (loss * scale * loss_scale).backward();
+      else
+        (loss * scale).backward();
       local_loss += loss.item<double>() * scale;
     }
   }
@@ -88,6 +113,17 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // After step(): until then the optimizer's comm thread may be using dp.
   float loss_value = float(local_loss);
   if (dp > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
+  // Every rank sees the same skip (a global norm) and the same loss, so the
+  // scalers stay equal. An overflow with a finite loss is what the scale
+  // absorbs; a non-finite loss (the forward overflowed) is not.
+  last_loss_scale_ = loss_scaler_ ? loss_scale : 0.0;
+  last_overflow_absorbed_ = false;
+  if (loss_scaler_) {
+    const bool overflowed = optimizer.last_step_skipped();
+    last_overflow_absorbed_ =
+        overflowed && std::isfinite(loss_value) && loss_scaler_->can_back_off();
+    loss_scaler_->update(overflowed);
+  }
   return Outcome{double(loss_value), -1};
 }
 
@@ -109,10 +145,15 @@ parallel::PipelineStageWork GptTrainModel::stage_work(data::Split split, int64_t
   const int64_t seq = config_.model.seq_len;
   auto& model = parts_.model;
   parallel::PipelineStageWork work;
+  // Activations and their gradients cross stages widened to float32 from the
+  // compute dtype (exact; a no-op in fp32): the stage's first block rounds
+  // its input back, losslessly.
   work.embed = [this, &model, split, batch, seq](int64_t m) {
-    return model->embed(sample_micro_batch(split, batch, m).narrow(1, 0, seq));
+    return model->embed(sample_micro_batch(split, batch, m).narrow(1, 0, seq)).to(torch::kFloat);
   };
-  work.run_blocks = [&model](const torch::Tensor& hidden) { return model->run_blocks(hidden); };
+  work.run_blocks = [&model](const torch::Tensor& hidden) {
+    return model->run_blocks(hidden).to(torch::kFloat);
+  };
   work.loss = [this, &model, split, batch, seq](const torch::Tensor& hidden, int64_t m) {
     return model->head_loss(hidden, sample_micro_batch(split, batch, m).narrow(1, 1, seq));
   };
@@ -120,9 +161,10 @@ parallel::PipelineStageWork GptTrainModel::stage_work(data::Split split, int64_t
 }
 
 // The pipeline runs this stage's share of every micro-batch.
-double GptTrainModel::pipeline_step(int64_t step, double scale, bool overlap) {
+double GptTrainModel::pipeline_step(int64_t step, double scale, double loss_scale, bool overlap) {
   auto& model = parts_.model;
   auto work = stage_work(data::Split::kTrain, step);
+  work.gradient_scale = loss_scale;
   if (overlap) work.before_last_backward = [&] { parts_.optimizer->begin_last_micro_batch(); };
   const double loss = parts_.pipeline->run_step(work, parts_.micro_batches, scale);
   if (parts_.tied_embedding)
@@ -171,6 +213,8 @@ RankHealth GptTrainModel::health() const {
   h.update_skipped = parts_.optimizer->last_step_skipped();
   h.own_param = parts_.optimizer->last_nonfinite_gradients().own_param;
   h.reduced_param = parts_.optimizer->last_nonfinite_gradients().reduced_param;
+  h.overflow_absorbed = last_overflow_absorbed_;
+  h.loss_scale = last_loss_scale_;
   return h;
 }
 
@@ -190,6 +234,13 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
     optimizer.held_elsewhere.insert("token_embedding.weight");
   parts.optimizers.push_back(std::move(optimizer));
   parts.generators.push_back(default_generator_part());
+  if (loss_scaler_) {
+    // The scale and its growth counter: same layout, bit for bit.
+    auto* scaler = loss_scaler_.get();
+    parts.generators.push_back(
+        checkpoint::GeneratorPart{"training/loss_scaler", [scaler] { return scaler->save(); },
+                                  [scaler](const std::string& bytes) { scaler->load(bytes); }});
+  }
   for (auto& [name, generator] : parts_.model->dropout_generators())
     parts.generators.push_back(generator_part("model/" + name, generator));
   parts.restart_generators = [seed = config_.run.seed](int64_t step) {

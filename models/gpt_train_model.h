@@ -4,7 +4,11 @@
 // engine runs the schedule instead and the last stage sends its copy of the
 // tied embedding's gradient to the first; then the data-parallel optimizer
 // reduces (the first stage shares the tied table's result with the last),
-// clips and steps. Built by parallelize_gpt (gpt_parallelize.h), which fills GptParts.
+// clips and steps. training.precision fp16 multiplies the loss by a dynamic
+// loss scale before backward (models/loss_scaler.h) and has the optimizer
+// divide the float32 gradients by it; an overflow skips the step and backs
+// the scale off (counted by the non-finite guard as a skipped step). Built by
+// parallelize_gpt (gpt_parallelize.h), which fills GptParts.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +21,7 @@
 #include "config/config.h"
 #include "data/token_source.h"
 #include "models/gpt.h"
+#include "models/loss_scaler.h"
 #include "models/train_model.h"
 #include "parallel/pipeline_engine.h"
 
@@ -60,6 +65,7 @@ class GptTrainModel : public TrainModel {
   std::pair<std::string, int64_t> memory_extra() const override;
   checkpoint::CheckpointParts checkpoint_parts() override;
   void dump_parameters(const std::string& dump_dir) override;
+  double loss_scale() const override { return last_loss_scale_; }
 
  private:
   // Tokens [micro_batch, seq + 1] of this rank's micro-batch m of global
@@ -67,7 +73,7 @@ class GptTrainModel : public TrainModel {
   // later micro-batches are drawn).
   torch::Tensor sample_micro_batch(data::Split split, int64_t batch, int64_t m) const;
   parallel::PipelineStageWork stage_work(data::Split split, int64_t batch);
-  double pipeline_step(int64_t step, double scale, bool overlap);
+  double pipeline_step(int64_t step, double scale, double loss_scale, bool overlap);
   // The last step's own gradients and block activations (world rank 0's tp
   // group runs the forward).
   void dump_tensors(int64_t step, const std::string& dump_dir);
@@ -76,6 +82,10 @@ class GptTrainModel : public TrainModel {
   const config::Config& config_;
   parallel::ProcessGroups& groups_;
   GptParts parts_;
+  // training.precision fp16: the dynamic loss scale (none otherwise).
+  std::unique_ptr<LossScaler> loss_scaler_;
+  double last_loss_scale_ = 0;           // the scale the last step ran with (0: none)
+  bool last_overflow_absorbed_ = false;  // its update was skipped for a gradient overflow
   double last_grad_norm_ = 0;
   double last_local_loss_ = 0;  // this rank's own micro-batches, before the dp average
 };

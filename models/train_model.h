@@ -42,6 +42,10 @@ struct RankHealth {
   std::string own_param;
   std::string reduced_param;
 
+  // fp16 loss scaling: the skipped update was a gradient overflow the loss
+  // scale absorbs by backing off (the same on every rank); the scale it ran with.
+  bool overflow_absorbed = false;
+  double loss_scale = 0;
   bool loss_nonfinite() const { return computed_loss && !std::isfinite(loss); }
 };
 
@@ -99,6 +103,8 @@ class TrainModel {
   // After the last step of a --dump-tensors run: the final weights, where one
   // rank holds them whole (no-op elsewhere).
   virtual void dump_parameters(const std::string& dump_dir) = 0;
+  // fp16 loss scaling: the scale the last step ran with; 0 without.
+  virtual double loss_scale() const { return 0; }
 };
 
 }  // namespace cmpi::models

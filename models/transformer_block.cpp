@@ -1,5 +1,7 @@
 #include "models/transformer_block.h"
 
+#include "parallel/low_precision_ops.h"
+
 namespace cmpi::models {
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
@@ -43,15 +45,24 @@ void TransformerBlockImpl::describe(const std::string& prefix, const GptOptions&
 
 torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
   const auto inner = fc_in->forward(x);
-  return fc_out->forward(activation_ == MlpActivation::kGeluTanh ? torch::gelu(inner, "tanh")
-                                                                 : torch::gelu(inner));
+  const bool tanh = activation_ == MlpActivation::kGeluTanh;
+  return fc_out->forward(parallel::gelu(inner, tanh ? "tanh" : "none"));
+}
+
+// LayerNorm and dropout in float32 under a 16-bit compute dtype (see
+// parallel/low_precision_ops.h); the plain modules for float32 inputs.
+torch::Tensor TransformerBlockImpl::norm(torch::nn::LayerNorm& layer, const torch::Tensor& x) {
+  if (!parallel::is_low_precision(x)) return layer->forward(x);
+  return parallel::layer_norm(x, layer->weight, layer->bias, layer->options.eps());
+}
+torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
+  return parallel::in_float32(x, [this](const torch::Tensor& in) { return dropout_->forward(in); });
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
-  if (parallel_residual_)
-    return x + attention->forward(ln1->forward(x)) + dropout_->forward(mlp(ln2->forward(x)));
-  auto h = x + attention->forward(ln1->forward(x));
-  return h + dropout_->forward(mlp(ln2->forward(h)));
+  if (parallel_residual_) return x + attention->forward(norm(ln1, x)) + dropout(mlp(norm(ln2, x)));
+  auto h = x + attention->forward(norm(ln1, x));
+  return h + dropout(mlp(norm(ln2, h)));
 }
 
 }  // namespace cmpi::models

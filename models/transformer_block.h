@@ -36,6 +36,8 @@ class TransformerBlockImpl : public torch::nn::Module {
 
  private:
   torch::Tensor mlp(const torch::Tensor& x);
+  torch::Tensor norm(torch::nn::LayerNorm& layer, const torch::Tensor& x);
+  torch::Tensor dropout(const torch::Tensor& x);
 
   torch::nn::Dropout dropout_{nullptr};
   bool parallel_residual_;

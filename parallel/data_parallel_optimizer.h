@@ -110,7 +110,11 @@
 //
 // ZeRO traffic (stages 1–3: parameter allgather, gradient reduce-scatter)
 // goes through groups.zero(); the stage 0 (and powersgd) gradient allreduce through
-// groups.dp(). All optimizer state is float32.
+// groups.dp(). All optimizer state is float32: the parameters are the master
+// weights also under mixed precision (training.precision bf16/fp16), where
+// the model rounds them to its compute dtype on every use and backward
+// hands float32 weight gradients to the flat buffer, so micro-batches
+// accumulate and buckets are reduced over dp in float32.
 #pragma once
 
 #include <cstdint>
@@ -206,6 +210,12 @@ class DataParallelOptimizer {
   // global gradient norm before clipping. Collective over dp/zero, tp and pp.
   // A non-finite norm skips the update (see above) and is returned as is.
   virtual double step(double lr, double max_grad_norm) = 0;
+  // Loss scaling (fp16): the gradients the next step() reduces are `scale`
+  // times the true ones (backward started from loss · scale). step() divides
+  // them by it after the reduction, before the norm, clipping and AdamW (one
+  // pass, fused with the clipping factor), and returns the true norm. 1 (the
+  // default) changes nothing.
+  virtual void set_gradient_scale(double scale) = 0;
   // Whether the last step() skipped its update for a non-finite global norm
   // (the same on every rank).
   virtual bool last_step_skipped() const = 0;

@@ -2,7 +2,11 @@
 // parameters) are saved as the variables themselves, so unpacking in
 // backward reads whatever storage the parameter has then (the re-gathered
 // layer under ZeRO-3). The bias is added after it by plain autograd.
+// A 16-bit x keeps x (16-bit) and the float32 parameter; the weight's 16-bit
+// rounding is recomputed in backward rather than saved.
 #include "parallel/leaf_saving_linear.h"
+
+#include "parallel/low_precision_ops.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -11,31 +15,51 @@ struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight) {
     ctx->save_for_backward({x, weight});
-    return torch::nn::functional::linear(x, weight);
+    if (!is_low_precision(x)) return torch::nn::functional::linear(x, weight);
+    // Float32 products of 16-bit inputs (see low_precision_ops.h).
+    return torch::nn::functional::linear(x.to(torch::kFloat), rounded_like(weight, x));
   }
-
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto& x = saved[0];
     const auto& weight = saved[1];
-    const auto& dy = grads[0];
     const int64_t out = weight.size(0), in = weight.size(1);
     torch::Tensor dx, dw;
-    if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, weight);
-    if (ctx->needs_input_grad(1)) dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
+    if (!is_low_precision(x)) {
+      const auto& dy = grads[0];
+      if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, weight);
+      if (ctx->needs_input_grad(1)) dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
+      return {dx, dw};
+    }
+    // The output gradient as a 16-bit kernel receives it, widened exactly.
+    const auto dy = grads[0].to(x.scalar_type()).to(torch::kFloat);
+    if (ctx->needs_input_grad(0))
+      dx = torch::matmul(dy, rounded_like(weight, x)).to(x.scalar_type());
+    if (ctx->needs_input_grad(1))
+      dw = dy.reshape({-1, out}).t().mm(x.to(torch::kFloat).reshape({-1, in}));
     return {dx, dw};
+  }
+  // The float32 weight rounded to x's 16-bit type and widened back (exact).
+  static torch::Tensor rounded_like(const torch::Tensor& weight, const torch::Tensor& x) {
+    return weight.to(x.scalar_type()).to(torch::kFloat);
   }
 };
 
 }  // namespace
+
+torch::Tensor leaf_saving_linear_float32(const torch::Tensor& x, const torch::Tensor& weight) {
+  return LeafSavingLinear::apply(x, weight);
+}
 
 torch::Tensor leaf_saving_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                  const torch::Tensor& bias) {
   // The bias outside the node: its gradient (a sum) reads no saved weight,
   // and an undefined tensor cannot be a custom Function's input.
   auto y = LeafSavingLinear::apply(x, weight);
-  return bias.defined() ? y + bias : y;
+  if (bias.defined()) y = y + bias;
+  // 16-bit x: the float32 sum (bias included) rounded once.
+  return y.to(x.scalar_type());
 }
 
 }  // namespace cmpi::parallel

@@ -7,14 +7,27 @@
 // Forward is torch::nn::functional::linear without bias, then + b; backward
 // is the matmuls autograd would run: dx = dy · W, dW = dyᵀ · x (db by
 // autograd: Σ dy).
+//
+// Mixed precision (x bfloat16 or half, W a float32 master): the weight is
+// rounded to x's dtype on every use (forward and again in backward, so
+// nothing but the parameter is saved), the products accumulate in float32
+// (parallel/low_precision_ops.h), the bias is added in float32 and the sum
+// is rounded to x's dtype once; dx likewise; dW stays float32, so the
+// optimizer's float32 gradient buffer accumulates it unrounded.
 #pragma once
 
 #include <torch/torch.h>
 
 namespace cmpi::parallel {
 
-// x [..., in], weight [out, in], bias [out] or undefined -> [..., out].
+// x [..., in], weight [out, in], bias [out] or undefined -> [..., out], in
+// x's dtype.
 torch::Tensor leaf_saving_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                  const torch::Tensor& bias = {});
+
+// x · Wᵀ without rounding: float32 products whatever x's dtype (for partial
+// sums that are added up before they are rounded, e.g. a row-parallel
+// layer's over tp). The same node as above.
+torch::Tensor leaf_saving_linear_float32(const torch::Tensor& x, const torch::Tensor& weight);
 
 }  // namespace cmpi::parallel

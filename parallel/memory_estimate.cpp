@@ -51,15 +51,18 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 
   const Real tokens = Real(in.micro_batch) * seq;
+  // Bytes per micro-batch: the blocks' and the embedding's values in the
+  // compute dtype, the logits in float32.
+  const Real value = Real(in.activation_value_bytes);
   Real per_micro_batch =
-      tokens * Real(stage.layers()) * ((10 + 2 * r) * h / tp + 2 * heads / tp * seq);
-  if (stage.has_head) per_micro_batch += tokens * 3 * vocab / tp;
-  if (stage.has_embedding) per_micro_batch += tokens * h;
+      tokens * Real(stage.layers()) * ((10 + 2 * r) * h / tp + 2 * heads / tp * seq) * value;
+  if (stage.has_head) per_micro_batch += tokens * 3 * vocab / tp * kFloat;
+  if (stage.has_embedding) per_micro_batch += tokens * h * value;
   Real in_flight = 1;
   if (in.pp > 1)
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
-  e.activation_bytes = per_micro_batch * in_flight * kFloat;
+  e.activation_bytes = per_micro_batch * in_flight;
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.

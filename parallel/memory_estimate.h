@@ -23,7 +23,11 @@
 //               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
 //               attention scores (2 x heads / tp x seq_len), and the logits
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
-//               micro-batch of the step, 1F1B at most `pipeline` of them;
+//               micro-batch of the step, 1F1B at most `pipeline` of them. With
+//               bf16/fp16 compute the blocks' and the embedding's values take
+//               activation_value_bytes (2) each; the logits stay float32 (the
+//               cross-entropy runs in float32), and so do the pipeline's
+//               messages (16-bit values travel widened);
 //   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
 //               bucket's 1/dp piece of the updated weights for its allgather,
 //               and ZeRO-1 takes one bucket's reduced 1/dp piece in another;
@@ -74,6 +78,10 @@ struct MemoryEstimateInput {
   bool auto_balance = false;
   int64_t bucket_bytes = 0;
   bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)
+  // training.precision: bytes of one activation value the blocks keep for
+  // backward (4 float32; 2 bf16/fp16, whose masters, gradients and moments
+  // stay float32).
+  int activation_value_bytes = 4;
 };
 
 // What a rank holds before the model exists (see runtime above).

@@ -141,6 +141,7 @@ double PipelineEngine::run_step(const PipelineStageWork& work, int64_t micro_bat
         auto loss = work.loss(output, m);
         loss_sum += loss.item<double>() * loss_scale;
         slot.output = loss * loss_scale;
+        if (work.gradient_scale != 1) slot.output = slot.output * work.gradient_scale;
       } else {
         send(output, m, stage_ + 1, /*gradient=*/false, slot.output_send);
         slot.output = output;

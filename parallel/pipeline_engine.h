@@ -57,6 +57,9 @@ struct PipelineStageWork {
   // (the data-parallel optimizer's begin_last_micro_batch, so gradient
   // buckets start reducing while that backward runs).
   std::function<void()> before_last_backward;
+  // Loss scaling (fp16): backward starts from loss · loss_scale ·
+  // gradient_scale, while the returned loss sums loss · loss_scale.
+  double gradient_scale = 1;
 };
 
 class PipelineEngine {

@@ -63,8 +63,12 @@ RowParallelLinearImpl::RowParallelLinearImpl(const ParallelLinearOptions& option
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const auto input =
       options_.input_is_parallel ? x : scatter_to_tp_region(x, *tp_, options_.buffer_key);
-  auto y = reduce_from_tp_region(leaf_saving_linear(input, weight), *tp_, options_.buffer_key);
-  return bias.defined() ? y + bias : y;
+  // The partial products are summed over tp in float32 and rounded to the
+  // compute dtype once, after the bias (a no-op for float32 inputs).
+  auto y =
+      reduce_from_tp_region(leaf_saving_linear_float32(input, weight), *tp_, options_.buffer_key);
+  if (bias.defined()) y = y + bias;
+  return y.to(input.scalar_type());
 }
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,

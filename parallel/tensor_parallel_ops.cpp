@@ -15,10 +15,12 @@ using torch::autograd::variable_list;
 
 void require_float_cpu(const torch::Tensor& x, const char* op) {
   if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
-  if (x.scalar_type() != torch::kFloat || !x.device().is_cpu())
-    throw std::invalid_argument(std::string(op) + ": expects a float32 CPU tensor, got " +
-                                std::string(c10::toString(x.scalar_type())) + " on " +
-                                x.device().str());
+  const auto type = x.scalar_type();
+  if ((type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf) ||
+      !x.device().is_cpu())
+    throw std::invalid_argument(
+        std::string(op) + ": expects a float32, bfloat16 or half CPU tensor, got " +
+        std::string(c10::toString(x.scalar_type())) + " on " + x.device().str());
   if (x.dim() == 0) throw std::invalid_argument(std::string(op) + ": expects at least one dim");
 }
 
@@ -86,15 +88,19 @@ struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
 torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                uint64_t buffer_key) {
   require_float_cpu(x, "tensor-parallel allreduce");
-  auto out = x.detach().clone(torch::MemoryFormat::Contiguous);
+  // 16-bit values travel widened to float32 (exact) and are summed in float32;
+  // the sum is rounded back once.
+  auto out = x.scalar_type() == torch::kFloat ? x.detach().clone(torch::MemoryFormat::Contiguous)
+                                              : x.detach().to(torch::kFloat).contiguous();
   tp.allreduce(out.data_ptr<float>(), size_t(out.numel()), role, buffer_key);
-  return out;
+  return out.to(x.scalar_type());
 }
 
 torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key) {
   require_float_cpu(x, "tensor-parallel allgather");
-  const auto local = x.detach().contiguous();
+  // 16-bit values travel widened to float32 (exact either way).
+  const auto local = x.detach().to(torch::kFloat).contiguous();
   const int parts = tp.size();
   auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
   const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
@@ -105,7 +111,7 @@ torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& 
   for (int64_t s : local.sizes()) stacked.push_back(s);
   std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
   joined.back() *= parts;
-  return gathered.view(stacked).movedim(0, -2).reshape(joined);
+  return gathered.view(stacked).movedim(0, -2).reshape(joined).to(x.scalar_type());
 }
 
 torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communicator& tp) {

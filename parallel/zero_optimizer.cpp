@@ -352,6 +352,13 @@ void ZeroOptimizer::on_gradient_accumulated(size_t i) {
   reducer_->param_ready(i);
 }
 
+void ZeroOptimizer::set_gradient_scale(double scale) {
+  if (!(scale > 0) || !std::isfinite(scale))
+    throw std::invalid_argument("gradient scale must be a positive finite number, got " +
+                                std::to_string(scale));
+  gradient_scale_ = scale;
+}
+
 double ZeroOptimizer::step(double lr, double max_grad_norm) {
   torch::NoGradGuard no_grad;
   attach_gradients();  // launched buckets hold only parameters already in place
@@ -362,7 +369,9 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   reduce_gradients();
   share_tied_gradient();
   if (stage_ >= 2) release_gradients();
-  const double norm = global_norm();
+  // Loss scaling: the norm of the true gradients (a power-of-two scale
+  // divides exactly).
+  const double norm = global_norm() / gradient_scale_;
   last_step_skipped_ = !std::isfinite(norm);
   last_nonfinite_ = last_step_skipped_ ? locate_nonfinite_gradients() : NonfiniteGradients{};
   if (last_step_skipped_) {
@@ -370,10 +379,13 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
     note_memory();
     return norm;
   }
+  // One pass over the gradients: unscale (loss scaling) and clip together.
+  double factor = 1.0 / gradient_scale_;
   if (max_grad_norm > 0) {
-    const double scale = max_grad_norm / (norm + 1e-6);
-    if (scale < 1.0) scale_gradients(float(scale));
+    const double clip = max_grad_norm / (norm + 1e-6);
+    if (clip < 1.0) factor *= clip;
   }
+  if (factor != 1.0) scale_gradients(float(factor));
   ++steps_;
   update(lr);
   if (stage_ == 1 || stage_ == 2) allgather_parameters();

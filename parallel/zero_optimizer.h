@@ -67,6 +67,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void begin_last_micro_batch() override;
   double step(double lr, double max_grad_norm) override;
   bool last_step_skipped() const override { return last_step_skipped_; }
+  void set_gradient_scale(double scale) override;
   const NonfiniteGradients& last_nonfinite_gradients() const override { return last_nonfinite_; }
   MemoryUsage memory() const override;
   GradReductionTimes last_reduction() const override { return last_reduction_; }
@@ -157,6 +158,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
   int64_t steps_ = 0;
   bool last_step_skipped_ = false;
+  double gradient_scale_ = 1;  // loss scaling: the gradients' factor
   NonfiniteGradients last_nonfinite_;
   // Per bucket, from its last reduction over dp: the flat index of the first
   // non-finite value of this rank's own gradient before it, or kAllFinite.

@@ -138,13 +138,13 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
                    const PlanOptions& o, CodecCostTable& codecs) {
   StepPlan plan;
   plan.preset = c.compression.preset;
+  plan.precision = c.training.precision;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = config::estimate_memory(c, dims);
   plan.pipeline_balance =
       c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : std::string("explicit");
-  const std::vector<parallel::MemoryEstimate> stage_memory =
-      config::estimate_stage_memory(c, dims);
+  const std::vector<parallel::MemoryEstimate> stage_memory = config::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
   const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
   const double m = double(plan.micro_batches);

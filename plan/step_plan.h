@@ -33,11 +33,11 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "parallel/memory_estimate.h"
 #include "parallel/parallel_dims.h"
 #include "plan/cost_model.h"
 #include "plan/step_traffic.h"
-#include "config/config.h"
 
 namespace cmpi::plan {
 
@@ -78,6 +78,7 @@ struct StagePlan {
 
 struct StepPlan {
   std::string preset;
+  std::string precision;  // training.precision: fp32, bf16 or fp16
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;
   // parallel.pipeline_balance as set ("uniform", "auto" or "explicit") and

@@ -60,6 +60,10 @@ std::string MetricsLog::to_json(const StepRecord& r) {
                 (unsigned long long)r.wire_bytes, r.grad_reduce_ms, r.grad_reduce_exposed_ms,
                 (long long)r.grad_buckets_overlapped);
   std::string out = buf;
+  if (r.loss_scale > 0) {
+    std::snprintf(buf, sizeof buf, ",\"loss_scale\":%.9g", r.loss_scale);
+    out += buf;
+  }
   if (r.cpu_ms >= 0) {
     std::snprintf(buf, sizeof buf, ",\"cpu_ms\":%.3f", r.cpu_ms);
     out += buf;

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "io/checked_file.h"
 #include "config/units.h"
+#include "io/checked_file.h"
 
 namespace cmpi::trainer {
 
@@ -54,6 +54,7 @@ struct StepRecord {
   int64_t grad_buckets_overlapped = 0;  // buckets launched during backward
   bool skipped = false;                 // the update was not applied (non-finite values)
   int64_t skipped_steps = 0;            // so far, this step included
+  double loss_scale = 0;                // fp16: the loss scale the step ran with; 0: none
   uint64_t raw_bytes = 0;               // what the step asked to send, all groups
   uint64_t wire_bytes = 0;              // what actually went on the wire, all groups
   std::string groups_json;              // {"dp":{...},...} cumulative per-group stats

@@ -109,7 +109,8 @@ std::string describe_nonfinite_step(int64_t step, double grad_norm,
   return out;
 }
 
-NonfiniteGuard::NonfiniteGuard(const config::TrainingConfig& training, parallel::ProcessGroups& groups)
+NonfiniteGuard::NonfiniteGuard(const config::TrainingConfig& training,
+                               parallel::ProcessGroups& groups)
     : skip_(training.on_nonfinite == "skip_step"),
       max_skipped_in_a_row_(training.max_skipped_steps),
       groups_(groups) {
@@ -166,6 +167,22 @@ StepVerdict NonfiniteGuard::check(int64_t step, double grad_norm, const RankHeal
   StepVerdict verdict;
   if (flags == 0) {
     skipped_in_a_row_ = 0;
+    return verdict;
+  }
+  // fp16 loss scaling: a gradient overflow with a finite loss is skipped and
+  // counted, and the scale backs off, whatever on_nonfinite says; it does not
+  // count towards max_skipped_steps (the scale halves each time). The
+  // optimizer's skip and the loss scale are the same on every rank.
+  if (flags == kUpdateSkipped && mine.overflow_absorbed) {
+    verdict.skipped = true;
+    ++skipped_steps_;
+    ++overflow_steps_;
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "step %lld: fp16 gradients overflowed at loss scale %g; update skipped, the "
+                  "scale backs off",
+                  (long long)step, mine.loss_scale);
+    verdict.note = line;
     return verdict;
   }
   verdict.nonfinite = true;

@@ -7,7 +7,10 @@
 //
 // training.on_nonfinite decides what follows: abort stops at the first such
 // step; skip_step counts the step as skipped and goes on, unless more than
-// training.max_skipped_steps steps in a row were skipped. Every rank reaches
+// training.max_skipped_steps steps in a row were skipped. Under fp16 loss
+// scaling a gradient overflow with a finite loss, while the scale can still
+// back off, is skipped and counted without either (loss scaling expects
+// them). Every rank reaches
 // the same verdict at the same step, so a stop is thrown on every rank at
 // once (TrainingStopped) and printed by world rank 0 only.
 //
@@ -35,6 +38,9 @@ struct StepVerdict {
   bool nonfinite = false;  // some rank's loss or gradients went non-finite
   bool skipped = false;    // the step's update was not applied
   bool stop = false;       // training ends at this step
+  // A gradient overflow the fp16 loss scale absorbed (skipped, not
+  // non-finite for the policy): one line for the log; empty otherwise.
+  std::string note;
   // On world rank 0 when nonfinite: what went non-finite where, and what
   // follows (skipped, or why training stops). Elsewhere: empty, or a pointer
   // to rank 0's message when stopping.
@@ -58,6 +64,8 @@ class NonfiniteGuard {
   StepVerdict check(int64_t step, double grad_norm, const RankHealth& mine);
 
   int64_t skipped_steps() const { return skipped_steps_; }
+  // Of those, fp16 gradient overflows the loss scale absorbed.
+  int64_t overflow_steps() const { return overflow_steps_; }
 
  private:
   // Every rank's RankHealth on world rank 0 (empty elsewhere).
@@ -67,6 +75,7 @@ class NonfiniteGuard {
   int64_t max_skipped_in_a_row_;
   parallel::ProcessGroups& groups_;
   int64_t skipped_steps_ = 0;
+  int64_t overflow_steps_ = 0;
   int64_t skipped_in_a_row_ = 0;
 };
 

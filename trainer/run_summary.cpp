@@ -94,6 +94,13 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
                 (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
                 (long long)result.parameters, groups.dims().to_string().c_str());
   json = buf;
+  std::snprintf(buf, sizeof buf, ",\"precision\":\"%s\"", config.training.precision.c_str());
+  json += buf;
+  if (result.loss_scale > 0) {
+    std::snprintf(buf, sizeof buf, ",\"loss_scale\":%.9g,\"overflow_steps\":%lld",
+                  result.loss_scale, (long long)result.overflow_steps);
+    json += buf;
+  }
   std::string throughput = std::to_string(int64_t(result.tokens_per_second)) + " tok/s";
   if (!result.accuracies.empty()) {
     std::snprintf(buf, sizeof buf, ",\"final_accuracy\":%.6f,\"images_per_s\":%.1f",

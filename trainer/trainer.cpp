@@ -200,6 +200,10 @@ TrainResult Trainer::run() {
     r.grad_norm = model.last_grad_norm();
     r.skipped = verdict.skipped;
     r.skipped_steps = result.skipped_steps;
+    r.loss_scale = model.loss_scale();
+    result.loss_scale = r.loss_scale;
+    if (r.loss_scale > 0) result.loss_scales.push_back(r.loss_scale);
+    result.overflow_steps = s.guard->overflow_steps();
     r.step_ms = step_seconds * 1e3;
     if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
     if (tokens_per_sample > 0) {
@@ -230,6 +234,10 @@ TrainResult Trainer::run() {
       // Every rank stops here together: a save in flight is still published.
       s.checkpoints->finish();
       throw TrainingStopped(verdict.message, is_root);
+    }
+    if (!verdict.note.empty() && is_root && print_every > 0) {
+      std::printf("%s\n", verdict.note.c_str());
+      std::fflush(stdout);
     }
     if (verdict.nonfinite && is_root) {
       std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());

@@ -39,7 +39,6 @@ class Watchdog;
 
 namespace cmpi::trainer {
 
-
 struct TrainerOptions {
   std::string run_dir;           // empty: write no files
   std::string resolved_config;   // written to <run_dir>/config.yaml
@@ -77,6 +76,11 @@ struct TrainResult {
   uint64_t raw_bytes = 0;
   int64_t parameters = 0;     // of the whole model (all shards and stages)
   int64_t skipped_steps = 0;  // updates not applied for non-finite values
+  // fp16 loss scaling: of those, gradient overflows the scale absorbed (this
+  // run's), and the scale of the last step; 0 without loss scaling.
+  int64_t overflow_steps = 0;
+  double loss_scale = 0;
+  std::vector<double> loss_scales;  // per step (fp16 only)
   // This rank's most bytes of gathered (whole, not shard) parameters alive at
   // once under ZeRO-3: about two layers gathering per layer, the whole stage
   // per model; 0 below stage 3. Also in metrics.jsonl's memory object.
@@ -106,7 +110,8 @@ class TrainingStopped : public std::runtime_error {
 
 class Trainer {
  public:
-  Trainer(const config::Config& config, parallel::ProcessGroups& groups, TrainerOptions options = {});
+  Trainer(const config::Config& config, parallel::ProcessGroups& groups,
+          TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;

@@ -180,5 +180,24 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   EXPECT_EQ(double(config::estimate_memory(c, layout(4, 1, 1)).pipeline_send_bytes), 0);
 }
 
+// 16-bit compute halves the activations a middle stage keeps (blocks only)
+// and leaves the float32 masters, gradients and moments, and the float32
+// pipeline messages, as they were; the head stage's logits stay float32.
+TEST(MemoryEstimate, SixteenBitComputeHalvesBlockActivationsOnly) {
+  auto c = small_gpt();
+  const auto fp32 = config::estimate_stage_memory(c, layout(1, 1, 4));
+  c.training.precision = "bf16";
+  const auto bf16 = config::estimate_stage_memory(c, layout(1, 1, 4));
+  ASSERT_EQ(bf16.size(), 4u);
+  EXPECT_NEAR(double(bf16[1].activation_bytes), double(fp32[1].activation_bytes) / 2, 1);
+  EXPECT_GT(double(bf16[3].activation_bytes), double(fp32[3].activation_bytes) / 2)
+      << "the logits stay float32";
+  EXPECT_LT(double(bf16[3].activation_bytes), double(fp32[3].activation_bytes));
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(double(bf16[s].state()), double(fp32[s].state())) << "stage " << s;
+    EXPECT_EQ(double(bf16[s].pipeline_send_bytes), double(fp32[s].pipeline_send_bytes));
+  }
+}
+
 }  // namespace
 }  // namespace cmpi::plan

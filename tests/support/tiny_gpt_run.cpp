@@ -93,6 +93,9 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const config::Config& config,
   run.zero_reduce_scatter = groups.zero().stats().at(comm::Op::kReduceScatter);
   run.zero_allgather = groups.zero().stats().at(comm::Op::kAllgather);
   run.peak_gathered_parameter_bytes = result.peak_gathered_parameter_bytes;
+  run.loss_scales = result.loss_scales;
+  run.skipped_steps = result.skipped_steps;
+  run.overflow_steps = result.overflow_steps;
   return run;
 }
 

@@ -13,8 +13,8 @@
 
 #include "comm/comm_stats.h"
 #include "comm/policy_config.h"
-#include "parallel/parallel_dims.h"
 #include "config/config.h"
+#include "parallel/parallel_dims.h"
 
 namespace cmpi::testing {
 
@@ -38,6 +38,9 @@ struct TinyGptRun {
   comm::OpCounters zero_reduce_scatter;                // the zero group's reduce-scatters
   comm::OpCounters zero_allgather;                     // the zero group's allgathers
   int64_t peak_gathered_parameter_bytes = 0;           // this rank's, under ZeRO-3
+  std::vector<double> loss_scales;                     // fp16: the scale of each step
+  int64_t skipped_steps = 0;
+  int64_t overflow_steps = 0;  // fp16: skipped steps the loss scale absorbed
 };
 
 // Trains on `comm` (every rank of it calls this); `dims` must cover its size.

@@ -8,10 +8,10 @@
 //   3. B trains steps 3..4: same layout as A -> losses identical to A's;
 //      another layout -> within float tolerance of A's and of the single-rank
 //      model's.
-// Besides the plain runs, three variants resume bit-exactly under the same
+// Besides the plain runs, four variants resume bit-exactly under the same
 // layout: a lossy policy with error feedback (qsgd on dp, whose generator
-// state is saved too, and topk on the ZeRO group), PowerSGD on dp, and
-// dropout 0.1; under
+// state is saved too, and topk on the ZeRO group), PowerSGD on dp, dropout
+// 0.1, and bf16 / fp16 compute (float32 masters; fp16's loss scale); under
 // another layout, error-feedback residuals are dropped with a warning.
 // The resharding cases are generated (axis_changes): every change x -> y,
 // x != y in {1, 2, 4}, of each of dp, tp and pp, with the other two axes at
@@ -58,8 +58,12 @@ struct Variant {
   std::string name = "plain";
   comm::PolicyConfig policy;  // lossless unless a rule says otherwise
   double dropout = 0;
-  // Plain runs follow the single-rank model; lossy ones and dropout do not.
-  bool follows_single_rank() const { return policy.rules.empty() && dropout == 0; }
+  std::string precision = "fp32";  // training.precision
+  // Plain runs follow the single-rank (float32) model; lossy ones, dropout
+  // and 16-bit compute do not.
+  bool follows_single_rank() const {
+    return policy.rules.empty() && dropout == 0 && precision == "fp32";
+  }
 };
 
 Variant plain() {
@@ -100,6 +104,17 @@ Variant powersgd() {
   return v;
 }
 
+// 16-bit compute over float32 masters: the masters and moments are what a
+// checkpoint holds. fp16 doubles its loss scale after every finite step, so
+// the scale saved at step 2 is not the initial one: the scaler's state must
+// come back for the losses to match bit for bit.
+Variant mixed_precision(const std::string& precision) {
+  Variant v;
+  v.name = precision;
+  v.precision = precision;
+  return v;
+}
+
 Variant dropout() {
   Variant v;
   v.name = "dropout 0.1";
@@ -110,7 +125,7 @@ Variant dropout() {
 // The trainer takes the ZeRO stage (and the sizes it reports) from the
 // config, the process groups from ParallelDims: both are set.
 config::Config test_config(const std::string& checkpoint_dir, const Variant& variant,
-                            const Layout& layout) {
+                           const Layout& layout) {
   config::Config c = testing::tiny_gpt_config(77);
   c.parallel.data = layout.dp;
   c.parallel.tensor = layout.tp;
@@ -118,6 +133,8 @@ config::Config test_config(const std::string& checkpoint_dir, const Variant& var
   c.parallel.zero_stage = layout.zero;
   c.model.layers = 4;  // room for 4 pipeline stages
   c.model.dropout = variant.dropout;
+  c.training.precision = variant.precision;
+  c.training.loss_scale_growth_interval = 1;  // fp16 only
   c.training.steps = kSteps;
   c.training.warmup_steps = 1;
   c.parallel.dp_bucket_bytes = 16 << 10;  // several buckets: shards cut inside parameters
@@ -196,7 +213,7 @@ CaseResult check_case(const Layout& from, const Layout& to, const std::vector<do
   }
   const std::string dir = root + "/" + from.name() + "-" + to.name() + "-" +
                           std::to_string(variant.dropout) +
-                          std::to_string(variant.policy.rules.size());
+                          std::to_string(variant.policy.rules.size()) + variant.precision;
   const std::string dir_a = dir + "/a", dir_b = dir + "/b";
   CaseResult result;
   const auto original = on_ranks_of(from, variant.policy, [&](parallel::ProcessGroups& groups) {
@@ -349,6 +366,13 @@ TEST_F(CheckpointReshard, PowerSgdResumesBitExact) {
     const auto result = check_case(l, l, single_rank_, root_, powersgd());
     if (world_rank() == 0) EXPECT_EQ(result.resume_notes, "") << l.name();
   }
+}
+
+TEST_F(CheckpointReshard, MixedPrecisionResumesBitExact) {
+  for (const Layout& l : {Layout{2, 1, 1, 1}, Layout{1, 2, 2, 0}, Layout{2, 1, 1, 3}})
+    check_case(l, l, single_rank_, root_, mixed_precision("bf16"));
+  for (const Layout& l : {Layout{2, 1, 1, 0}, Layout{2, 1, 2, 2}})
+    check_case(l, l, single_rank_, root_, mixed_precision("fp16"));
 }
 
 TEST_F(CheckpointReshard, DropoutResumesBitExact) {
