@@ -99,7 +99,7 @@ class Attention(nn.Module):
         fused = self.qkv(x).view(b, t, self.heads, 3, self.head_dim)
         q, k, v = (fused.select(3, i).transpose(1, 2) for i in range(3))
         scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         weights = torch.softmax(scores.masked_fill(future, float("-inf")), -1)
         y = torch.matmul(weights, v).transpose(1, 2).reshape(b, t, self.heads * self.head_dim)
         return self.out(y)
@@ -144,7 +144,7 @@ class Gpt(nn.Module):
 
     def forward(self, tokens, targets):
         t = tokens.size(1)
-        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t))
+        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t, device=tokens.device))
         for block in self.blocks:
             x = block(x)
         head = self.token_embedding.weight if self.output_head is None else self.output_head.weight
