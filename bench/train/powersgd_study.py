@@ -221,7 +221,8 @@ def main():
         reached = next((i + 1 for i, s in enumerate(sm) if s is not None and target is not None and s <= target),
                        None)
         marks = " ".join(f"{sm[i]:.3f}" for i in range(24, args.steps, 25))
-        print(f"{name:28s} @25.. {marks} | final {losses[-1]:.3f} | L*={target:.3f} reached at step "
+        shown = f"{target:.3f}" if target is not None else "? (run 'none' first)"
+        print(f"{name:28s} @25.. {marks} | final {losses[-1]:.3f} | L*={shown} reached at step "
               f"{reached if reached else 'never'} | {time.time() - t0:.0f} s", flush=True)
 
 
