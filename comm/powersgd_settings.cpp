@@ -11,7 +11,8 @@ bool is_exactly(const std::vector<T>& values, T value) {
 }  // namespace
 
 PowerSgdSettings parse_powersgd_settings(const compress::CodecSpec& spec) {
-  spec.require_only({"rank", "start_step", "warm_start", "seed"});
+  spec.require_only(
+      {"rank", "start_step", "warm_start", "seed", "error_feedback", "raw_embeddings"});
   PowerSgdSettings s;
   s.rank = spec.get_int("rank", s.rank);
   if (s.rank < 1 || s.rank > 1024)
@@ -27,6 +28,8 @@ PowerSgdSettings parse_powersgd_settings(const compress::CodecSpec& spec) {
     throw compress::CodecError("codec 'powersgd': parameter 'seed' must be >= 0, got " +
                                std::to_string(seed));
   s.seed = uint64_t(seed);
+  s.error_feedback = spec.get_bool("error_feedback", s.error_feedback);
+  s.raw_embeddings = spec.get_bool("raw_embeddings", s.raw_embeddings);
   return s;
 }
 

@@ -25,13 +25,23 @@ struct PowerSgdSettings {
   int64_t start_step = 0;  // steps (from 0) reduced raw before PowerSGD starts
   bool warm_start = true;  // Q of the last step seeds the next; false: fresh random Q
   uint64_t seed = 1;       // Q's initial values, identical on every dp rank
+  // Carry what the approximation misses into the next step (the residual of
+  // powersgd_reducer.h); false: drop it.
+  bool error_feedback = true;
+  // Sum the embedding tables' gradients (token and position embeddings, an
+  // untied output head) raw instead of low-rank: the token table's gradient
+  // (tied to the output head) is far from low rank, and approximating it is
+  // what keeps rank-4 PowerSGD with AdamW from reaching the uncompressed loss
+  // (docs/policy.md, "Low rank: PowerSGD", measured there).
+  bool raw_embeddings = true;
 };
 
 inline bool is_powersgd(const compress::CodecSpec& spec) {
   return spec.name() == kPowerSgdName;
 }
 
-// Reads {name: powersgd, rank: 4, start_step: 0, warm_start: true, seed: 1};
+// Reads {name: powersgd, rank: 4, start_step: 0, warm_start: true, seed: 1,
+// error_feedback: true, raw_embeddings: true};
 // throws compress::CodecError naming the parameter for an unknown key or a
 // bad value (rank in [1, 1024], start_step >= 0).
 PowerSgdSettings parse_powersgd_settings(const compress::CodecSpec& spec);

@@ -49,6 +49,11 @@ void orthonormalize_columns(float* p, size_t rows, size_t r) {
 
 }  // namespace
 
+bool is_embedding_table(const std::string& name) {
+  return name.find("embedding") != std::string::npos ||
+         name.find("output_head") != std::string::npos;
+}
+
 PowerSgdReducer::PowerSgdReducer(std::vector<PowerSgdTensor> tensors,
                                  std::vector<std::vector<size_t>> tensors_of_bucket,
                                  Options options, comm::Communicator& dp)
@@ -74,12 +79,12 @@ PowerSgdReducer::PowerSgdReducer(std::vector<PowerSgdTensor> tensors,
     const PowerSgdTensor& x = tensors_[t];
     if (x.rows == 0 || x.cols == 0)
       throw std::invalid_argument("PowerSGD: tensor " + std::to_string(t) + " is empty");
-    if (x.rows < 2 || x.cols < 2) continue;  // a vector: nothing to factor
+    if (x.raw || x.rows < 2 || x.cols < 2) continue;  // a vector: nothing to factor
     const size_t rank = std::min({r, x.rows, x.cols});
     const bool saves = rank * (x.rows + x.cols) < x.rows * x.cols;
     if (!saves && !options_.low_rank_everywhere) continue;
     rank_of_[t] = rank;
-    residual_[t].assign(x.rows * x.cols, 0.0f);
+    if (options_.settings.error_feedback) residual_[t].assign(x.rows * x.cols, 0.0f);
     reset_q(t);
   }
 }
@@ -184,8 +189,10 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     if (r == 0) continue;
     const PowerSgdTensor& x = tensors_[t];
     float* d = flat + x.offset;
-    const float* e = residual_[t].data();
-    for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += e[i];
+    if (!residual_[t].empty()) {
+      const float* e = residual_[t].data();
+      for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += e[i];
+    }
     auto p = matrix(p_message_.data() + at, x.rows, r);
     torch::mm_out(p, matrix(d, x.rows, x.cols), matrix(q_[t].data(), x.cols, r));
     at += x.rows * r;
@@ -226,9 +233,11 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       auto d = matrix(flat + x.offset, x.rows, x.cols);
       auto q = matrix(q_message_.data() + q_at, x.cols, r);
       torch::mm_out(q, d.t(), p);
-      auto e = matrix(residual_[t].data(), x.rows, x.cols);
-      torch::mm_out(e, p, q.t());
-      torch::sub_out(e, d, e);
+      if (!residual_[t].empty()) {
+        auto e = matrix(residual_[t].data(), x.rows, x.cols);
+        torch::mm_out(e, p, q.t());
+        torch::sub_out(e, d, e);
+      }
       at += x.rows * r;
       q_at += x.cols * r;
     }

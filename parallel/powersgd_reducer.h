@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "comm/powersgd_settings.h"
@@ -52,7 +53,13 @@ struct PowerSgdTensor {
   size_t offset = 0;  // flat offset of its first element
   size_t rows = 0;    // shape[0] (1 for a 1-D tensor)
   size_t cols = 0;    // numel / rows
+  bool raw = false;   // summed raw whatever its shape (settings.raw_embeddings)
 };
+
+// Whether parameter `name` is an embedding table (token or position
+// embedding, or an untied output head): the tensors settings.raw_embeddings
+// keeps raw.
+bool is_embedding_table(const std::string& name);
 
 class PowerSgdReducer {
  public:

@@ -553,6 +553,7 @@ std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
     t.offset = layout_.offsets()[i];
     t.rows = shapes_[i].size() >= 2 ? size_t(shapes_[i][0]) : 1;
     t.cols = layout_.params()[i].numel / t.rows;
+    t.raw = chosen->powersgd->raw_embeddings && is_embedding_table(params_[i].name);
     while (buckets[b].start + buckets[b].piece * size_t(dp()) <= t.offset) ++b;
     // Exact buckets, and the tied table where another stage reduces it,
     // never reach PowerSGD.

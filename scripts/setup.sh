@@ -11,7 +11,7 @@ PACKAGES=(
   libzstd-dev liblz4-dev libblosc-dev
   libicu-dev
   iproute2
-  python3-torch python3-matplotlib python3-numpy
+  python3-torch python3-matplotlib python3-numpy python3-yaml
   bible-kjv bible-kjv-text
   slurm-wlm slurm-wlm-basic-plugins munge bc
 )

@@ -13,12 +13,16 @@ What it matches (read from cmpi-train's resolved config, --config, as written by
   causal multi-head attention with one fused qkv projection laid out [heads, (q k v), head_dim]
   -> residual; LayerNorm -> Linear(h, mlp_ratio*h) -> exact GELU -> Linear -> residual), final
   LayerNorm, output head tied to the token embedding; N(0, init_std) weights, residual output
-  projections scaled by 1/sqrt(2*layers), zero biases (the same distributions; the values are not
-  bit-identical: cmpi-train draws element i of each parameter from a counter-based generator keyed
-  by (seed, parameter name, i), models/param_layout.cpp, this peer from torch's generator);
-- data: bench/train/markov_source.py, a bit-exact port of data/markov_source.cpp; rank r draws
-  the same sequences as cmpi-train's dp rank r (micro-batch m: sequences
-  (r*micro_batches + m)*micro_batch ...);
+  projections scaled by 1/sqrt(2*layers), zero biases; the initial values are cmpi-train's own,
+  bit for bit (bench/train/cmpi_init.py, a port of models/param_layout.cpp's counter-based
+  generator keyed by run.seed and the parameter's name; --init torch draws from torch's
+  generator instead, the same distributions);
+- data: data.kind markov: bench/train/markov_source.py, a bit-exact port of
+  data/markov_source.cpp; data.kind indexed (one dataset): bench/train/indexed_data.py, a port of
+  the GPT sample index of data/indexed_token_source.cpp, checked against the index cache
+  cmpi-train writes when it exists (summary.json "data_check"); either way rank r draws the same
+  sequences as cmpi-train's dp rank r (micro-batch m: sequences (r*micro_batches + m)*micro_batch
+  ...);
 - optimizer: AdamW (decay on matrices and the token embedding only, as ParamInfo::weight_decay),
   linear warm-up then cosine to min_lr (trainer/lr_schedule.cpp), clipping by the global norm,
   gradients accumulated over micro-batches, averaged over ranks in 25 MiB buckets
@@ -44,12 +48,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
+import cmpi_init  # noqa: E402
+from indexed_data import IndexedTrainSource  # noqa: E402
 from markov_source import MarkovSource  # noqa: E402
 
 
@@ -92,7 +99,7 @@ class Attention(nn.Module):
         fused = self.qkv(x).view(b, t, self.heads, 3, self.head_dim)
         q, k, v = (fused.select(3, i).transpose(1, 2) for i in range(3))
         scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+        future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
         weights = torch.softmax(scores.masked_fill(future, float("-inf")), -1)
         y = torch.matmul(weights, v).transpose(1, 2).reshape(b, t, self.heads * self.head_dim)
         return self.out(y)
@@ -137,7 +144,7 @@ class Gpt(nn.Module):
 
     def forward(self, tokens, targets):
         t = tokens.size(1)
-        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t))
+        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(t, device=tokens.device))
         for block in self.blocks:
             x = block(x)
         head = self.token_embedding.weight if self.output_head is None else self.output_head.weight
@@ -213,6 +220,10 @@ def main():
     ap.add_argument("--expect-params", type=int, default=0,
                     help="fail unless the model has exactly this many parameters")
     ap.add_argument("--timeout-s", type=int, default=600)
+    ap.add_argument("--init", choices=["cmpi", "torch"], default="cmpi",
+                    help="initial weights: cmpi-train's exact values (default) or torch's generator")
+    ap.add_argument("--data-dir", default=os.getcwd(),
+                    help="directory relative data.paths are read from (cmpi-train's working directory)")
     args = ap.parse_args()
 
     cfg = load_config(args.config)
@@ -235,8 +246,8 @@ def main():
                       ("mlp_activation", "gelu"), ("init", "gpt2")):
         if m.get(key, want) != want:
             sys.exit(f"ddp_peer: model.{key} must be {want} (the GPT-2 style model), got {m[key]}")
-    if d.get("kind", "markov") != "markov":
-        sys.exit("ddp_peer: data.kind must be markov")
+    if d.get("kind", "markov") not in ("markov", "indexed"):
+        sys.exit(f"ddp_peer: data.kind must be markov or indexed, got {d.get('kind')}")
     micro, global_batch, seq = t["micro_batch"], t["global_batch"], m["seq_len"]
     if global_batch % (micro * world):
         sys.exit(f"ddp_peer: global_batch {global_batch} is not a multiple of micro_batch {micro} x {world}")
@@ -258,6 +269,12 @@ def main():
 
     torch.manual_seed(int(cfg["run"]["seed"]))
     model = Gpt(m)
+    if args.init == "cmpi":  # cmpi-train's initial weights, value for value
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                values = cmpi_init.initial_tensor(cmpi_init.cmpi_name(name), tuple(p.shape), m,
+                                                  int(cfg["run"]["seed"]))
+                p.copy_(torch.from_numpy(values))
     n_params = sum(p.numel() for p in model.parameters())
     expected = parameter_count(m)
     if n_params != expected or (args.expect_params and n_params != args.expect_params):
@@ -298,8 +315,24 @@ def main():
         [{"params": decay, "weight_decay": t["weight_decay"]}, {"params": no_decay, "weight_decay": 0.0}],
         lr=t["lr"], betas=(t["beta1"], t["beta2"]), eps=t["eps"])
 
-    source = MarkovSource(m["vocab_size"], d["branching"], d["concentration"], d["seed"])
     steps = int(t["steps"])
+    data_check = "markov (bench/train/markov_check.cpp checks the port)"
+    if d.get("kind", "markov") == "indexed":
+        try:
+            indexed = IndexedTrainSource(d, seq, global_batch, steps, args.data_dir)
+        except (OSError, ValueError) as e:
+            sys.exit(f"ddp_peer: data.paths: {e}")
+        data_check = indexed.check_against_cache() if rank == 0 else ""
+        floor = 0.0
+        info = indexed.prefix + ".json"  # written by make_markov_dataset.py: the chain's floor
+        if os.path.exists(info):
+            with open(info) as f:
+                floor = float(json.load(f).get("entropy_floor", 0.0))
+        draw = lambda step, first: [indexed.sample(step, first + b) for b in range(micro)]  # noqa: E731
+    else:
+        source = MarkovSource(m["vocab_size"], d["branching"], d["concentration"], d["seed"])
+        floor = source.entropy_rate
+        draw = lambda step, first: [source.sample(step, first + b, seq + 1) for b in range(micro)]  # noqa: E731
     metrics = summary_path = None
     if rank == 0:
         os.makedirs(args.out, exist_ok=True)
@@ -307,15 +340,15 @@ def main():
         summary_path = os.path.join(args.out, "summary.json")
         print(f"ddp_peer: {n_params} parameters | {world} ranks, gloo on {os.environ['GLOO_SOCKET_IFNAME']}"
               f" via {os.environ['MASTER_ADDR']}:{args.master_port} | hook {args.hook} | {micro_batches} "
-              f"micro-batches of {micro} per rank | data entropy floor {source.entropy_rate:.4f}", flush=True)
+              f"micro-batches of {micro} per rank | init {args.init} | data {d.get('kind', 'markov')} "
+              f"({data_check}), entropy floor {floor:.4f}", flush=True)
 
     losses, start_all = [], time.perf_counter()
     for step in range(steps):
         batches = []
         for mb in range(micro_batches):
             first = (rank * micro_batches + mb) * micro
-            batches.append(torch.tensor([source.sample(step, first + b, seq + 1) for b in range(micro)],
-                                        dtype=torch.long))
+            batches.append(torch.tensor(np.array(draw(step, first)), dtype=torch.long))
         raw0, wire0 = counter.raw, counter.wire
         lr = lr_at(step, t)
         for group in optimizer.param_groups:
@@ -344,13 +377,13 @@ def main():
         losses.append(loss_value)
         if rank == 0:
             rec = {"step": step + 1, "total_steps": steps, "loss": loss_value,
-                   "loss_floor": source.entropy_rate, "lr": lr, "grad_norm": grad_norm,
+                   "loss_floor": floor, "lr": lr, "grad_norm": grad_norm,
                    "tokens_per_s": global_batch * seq / step_s, "step_ms": step_s * 1e3,
                    "raw_bytes": counter.raw - raw0, "wire_bytes": counter.wire - wire0}
             metrics.write(json.dumps(rec) + "\n")
             metrics.flush()
             if (step + 1) % 10 == 0 or step == 0 or step + 1 == steps:
-                print(f"step {step + 1}/{steps} | loss {loss_value:.4f} (floor {source.entropy_rate:.4f}) | "
+                print(f"step {step + 1}/{steps} | loss {loss_value:.4f} (floor {floor:.4f}) | "
                       f"lr {lr:.2e} | {rec['tokens_per_s']:.0f} tok/s | step {rec['step_ms']:.1f} ms", flush=True)
     seconds = time.perf_counter() - start_all
     # bytes summed over ranks, as cmpi-train's summary
@@ -359,10 +392,11 @@ def main():
     if rank == 0:
         metrics.close()
         summary = {"steps": steps, "first_loss": losses[0], "final_loss": losses[-1],
-                   "loss_floor": source.entropy_rate, "seconds": seconds,
+                   "loss_floor": floor, "seconds": seconds,
                    "tokens_per_s": global_batch * seq * steps / seconds, "parameters": n_params,
                    "layout": f"dp={world} tp=1 pp=1 sp=1 zero=0", "system": "pytorch-ddp",
-                   "hook": args.hook, "torch": torch.__version__,
+                   "hook": args.hook, "torch": torch.__version__, "init": args.init,
+                   "data": d.get("kind", "markov"), "data_check": data_check,
                    "groups": {"dp": {"raw_bytes": int(totals[0]), "wire_bytes": int(totals[1]),
                                      "ratio": float(totals[0] / totals[1]) if totals[1] else 1.0}}}
         if args.hook == "powersgd":
@@ -371,7 +405,7 @@ def main():
             json.dump(summary, f)
             f.write("\n")
         print(f"done: {steps} steps in {seconds:.1f} s | loss {losses[0]:.4f} -> {losses[-1]:.4f} "
-              f"(floor {source.entropy_rate:.4f}) | {summary['tokens_per_s']:.0f} tok/s", flush=True)
+              f"(floor {floor:.4f}) | {summary['tokens_per_s']:.0f} tok/s", flush=True)
     dist.barrier()
     dist.destroy_process_group()
 

@@ -144,6 +144,8 @@ def header_lines(meta, rows):
         f"interleaved; {meta.get('steps')} steps, first {meta.get('warmup')} left out of the medians",
         f"DDP peer: PowerSGD rank {meta.get('powersgd_rank')}, start_powerSGD_iter "
         f"{meta.get('powersgd_start')}; data check: {meta.get('markov_check', 'not run')}",
+        f"data: {('indexed dataset ' + meta['dataset']) if meta.get('dataset') else 'the config data section'}; "
+        f"initial weights, DDP peer vs cmpi-train: {meta.get('init_check', 'not checked')}",
     ]
     for r in meta.get("resumes", []):
         lines.append(f"resumed {r['started']} (load {r['load_start']}): {r['command']}")
@@ -291,6 +293,10 @@ def main(out):
         plot(out, meta, rows, curves)
     except ImportError as e:
         print(f"report: no plots ({e}); install python3-matplotlib")
+    if meta.get("target_step"):
+        import target_report
+
+        target_report.main(out, header_lines(meta, rows))
     if meta.get("link_schedule"):
         import link_change_report
 

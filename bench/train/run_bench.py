@@ -69,12 +69,21 @@ def parse_layout(text, nodes):
             "world": world, "per_node": world // nodes}
 
 
-def parse_policies(items, defs):
-    """A policy is a preset name, or a label given with --policy-def LABEL='k=v;k=v'."""
+def powersgd_rule(rank, start):
+    """cmpi-train's PowerSGD at the DDP peer's rank and start (docs/policy.md, "Low rank")."""
+    return ("compression.rules=[{match: {group: dp, op: allreduce, role: gradient}, "
+            f"codec: {{name: powersgd, rank: {rank}, start_step: {start}}}}}]")
+
+
+def parse_policies(items, defs, powersgd_rank=4, powersgd_start=5):
+    """A policy is a preset name, a label given with --policy-def LABEL='k=v;k=v', or `powersgd`
+    (a rule at --powersgd-rank / --powersgd-start, like the DDP peer's hook)."""
     out = []
     for name in items:
         if name in defs:
             out.append({"name": name, "sets": defs[name]})
+        elif name == "powersgd":
+            out.append({"name": name, "sets": [powersgd_rule(powersgd_rank, powersgd_start)]})
         else:
             out.append({"name": name, "sets": [f"compression.preset={name}"]})
     return out
@@ -130,6 +139,22 @@ class LinkScheduler:
         self.thread.join()
 
 
+def config_with_sets(path, sets):
+    """The YAML config at `path` with KEY=VALUE overrides applied (no defaults filled in)."""
+    import yaml
+
+    with open(path) as f:
+        cfg = yaml.safe_load(f)
+    for s in sets:
+        key, _, value = s.partition("=")
+        node = cfg
+        *keys, last = key.split(".")
+        for k in keys:
+            node = node.setdefault(k, {})
+        node[last] = yaml.safe_load(value)
+    return cfg
+
+
 def csv_list(text):
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -179,6 +204,7 @@ class Runner:
         self.counter = 0
         self.params_seen = 0
         self.index_file = os.path.join(self.out, "runs.jsonl")
+        self.dataset_prefix = ""
 
     # -- processes -------------------------------------------------------------------------
     def run_logged(self, cmd, log_path, timeout):
@@ -229,6 +255,8 @@ class Runner:
         sets = [f"training.steps={self.args.steps}"]
         if self.args.lr_warmup is not None:
             sets.append(f"training.warmup_steps={self.args.lr_warmup}")
+        if self.dataset_prefix:  # both systems read the same indexed dataset
+            sets += ["data.kind=indexed", f"data.paths=[{self.dataset_prefix}]", "data.split=[1, 0]"]
         return sets + list(self.args.set)
 
     def cmpi_command(self, cell, name):
@@ -249,7 +277,7 @@ class Runner:
         cmd = [self.args.python, os.path.join(HERE, "ddp_peer.py"), "--config", self.resolved_config,
                "--hook", cell["hook"], "--out", os.path.join(self.runs_dir, name),
                "--master-port", str(port), "--powersgd-rank", str(self.args.powersgd_rank),
-               "--powersgd-start", str(self.args.powersgd_start)]
+               "--powersgd-start", str(self.args.powersgd_start), "--data-dir", ROOT]
         if self.params_seen:
             cmd += ["--expect-params", str(self.params_seen)]
         return cmd
@@ -261,12 +289,13 @@ class Runner:
         os.makedirs(self.logs_dir, exist_ok=True)
         self.config = os.path.abspath(a.config)
         nodes = a.nodes
+        self.prepare_dataset()
         self.layouts = [parse_layout(x, nodes) for x in csv_list(a.layouts)]
         defs = {}
         for d in a.policy_def:
             label, _, sets = d.partition("=")
             defs[label] = [s for s in sets.split(";") if s]
-        self.policies = parse_policies(csv_list(a.policies), defs)
+        self.policies = parse_policies(csv_list(a.policies), defs, a.powersgd_rank, a.powersgd_start)
         self.cells = []
         for lay in self.layouts:
             for pol in self.policies:
@@ -293,7 +322,9 @@ class Runner:
                 "config": self.config, "build_dir": os.path.abspath(a.build_dir),
                 "links": self.links, "cells": [c["id"] for c in self.cells], "reps": a.reps,
                 "steps": a.steps, "warmup": a.warmup, "nodes": nodes, "delay": a.delay,
-                "sets": list(a.set), "link_schedule": a.link_schedule, "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start,
+                "sets": list(a.set), "link_schedule": a.link_schedule, "dataset": self.dataset_prefix,
+                "target_step": a.target_step, "tokens_per_step": self.tokens_per_step(), "target_window": a.target_window,
+                "target_reference": a.target_reference or self.default_reference(), "powersgd_rank": a.powersgd_rank, "powersgd_start": a.powersgd_start,
                 # How oversubscribed ranks wait (scripts/emulated_cluster.sh run).
                 "cluster_wait": {k: os.environ.get(k, "default")
                                  for k in ("CMPI_CLUSTER_WAIT", "CMPI_CLUSTER_WAIT_YIELD_US")}}
@@ -314,7 +345,100 @@ class Runner:
         self.resolved_config = os.path.join(self.out, "resolved_config.yaml")
         if any(c["system"] == "pytorch-ddp" for c in self.cells):
             self.resolve_config()
-            self.check_markov()
+            if self.dataset_prefix:
+                self.meta["markov_check"] = "indexed dataset: the DDP peer checks its sample index " \
+                    "against cmpi-train's cache (summary.json data_check)"
+            else:
+                self.check_markov()
+            if os.access(self.trainer, os.X_OK):
+                self.check_init()
+            self.write_meta()
+
+    def tokens_per_step(self):
+        cfg = config_with_sets(self.config, self.common_sets())
+        return int(cfg["training"]["global_batch"]) * int(cfg["model"]["seq_len"])
+
+    def default_reference(self):
+        """The time-to-target reference: the first layout's uncompressed cmpi-train cell."""
+        return f"cmpi/{self.layouts[0]['name']}/none" if self.layouts else ""
+
+    def prepare_dataset(self):
+        """--dataset: an indexed dataset both systems read; `markov` writes one (OUT/data/markov)
+        from the config's Markov chain (make_markov_dataset.py), large enough for --steps."""
+        a = self.args
+        if not a.dataset:
+            return
+        if a.dataset != "markov":
+            prefix = os.path.abspath(a.dataset)
+            for ext in (".bin", ".idx"):
+                if not os.path.exists(prefix + ext):
+                    sys.exit(f"run_bench: --dataset {a.dataset}: {prefix + ext} not found")
+            self.dataset_prefix = prefix
+            return
+        import yaml
+
+        with open(self.config) as f:
+            cfg = yaml.safe_load(f)
+        m, d, t = cfg["model"], cfg.get("data", {}), cfg["training"]
+        tokens = a.steps * int(t["global_batch"]) * (int(m["seq_len"]) + 1)
+        documents = max(256, -(-tokens * 5 // 4 // 1024))  # 25 % more than one epoch needs
+        prefix = os.path.join(self.out, "data", "markov")
+        cmd = [a.python, os.path.join(HERE, "make_markov_dataset.py"), "--prefix", prefix,
+               "--documents", str(documents), "--doc-tokens", "1024", "--vocab", str(m["vocab_size"]),
+               "--branching", str(d.get("branching", 4)), "--concentration", str(d.get("concentration", 1.0)),
+               "--seed", str(d.get("seed", 42))]
+        if not os.path.exists(prefix + ".idx"):
+            subprocess.run(cmd, check=True)
+        self.dataset_prefix = prefix
+
+    def check_init(self):
+        """Runs cmpi-train for one step at lr 1e-30 (weights unchanged but for zero biases, which
+        become ~1e-30) with --dump-tensors and compares the peer's port of its initialisation
+        (cmpi_init.py) with the dumped weights. OUT/init_check.txt says MATCH or what differs."""
+        import numpy as np
+        import struct
+        import yaml
+
+        import cmpi_init
+
+        work = os.path.join(self.out, "init_check")
+        cmd = ["mpirun", "-np", "1", self.trainer, "--config", self.config]
+        for s in self.common_sets() + ["training.steps=1", "training.warmup_steps=0", "training.lr=1e-30",
+                                       "training.min_lr=1e-30", "parallel.data=1", "parallel.tensor=1",
+                                       "parallel.pipeline=1", "parallel.zero_stage=0",
+                                       f"run.dir={work}", "run.name=init", "training.global_batch=" +
+                                       str(self.resolved["training"]["micro_batch"])]:
+            cmd += ["--set", s]
+        cmd += ["--dump-tensors", os.path.join(work, "dump")]
+        status = "not checked"
+        try:
+            os.makedirs(work, exist_ok=True)
+            rc = self.run_logged(cmd, os.path.join(work, "log.txt"), 300)
+            if rc != 0:
+                raise RuntimeError(f"cmpi-train exited {rc} (log {work}/log.txt)")
+            raw = open(os.path.join(work, "dump", "parameters.f32"), "rb").read()
+            ndim = struct.unpack_from("<I", raw, 16)[0]
+            values = np.frombuffer(raw, np.float32, offset=20 + 8 * ndim)
+            at, differ, count = 0, [], 0
+            for line in open(os.path.join(work, "dump", "parameters.txt")):
+                name, *shape = line.split()
+                shape = tuple(int(x) for x in shape)
+                n = int(np.prod(shape))
+                mine = cmpi_init.initial_tensor(name, shape, self.resolved["model"], self.resolved["run"]["seed"])
+                theirs = values[at:at + n].reshape(shape)
+                at += n
+                count += 1
+                # Zero biases moved by the 1e-30 step; everything else must be bit-identical.
+                if not (np.array_equal(mine, theirs) or (not mine.any() and np.abs(theirs).max() < 1e-28)):
+                    differ.append(f"{name} (max |diff| {float(np.abs(mine - theirs).max()):.3g})")
+            status = (f"MATCH: {count} parameters, {at} values" if not differ else
+                      f"DIFFER in {len(differ)} of {count} parameters: {', '.join(differ[:5])}")
+        except (OSError, RuntimeError, ValueError) as e:
+            status = f"not checked: {e}"
+        with open(os.path.join(self.out, "init_check.txt"), "w") as f:
+            f.write(status + "\n")
+        self.meta["init_check"] = status
+        print(f"run_bench: initial weights, DDP peer vs cmpi-train: {status}")
 
     def write_meta(self):
         with open(os.path.join(self.out, "meta.json"), "w") as f:
@@ -332,15 +456,7 @@ class Runner:
         if not os.access(self.trainer, os.X_OK):  # DDP cells only, no trainer build: apply the sets here
             import yaml
 
-            with open(self.config) as f:
-                cfg = yaml.safe_load(f)
-            for s in sets:
-                key, _, value = s.partition("=")
-                node = cfg
-                *path, last = key.split(".")
-                for k in path:
-                    node = node.setdefault(k, {})
-                node[last] = yaml.safe_load(value)
+            cfg = config_with_sets(self.config, sets)
             with open(self.resolved_config, "w") as f:
                 yaml.safe_dump(cfg, f)
             self.meta["ddp_config_command"] = f"{self.config} with {' '.join(sets)} (no cmpi-train to resolve it)"
@@ -352,6 +468,9 @@ class Runner:
                      f"{' '.join(cmd)}\n{r.stderr}")
         with open(self.resolved_config, "w") as f:
             f.write(r.stdout)
+        import yaml
+
+        self.resolved = yaml.safe_load(r.stdout)
         self.meta["ddp_config_command"] = " ".join(shlex.quote(x) for x in cmd)
 
     def check_markov(self):
@@ -529,6 +648,18 @@ def main():
     ap.add_argument("--powersgd-rank", type=int, default=4)
     ap.add_argument("--powersgd-start", type=int, default=None,
                     help="PowerSGD start_powerSGD_iter (default: --warmup, at least 2)")
+    ap.add_argument("--dataset", default="", metavar="PREFIX|markov",
+                    help="both systems train on this indexed dataset (PREFIX.bin/.idx, data.kind indexed, "
+                         "split [1, 0]); 'markov' writes one from the config's Markov chain into OUT/data "
+                         "(default with --target-step: markov)")
+    ap.add_argument("--target-step", type=int, default=0,
+                    help="time-to-target mode: L* = the reference cell's smoothed loss at this step; "
+                         "the report adds each cell's time to L* (time_to_target.csv/.md/.png)")
+    ap.add_argument("--target-window", type=int, default=5,
+                    help="smoothing of the loss for L* and for reaching it: mean of the last N steps "
+                         "(default: %(default)s)")
+    ap.add_argument("--target-reference", default="",
+                    help="cell whose loss defines L* (default: cmpi/<first layout>/none)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run (default: %(default)s)")
     ap.add_argument("--lock", default="/tmp/cmpi-cluster.lock", help="cluster lock (default: %(default)s)")
     ap.add_argument("--python", default="/usr/bin/python3",
@@ -544,6 +675,10 @@ def main():
         args.powersgd_start = max(2, args.warmup)
     if args.warmup >= args.steps:
         ap.error("--warmup must be below --steps")
+    if args.target_step:
+        if not args.target_window <= args.target_step <= args.steps:
+            ap.error("--target-step must lie in [--target-window, --steps]")
+        args.dataset = args.dataset or "markov"
     if os.geteuid() != 0 and not args.report_only:
         ap.error("needs root (the emulated cluster creates network namespaces)")
 

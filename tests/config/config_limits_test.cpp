@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
 #include "config/config_warnings.h"
 #include "config/memory_preflight.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -70,6 +70,24 @@ TEST_F(ConfigTest, TinyChunksAndBucketsAreLegalButWarnedAboutWithTheirCost) {
   EXPECT_EQ(warnings[1].rfind(path + ":4: parallel.dp_bucket_bytes: 1KiB", 0), 0u) << warnings[1];
   EXPECT_CONTAINS(warnings[1], "collectives per step");
   EXPECT_TRUE(config_warnings(load_config(write("{}"))).empty()) << "defaults warn about nothing";
+}
+
+TEST_F(ConfigTest, PowerSgdSetUpAsMeasuredNotToConvergeIsWarnedAbout) {
+  const std::string head =
+      "compression:\n  rules:\n    - match: {group: dp, op: allreduce, role: gradient}\n";
+  const std::string path =
+      write(head + "      codec: {name: powersgd, rank: 2, raw_embeddings: false}\n");
+  const std::vector<std::string> warnings = config_warnings(load_config(path));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].rfind(
+                path + ":4: compression.rules[0].codec: powersgd with raw_embeddings: false", 0),
+            0u)
+      << warnings[0];
+  EXPECT_CONTAINS(warnings[0], "never reached");
+  EXPECT_CONTAINS(warnings[1], "powersgd rank 2 is below 4");
+  EXPECT_TRUE(config_warnings(load_config(write(head + "      codec: {name: powersgd, rank: 4}\n")))
+                  .empty())
+      << "the defaults at rank 4 warn about nothing";
 }
 
 TEST_F(ConfigTest, LayoutErrorWithDataLeftAtAutoNamesTheKeyTheUserWrote) {

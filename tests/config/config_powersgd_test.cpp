@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "comm/powersgd_settings.h"
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -31,6 +31,12 @@ TEST_F(ConfigTest, PowerSgdRuleIsReadWithItsSettings) {
   EXPECT_EQ(defaults.rank, 4);
   EXPECT_EQ(defaults.start_step, 0);
   EXPECT_TRUE(defaults.warm_start);
+  EXPECT_TRUE(defaults.error_feedback);
+  EXPECT_TRUE(defaults.raw_embeddings);
+  const comm::PowerSgdSettings plain = comm::parse_powersgd_settings(
+      compress::CodecSpec("powersgd", {{"error_feedback", "false"}, {"raw_embeddings", "false"}}));
+  EXPECT_FALSE(plain.error_feedback);
+  EXPECT_FALSE(plain.raw_embeddings);
   // The resolved config (--print-config writes error_feedback: false) reads back.
   EXPECT_NO_THROW(load_config(write(kRule + "      error_feedback: false\n")));
 }

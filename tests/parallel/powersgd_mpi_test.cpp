@@ -2,13 +2,15 @@
 // - the reducer against direct computations: a summed gradient of rank <= r
 //   comes back exact (to float rounding, on input whose projection on the
 //   starting Q is well conditioned: well_conditioned_draw); rank >= min(n, m) equals the raw sum;
-//   the result has rank <= r; raw tensors are summed exactly; start_step steps are raw;
+//   the result has rank <= r; raw tensors (and tensors marked raw) are summed
+//   exactly; start_step steps are raw; without error feedback no residual;
 // - error feedback: over several steps, the sum of the results plus every
 //   rank's residual equals the sum of every gradient;
 // - every rank ends with the same result, bit for bit;
 // - through the data-parallel optimizer with a powersgd policy rule (ZeRO 0
 //   and 1, overlap on and off): identical parameters on every rank, the wire
-//   ratio in CommStats, and ZeRO 2 refused naming the rule.
+//   ratio in CommStats, the embedding table summed raw by default (the same
+//   parameters as without the rule), and ZeRO 2 refused naming the rule.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/torch.h>
@@ -212,16 +214,64 @@ TEST(PowerSgd, StartStepReductionsAreRaw) {
   }
 }
 
+TEST(PowerSgd, WithoutErrorFeedbackKeepsNoResidualAndDropsWhatItMisses) {
+  const uint64_t seed = cmpi::testing::test_seed() + 19;
+  comm::Communicator dp(MPI_COMM_WORLD, comm::GroupKind::kDp);
+  Layout layout;
+  PowerSgdReducer::Options options;
+  options.settings.rank = 1;
+  auto with_feedback = PowerSgdReducer(layout.tensors, {{0, 1, 2}}, options, dp);
+  options.settings.error_feedback = false;
+  auto without = PowerSgdReducer(layout.tensors, {{0, 1, 2}}, options, dp);
+  EXPECT_LT(without.state_bytes(), with_feedback.state_bytes());
+  for (int step = 0; step < 2; ++step) {
+    auto a = seeded_normal({int64_t(layout.floats)},
+                           seed + 1000 * uint64_t(step) + 100 * uint64_t(world_rank() + 1));
+    auto b = a.clone();
+    with_feedback.reduce_bucket(0, a.data_ptr<float>());
+    without.reduce_bucket(0, b.data_ptr<float>());
+    EXPECT_TRUE(same_on_every_rank(b)) << "step " << step << " seed " << seed;
+    // Step 0: nothing carried yet, so the same result; step 1: only the
+    // reducer with feedback adds what step 0 missed.
+    EXPECT_EQ(torch::equal(a, b), step == 0) << "step " << step << " seed " << seed;
+  }
+  for (size_t t = 0; t < layout.tensors.size(); ++t) EXPECT_TRUE(without.residual(t).empty());
+}
+
+TEST(PowerSgd, TensorsMarkedRawAreSummedExactly) {
+  const uint64_t seed = cmpi::testing::test_seed() + 21;
+  comm::Communicator dp(MPI_COMM_WORLD, comm::GroupKind::kDp);
+  Layout layout;
+  layout.tensors[0].raw = true;  // the 24x16 matrix, low-rank otherwise
+  auto reducer = make_reducer(layout, dp, 2);
+  EXPECT_FALSE(reducer.low_rank(0));
+  EXPECT_TRUE(reducer.low_rank(2));
+  auto flat = torch::round(
+      seeded_normal({int64_t(layout.floats)}, seed + 100 * uint64_t(world_rank() + 1)) * 64);
+  const auto want = summed(flat).to(torch::kFloat);
+  reducer.reduce_bucket(0, flat.data_ptr<float>());
+  EXPECT_TRUE(torch::equal(flat.narrow(0, 0, 384), want.narrow(0, 0, 384))) << "seed " << seed;
+}
+
+TEST(PowerSgd, EmbeddingTablesAreTheTokenPositionAndHeadTables) {
+  EXPECT_TRUE(is_embedding_table("token_embedding.weight"));
+  EXPECT_TRUE(is_embedding_table("position_embedding.weight"));
+  EXPECT_TRUE(is_embedding_table("output_head.weight"));
+  EXPECT_FALSE(is_embedding_table("block0.attention.qkv.weight"));
+  EXPECT_FALSE(is_embedding_table("block3.fc_in.weight"));
+}
+
 // ------------------------------------------------ through the optimizer
 
-comm::PolicyConfig powersgd_policy(int64_t rank) {
+comm::PolicyConfig powersgd_policy(int64_t rank, const std::string& raw_embeddings = "true") {
   comm::PolicyConfig policy;
   comm::PolicyRule rule;
   rule.match.groups = {comm::GroupKind::kDp};
   rule.match.ops = {comm::Op::kAllreduce};
   rule.match.roles = {comm::Role::kGradient};
   rule.match.min_bytes = 0;
-  rule.codec = compress::CodecSpec("powersgd", {{"rank", std::to_string(rank)}});
+  rule.codec = compress::CodecSpec(
+      "powersgd", {{"rank", std::to_string(rank)}, {"raw_embeddings", raw_embeddings}});
   rule.origin = "test rule";
   policy.rules.push_back(rule);
   return policy;
@@ -284,6 +334,50 @@ TEST(PowerSgd, OptimizerKeepsEveryRankIdenticalAndCountsTheWireRatio) {
     EXPECT_GT(threaded.allreduce.compressed_calls, 0u) << what;
     EXPECT_GT(threaded.allreduce.ratio(), 2.0) << what;
   }
+}
+
+// Four steps of a token table and a bias through the optimizer under a
+// powersgd rule (raw_embeddings as given) or none: the final parameters.
+std::vector<float> train_embedding(const std::string& raw_embeddings, bool powersgd,
+                                   uint64_t seed) {
+  ParallelDims dims;
+  dims.dp = world_size();
+  ProcessGroups groups(MPI_COMM_WORLD, dims,
+                       powersgd ? powersgd_policy(2, raw_embeddings) : comm::PolicyConfig());
+  DataParallelOptimizerOptions options;
+  std::vector<ParamInfo> params = {
+      {"token_embedding.weight", seeded_normal({40, 24}, seed).requires_grad_(true), false, true},
+      {"final_norm.bias", seeded_normal({24}, seed + 1).requires_grad_(true), false, false}};
+  auto optimizer = make_data_parallel_optimizer(params, options, groups);
+  for (int step = 0; step < 4; ++step) {
+    optimizer->zero_grad();
+    optimizer->before_forward();
+    torch::Tensor loss = torch::zeros({});
+    for (size_t i = 0; i < params.size(); ++i)
+      loss = loss + (params[i].tensor * seeded_normal(params[i].tensor.sizes().vec(),
+                                                      seed ^ (uint64_t(step) << 32) ^
+                                                          (uint64_t(groups.coord().dp) << 16) ^ i))
+                        .sum();
+    optimizer->begin_last_micro_batch();
+    loss.backward();
+    optimizer->step(1e-2, 1.0);
+  }
+  std::vector<float> out;
+  for (auto& p : params) {
+    auto flat = p.tensor.detach().reshape({-1});
+    out.insert(out.end(), flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  }
+  return out;
+}
+
+TEST(PowerSgd, EmbeddingGradientsTravelRawByDefault) {
+  if (world_size() < 2) GTEST_SKIP() << "needs dp > 1";
+  const uint64_t seed = cmpi::testing::test_seed() + 29;
+  const std::vector<float> plain = train_embedding("true", false, seed);
+  EXPECT_EQ(train_embedding("true", true, seed), plain)
+      << "raw_embeddings: true must train the token table as the uncompressed run, seed " << seed;
+  EXPECT_NE(train_embedding("false", true, seed), plain)
+      << "raw_embeddings: false must approximate it, seed " << seed;
 }
 
 TEST(PowerSgd, OptimizerRefusesZeroStage2NamingTheRule) {
