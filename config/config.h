@@ -118,6 +118,11 @@ struct TrainingConfig {
   // non-finite, whose update could not be held back).
   std::string on_nonfinite = "abort";  // abort | skip_step
   int64_t max_skipped_steps = 5;       // >= 1
+  // Activation recomputation (GPT): none | selective (the attention core) |
+  // full (whole blocks: the first recompute_layers of each pipeline stage,
+  // 0 = all).
+  std::string recompute = "none";
+  int64_t recompute_layers = 0;
 };
 
 struct DataConfig {

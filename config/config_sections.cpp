@@ -259,6 +259,8 @@ void read_training(MapReader r, TrainingConfig& training) {
   r.read("overlap_grad_reduce", training.overlap_grad_reduce);
   r.read("on_nonfinite", training.on_nonfinite, {"abort", "skip_step"});
   r.read("max_skipped_steps", training.max_skipped_steps, positive());
+  r.read("recompute", training.recompute, {"none", "selective", "full"});
+  r.read("recompute_layers", training.recompute_layers, non_negative());
   r.finish();
 }
 
@@ -278,6 +280,8 @@ void write_training(YAML::Emitter& out, const TrainingConfig& training) {
   put(out, "overlap_grad_reduce", training.overlap_grad_reduce);
   put(out, "on_nonfinite", training.on_nonfinite);
   put(out, "max_skipped_steps", int64_t(training.max_skipped_steps));
+  put(out, "recompute", training.recompute);
+  put(out, "recompute_layers", int64_t(training.recompute_layers));
 }
 
 // ------------------------------------------------------------------ data

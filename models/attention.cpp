@@ -1,20 +1,25 @@
 #include "models/attention.h"
 
+#include "models/recompute.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace cmpi::models {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
-                                                 uint64_t buffer_key, uint64_t dropout_seed)
+                                                 uint64_t buffer_key, uint64_t dropout_seed,
+                                                 torch::Tensor future_mask)
     : local_heads_(parallel::tp_split(options.heads, tp, "model.heads")),
       head_dim_(options.head_dim()),
       attn_dropout_(options.dropout),
-      attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
+      attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
+      future_mask_(std::move(future_mask)) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
@@ -57,17 +62,35 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     q = rotary_->apply(q);
     k = rotary_->apply(k);
   }
+  torch::Tensor attended;
+  if (recompute_core_ && is_training())
+    attended = recompute_in_backward(
+        [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
+          return {attend(in[0], in[1], in[2])};
+        },
+        {q, k, v}, {attn_dropout_generator_})[0];
+  else
+    attended = attend(q, k, v);
+  auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
+  return resid_dropout_->forward(out->forward(y));
+}
+
+torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                              const torch::Tensor& v) {
+  const int64_t time = q.size(2);
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
-  auto future = torch::ones({time, time}, torch::dtype(torch::kBool)).triu(1);
+  const auto future = future_mask_.narrow(0, 0, time).narrow(1, 0, time);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   auto weights = torch::softmax(scores, -1);
   if (is_training() && attn_dropout_ > 0) {
     auto keep = torch::empty_like(weights).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
     weights = weights * keep / (1.0 - attn_dropout_);
   }
-  auto y =
-      torch::matmul(weights, v).transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
-  return resid_dropout_->forward(out->forward(y));
+  return torch::matmul(weights, v);
+}
+
+torch::Tensor causal_future_mask(int64_t seq_len) {
+  return torch::ones({seq_len, seq_len}, torch::dtype(torch::kBool)).triu(1);
 }
 
 }  // namespace cmpi::models

@@ -71,6 +71,10 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   // 1-2. This rank's stage of the model, tensor-parallel over tp.
   auto model_options = config::gpt_options(config.model);
   model_options.seed = config.run.seed;
+  model_options.recompute = t.recompute == "full"        ? Recompute::kFull
+                            : t.recompute == "selective" ? Recompute::kSelective
+                                                         : Recompute::kNone;
+  model_options.recompute_layers = t.recompute_layers;
   // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
   // holds stand-ins, and no rank builds a whole parameter tensor.
   const bool layered_zero3 =
