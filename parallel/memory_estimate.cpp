@@ -51,15 +51,36 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 
   const Real tokens = Real(in.micro_batch) * seq;
-  Real per_micro_batch =
-      tokens * Real(stage.layers()) * ((10 + 2 * r) * h / tp + 2 * heads / tp * seq);
-  if (stage.has_head) per_micro_batch += tokens * 3 * vocab / tp;
+  // Per token of one block, in floats (see the header).
+  const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
+  const Real split = 1 + 2 * r;
+  const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
+  const Real stored_block = replicated * h + split * h / tp + core;
+  const Real layers = Real(stage.layers());
+  Real kept = layers * stored_block, recomputing = 0, scores = layers * core;
+  if (in.recompute == ActivationRecompute::kSelective && stage.layers() > 0) {
+    kept = layers * (stored_block - core) + core;
+    scores = core;
+  } else if (in.recompute == ActivationRecompute::kFull && stage.layers() > 0) {
+    const Real whole =
+        in.recompute_layers == 0 ? layers : std::min(layers, Real(in.recompute_layers));
+    kept = whole * h + (layers - whole) * stored_block;
+    recomputing = stored_block - h;  // one block rebuilt in backward (its input is kept)
+    scores = (layers - whole) * core + core;
+  }
+  // The logits (and what the loss keeps of them) on the last stage.
+  const Real head = stage.has_head ? tokens * 2 * vocab / tp : 0;
+  Real per_micro_batch = tokens * kept + head;
   if (stage.has_embedding) per_micro_batch += tokens * h;
   Real in_flight = 1;
   if (in.pp > 1)
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
-  e.activation_bytes = per_micro_batch * in_flight * kFloat;
+  e.attention_score_bytes = tokens * scores * in_flight * kFloat;
+  // The block being recomputed exists once, whatever is in flight, and only
+  // after the head's backward has released the running micro-batch's logits.
+  e.activation_bytes =
+      (per_micro_batch * in_flight - head + std::max(head, tokens * recomputing)) * kFloat;
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
@@ -83,6 +104,21 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
 }
 
 }  // namespace
+
+MemoryEstimate::Part MemoryEstimate::dominant() const {
+  const Part parts[] = {{"parameters", parameter_bytes},
+                        {"gradients", gradient_bytes},
+                        {"optimizer", optimizer_bytes},
+                        {"activations", activation_bytes},
+                        {"buffers", buffer_bytes},
+                        {"comm scratch", scratch_bytes},
+                        {"pipeline sends", pipeline_send_bytes},
+                        {"runtime", runtime_bytes}};
+  Part largest = parts[0];
+  for (const Part& part : parts)
+    if (part.bytes > largest.bytes) largest = part;
+  return largest;
+}
 
 std::vector<int64_t> stage_layers_of(const MemoryEstimateInput& in) {
   if (!in.stage_layers.empty() || !in.auto_balance || in.pp <= 1) return in.stage_layers;

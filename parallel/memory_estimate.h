@@ -19,11 +19,21 @@
 //               between steps); ZeRO-1 reduce-scatters back into the flat
 //               buffer (no shard);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
-//   activations what autograd keeps per micro-batch in flight: per token and
-//               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
-//               attention scores (2 x heads / tp x seq_len), and the logits
+//   activations what autograd keeps per micro-batch in flight, per token
+//               and block: the replicated [., hidden] tensors (block input,
+//               the LayerNorms' outputs, the mid-block sum unless the residual
+//               is parallel, two dropout masks with dropout), the tp-split
+//               ones (q, k, v and the heads' output as matmul copies them,
+//               the MLP's two r·hidden tensors) and the attention core's
+//               [heads/tp, seq_len] rows (probabilities; with dropout also
+//               its mask and the dropped probabilities); and the logits
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
-//               micro-batch of the step, 1F1B at most `pipeline` of them;
+//               micro-batch of the step, 1F1B at most `pipeline` of them.
+//               Recomputation (recompute): selective drops the core's rows
+//               from every block and adds one block's back for the
+//               recomputation running in backward; full keeps only the input
+//               of each recomputed block (the first recompute_layers of the
+//               stage) and adds one whole block for the recomputation;
 //   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
 //               bucket's 1/dp piece of the updated weights for its allgather,
 //               and ZeRO-1 takes one bucket's reduced 1/dp piece in another;
@@ -59,6 +69,9 @@
 
 namespace cmpi::parallel {
 
+// training.recompute (models/recompute.h).
+enum class ActivationRecompute { kNone, kSelective, kFull };
+
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
   bool tie_embeddings = true;     // false: the head stage holds a table of its own
@@ -74,6 +87,10 @@ struct MemoryEstimateInput {
   bool auto_balance = false;
   int64_t bucket_bytes = 0;
   bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)
+  bool parallel_residual = false;
+  bool dropout = false;  // model.dropout > 0: dropout masks are kept
+  ActivationRecompute recompute = ActivationRecompute::kNone;
+  int64_t recompute_layers = 0;  // full: the first this many blocks per stage (0: all)
 };
 
 // What a rank holds before the model exists (see runtime above).
@@ -85,11 +102,20 @@ struct MemoryEstimate {
               runtime_bytes = kRuntimeBytes;
   int stage = 0;       // the pipeline stage these are for
   int64_t layers = 0;  // the stage's layers
+  // Of activation_bytes: the attention core's [B, heads/tp, T, T] tensors.
+  long double attention_score_bytes = 0;
   // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
   // parameters, gradients, optimizer state and staging buffers.
   long double state() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
   }
+  // The largest part of total(): its name ("activations", "optimizer", ...)
+  // and bytes.
+  struct Part {
+    const char* name;
+    long double bytes;
+  };
+  Part dominant() const;
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
            scratch_bytes + pipeline_send_bytes + runtime_bytes;
