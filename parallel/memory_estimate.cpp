@@ -57,16 +57,21 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
   const Real stored_block = replicated * h + split * h / tp + core;
   const Real layers = Real(stage.layers());
-  Real kept = layers * stored_block, recomputing = 0, scores = layers * core;
+  // Per micro-batch in flight: what each block keeps (and of it the core's
+  // scores); once per stage: what the recomputation running in backward
+  // rebuilds (one core, or one block less its kept input).
+  Real kept = layers * stored_block, kept_scores = layers * core;
+  Real selective_core = 0, recomputed_block = 0;
   if (in.recompute == ActivationRecompute::kSelective && stage.layers() > 0) {
-    kept = layers * (stored_block - core) + core;
-    scores = core;
+    kept = layers * (stored_block - core);
+    kept_scores = 0;
+    selective_core = core;
   } else if (in.recompute == ActivationRecompute::kFull && stage.layers() > 0) {
     const Real whole =
         in.recompute_layers == 0 ? layers : std::min(layers, Real(in.recompute_layers));
     kept = whole * h + (layers - whole) * stored_block;
-    recomputing = stored_block - h;  // one block rebuilt in backward (its input is kept)
-    scores = (layers - whole) * core + core;
+    kept_scores = (layers - whole) * core;
+    recomputed_block = stored_block - h;
   }
   // The logits (and what the loss keeps of them) on the last stage.
   const Real head = stage.has_head ? tokens * 2 * vocab / tp : 0;
@@ -76,11 +81,15 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   if (in.pp > 1)
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
-  e.attention_score_bytes = tokens * scores * in_flight * kFloat;
-  // The block being recomputed exists once, whatever is in flight, and only
-  // after the head's backward has released the running micro-batch's logits.
-  e.activation_bytes =
-      (per_micro_batch * in_flight - head + std::max(head, tokens * recomputing)) * kFloat;
+  // A recomputed core was measured alive beside the running micro-batch's
+  // logits; a whole recomputed block only after the head's backward has
+  // released them (docs/planner.md), so the larger of the two counts.
+  e.activation_bytes = (per_micro_batch * in_flight + tokens * selective_core - head +
+                        std::max(head, tokens * recomputed_block)) *
+                       kFloat;
+  const bool rebuilds_a_core = selective_core > 0 || recomputed_block > 0;
+  e.attention_score_bytes =
+      tokens * (kept_scores * in_flight + (rebuilds_a_core ? core : 0)) * kFloat;
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.

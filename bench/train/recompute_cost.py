@@ -4,8 +4,11 @@
 Runs cmpi-train on one rank with training.recompute none, selective and full,
 interleaved round after round (so that the machine's other load falls on
 every mode alike), reads each run's metrics.jsonl, takes the median step time
-of the steps after the warm-up and prints tokens/s per mode, its ratio to
-`none` per round and the load average before each run.
+(wall clock, `step_ms`) and the median CPU time of a step (`cpu_ms`: what the
+single-threaded rank computed, whatever share of a core the machine's other
+load left it) of the steps after the warm-up, and prints tokens/s per mode
+by both, their ratios to `none` per round and the load average before each
+run.
 
   bench/train/recompute_cost.py --build-dir build --config configs/neox-scaled.yaml \
       --rounds 3 --steps 12 --warmup 4 --out /tmp/recompute_cost
@@ -42,16 +45,17 @@ def run_once(args, mode, round_index):
         command += ["--set", item]
     load = os.getloadavg()[0]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    steps = []
+    steps, cpu = [], []
     with open(os.path.join(args.out, name, "metrics.jsonl")) as f:
         for line in f:
             record = json.loads(line)
             if "step_ms" in record:
                 steps.append(record["step_ms"])
-    timed = steps[args.warmup:]
-    if not timed:
+                cpu.append(record["cpu_ms"])
+    if len(steps) <= args.warmup:
         sys.exit(f"{name}: no step after the {args.warmup} warm-up steps")
-    return statistics.median(timed), load
+    return (statistics.median(steps[args.warmup:]), statistics.median(cpu[args.warmup:]),
+            load)
 
 
 def main():
@@ -68,6 +72,8 @@ def main():
     parser.add_argument("--out", default="/tmp/recompute_cost")
     args = parser.parse_args()
     modes = args.modes.split(",")
+    if "none" not in modes:
+        sys.exit("--modes must include none (the ratios are to it)")
     seq_len = args.seq_len
     if not seq_len:
         text = subprocess.run([os.path.join(args.build_dir, "trainer", "cmpi-train"), "--config",
@@ -85,20 +91,23 @@ def main():
     results = {mode: [] for mode in modes}
     for r in range(args.rounds):
         for mode in modes:
-            step_ms, load = run_once(args, mode, r)
-            results[mode].append((step_ms, load))
-            print(f"round {r + 1} {mode:9s} step {step_ms:8.1f} ms  "
-                  f"{tokens / step_ms * 1000:9.0f} tokens/s  load {load:.1f}", flush=True)
+            step_ms, cpu_ms, load = run_once(args, mode, r)
+            results[mode].append((step_ms, cpu_ms, load))
+            print(f"round {r + 1} {mode:9s} step {step_ms:8.1f} ms  cpu {cpu_ms:8.1f} ms  "
+                  f"{tokens / cpu_ms * 1000:9.0f} tokens/cpu-s  load {load:.1f}", flush=True)
     print()
-    print("| mode | median step ms per round | tokens/s (median of rounds) | vs none, per round |")
-    print("|---|---|--:|---|")
+    print("| mode | tokens/s by CPU time (median) | vs none by CPU time, per round (median) | "
+          "tokens/s by wall clock (median) | vs none by wall clock, per round (median) |")
+    print("|---|--:|---|--:|---|")
     for mode in modes:
-        steps = [s for s, _ in results[mode]]
-        ratios = [results["none"][i][0] / s for i, s in enumerate(steps)] if "none" in results \
-            else []
-        print(f"| {mode} | {', '.join(f'{s:.0f}' for s in steps)} | "
-              f"{tokens / statistics.median(steps) * 1000:.0f} | "
-              f"{', '.join(f'{x:.3f}' for x in ratios)} |")
+        cells = []
+        for column in (1, 0):
+            times = [run[column] for run in results[mode]]
+            ratios = [results["none"][i][column] / t for i, t in enumerate(times)]
+            cells.append(f"{tokens / statistics.median(times) * 1000:.0f}")
+            cells.append(", ".join(f"{x:.3f}" for x in ratios) +
+                         f" ({statistics.median(ratios):.3f})")
+        print(f"| {mode} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
