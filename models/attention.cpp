@@ -1,5 +1,6 @@
 #include "models/attention.h"
 
+#include "models/blocked_attention.h"
 #include "models/recompute.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -19,7 +20,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
       head_dim_(options.head_dim()),
       attn_dropout_(options.dropout),
       attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
-      future_mask_(std::move(future_mask)) {
+      future_mask_(std::move(future_mask)),
+      block_size_(options.attention_block_size) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
@@ -78,6 +80,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
 torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                               const torch::Tensor& v) {
   const int64_t time = q.size(2);
+  if (block_size_ > 0 && block_size_ < time)
+    return blocked_causal_attention(q, k, v, future_mask_, block_size_, attn_dropout_,
+                                    is_training(), attn_dropout_generator_);
   auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim_));
   const auto future = future_mask_.narrow(0, 0, time).narrow(1, 0, time);
   scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());

@@ -19,6 +19,9 @@
 // (scores, mask, softmax, dropout, ·V) keeps only q, k and v for backward
 // and runs again there (models/recompute.h), so the [B, heads, T, T] scores,
 // probabilities and dropout mask are never held between forward and backward.
+// With options.attention_block_size the core runs in key blocks with an
+// online softmax and never builds a [B, heads, T, T] tensor at all
+// (models/blocked_attention.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -67,6 +70,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   std::optional<RotaryEmbedding> rotary_;  // rotary positions only
   torch::nn::Dropout resid_dropout_{nullptr};
   torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal
+  int64_t block_size_;         // options.attention_block_size
   bool recompute_core_ = false;
 };
 TORCH_MODULE(CausalSelfAttention);

@@ -51,6 +51,9 @@ struct GptOptions {
   MlpActivation activation = MlpActivation::kGelu;
   InitScheme init = InitScheme::kGpt2;
   Recompute recompute = Recompute::kNone;
+  // > 0: the attention core in blocks of this many keys with an online
+  // softmax (models/blocked_attention.h), when the sequence is longer.
+  int64_t attention_block_size = 0;
   // kFull: the first this many blocks of each pipeline stage are recomputed
   // (0: all of them), as Megatron's recompute_num_layers.
   int64_t recompute_layers = 0;

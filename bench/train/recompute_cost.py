@@ -15,6 +15,8 @@ run.
 
 The config's data section is replaced by the Markov source (no dataset
 needed; the arithmetic does not depend on the tokens) unless --keep-data.
+A mode may carry settings after `+`, e.g. `none+model.attention_block_size=32`
+(the blocked attention, compared with `none` in the same rounds).
 """
 import argparse
 import json
@@ -25,9 +27,11 @@ import sys
 
 
 def run_once(args, mode, round_index):
-    name = f"{mode}_{round_index}"
-    overrides = [
-        f"training.recompute={mode}",
+    recompute, *settings = mode.split("+")
+    suffix = "".join("_" + item.split("=")[-1] for item in settings)
+    name = f"{recompute}{suffix}_{round_index}"
+    overrides = settings + [
+        f"training.recompute={recompute}",
         f"training.steps={args.steps}",
         f"training.warmup_steps=0",
         f"training.global_batch={args.micro_batch}",
