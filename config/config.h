@@ -45,9 +45,12 @@ struct ModelConfig {
   // defaults are GPT-2's, GPT-NeoX-20B's is position rotary, rotary_pct 0.25,
   // parallel_residual, mlp_activation gelu_tanh, init neox, tie_embeddings
   // false.
-  std::string position = "learned";     // learned | rotary
-  double rotary_pct = 0.25;             // rotary: fraction of each head's dims that rotate
-  double rotary_base = 10000.0;         // rotary: base of the angles' wavelengths
+  std::string position = "learned";  // learned | rotary
+  double rotary_pct = 0.25;          // rotary: fraction of each head's dims that rotate
+  double rotary_base = 10000.0;      // rotary: base of the angles' wavelengths
+  // > 0: attention scores in blocks of this many keys with an online softmax
+  // (models/blocked_attention.h); 0: the plain [T, T] scores.
+  int64_t attention_block_size = 0;
   bool parallel_residual = false;       // x + attn(ln1(x)) + mlp(ln2(x))
   std::string mlp_activation = "gelu";  // gelu | gelu_tanh
   std::string init = "gpt2";            // gpt2 | neox (small_init / wang_init)
@@ -135,6 +138,11 @@ struct TrainingConfig {
   int64_t loss_scale_growth_interval = 1000;
   double loss_scale_backoff = 0.5;
   double loss_scale_min = 1;
+  // Activation recomputation (GPT): none | selective (the attention core) |
+  // full (whole blocks: the first recompute_layers of each pipeline stage,
+  // 0 = all).
+  std::string recompute = "none";
+  int64_t recompute_layers = 0;
 };
 
 struct DataConfig {

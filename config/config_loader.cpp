@@ -121,6 +121,10 @@ void check_resnet(const Config& c) {
             "model.kind resnet supports only abort (a skipped step would still have updated "
             "the BatchNorm running statistics), got " +
                 c.training.on_nonfinite);
+  if (c.training.recompute != "none")
+    fail_at(c, "training.recompute",
+            "model.kind resnet has no activation recomputation yet (GPT only); use none, got " +
+                c.training.recompute);
 }
 
 // Every layer of the spatial stages must fit the tile grid (named errors of
@@ -197,6 +201,10 @@ void check_consistency(const Config& c) {
             "must be a multiple of training.micro_batch (" +
                 std::to_string(c.training.micro_batch) + "), got " +
                 std::to_string(c.training.global_batch));
+  if (c.training.recompute_layers > 0 && c.training.recompute != "full")
+    fail_at(c, "training.recompute_layers",
+            "counts the blocks recomputed whole, so it needs training.recompute: full (got " +
+                c.training.recompute + ")");
   if (c.training.min_lr > c.training.lr)
     fail_at(c, "training.min_lr",
             "must be <= training.lr (" + format_real(c.training.lr) + "), got " +

@@ -161,6 +161,7 @@ void read_model(MapReader r, ModelConfig& model) {
   r.read("position", model.position, {"learned", "rotary"});
   r.read("rotary_pct", model.rotary_pct, RealRange{0.0, 1.0, true, false});
   r.read("rotary_base", model.rotary_base, above(1.0));
+  r.read("attention_block_size", model.attention_block_size, non_negative());
   r.read("parallel_residual", model.parallel_residual);
   r.read("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh"});
   r.read("init", model.init, {"gpt2", "neox"});
@@ -191,6 +192,7 @@ void write_model(YAML::Emitter& out, const ModelConfig& model) {
   put(out, "position", model.position);
   put(out, "rotary_pct", model.rotary_pct);
   put(out, "rotary_base", model.rotary_base);
+  put(out, "attention_block_size", int64_t(model.attention_block_size));
   put(out, "parallel_residual", model.parallel_residual);
   put(out, "mlp_activation", model.mlp_activation);
   put(out, "init", model.init);
@@ -270,6 +272,8 @@ void read_training(MapReader r, TrainingConfig& training) {
     r.fail("loss_scale_min", "must not exceed training.loss_scale_initial (" +
                                  std::to_string(training.loss_scale_initial) + "), got " +
                                  std::to_string(training.loss_scale_min));
+  r.read("recompute", training.recompute, {"none", "selective", "full"});
+  r.read("recompute_layers", training.recompute_layers, non_negative());
   r.finish();
 }
 
@@ -294,6 +298,8 @@ void write_training(YAML::Emitter& out, const TrainingConfig& training) {
   put(out, "loss_scale_growth_interval", int64_t(training.loss_scale_growth_interval));
   put(out, "loss_scale_backoff", training.loss_scale_backoff);
   put(out, "loss_scale_min", training.loss_scale_min);
+  put(out, "recompute", training.recompute);
+  put(out, "recompute_layers", int64_t(training.recompute_layers));
 }
 
 // ------------------------------------------------------------------ data

@@ -68,6 +68,12 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
   in.zero3_per_layer = c.parallel.zero3_gather == "layer";
   in.activation_value_bytes = c.training.precision == "fp32" ? 4 : 2;
+  in.parallel_residual = c.model.parallel_residual;
+  in.dropout = c.model.dropout > 0;
+  in.recompute = c.training.recompute == "full"        ? parallel::ActivationRecompute::kFull
+                 : c.training.recompute == "selective" ? parallel::ActivationRecompute::kSelective
+                                                       : parallel::ActivationRecompute::kNone;
+  in.recompute_layers = c.training.recompute_layers;
   return in;
 }
 

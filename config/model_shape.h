@@ -29,6 +29,7 @@ inline models::GptOptions gpt_options(const ModelConfig& m) {
                                       : models::PositionEncoding::kLearned;
   o.rotary_pct = m.rotary_pct;
   o.rotary_base = m.rotary_base;
+  o.attention_block_size = m.attention_block_size;
   o.parallel_residual = m.parallel_residual;
   o.activation = m.mlp_activation == "gelu_tanh" ? models::MlpActivation::kGeluTanh
                                                  : models::MlpActivation::kGelu;

@@ -1,5 +1,7 @@
 #include "models/attention.h"
 
+#include "models/blocked_attention.h"
+#include "models/recompute.h"
 #include "parallel/low_precision_ops.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -8,15 +10,19 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace cmpi::models {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
-                                                 uint64_t buffer_key, uint64_t dropout_seed)
+                                                 uint64_t buffer_key, uint64_t dropout_seed,
+                                                 torch::Tensor future_mask)
     : local_heads_(parallel::tp_split(options.heads, tp, "model.heads")),
       head_dim_(options.head_dim()),
       attn_dropout_(options.dropout),
-      attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
+      attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
+      future_mask_(std::move(future_mask)),
+      block_size_(options.attention_block_size) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
@@ -60,22 +66,49 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     q = parallel::in_float32(q, rotate);
     k = parallel::in_float32(k, rotate);
   }
+  torch::Tensor attended;
+  if (recompute_core_ && is_training())
+    attended = recompute_in_backward(
+        [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
+          return {attend(in[0], in[1], in[2])};
+        },
+        {q, k, v}, {attn_dropout_generator_})[0];
+  else
+    attended = attend(q, k, v);
+  auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
+  return parallel::in_float32(
+      out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
+}
+
+torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                              const torch::Tensor& v) {
+  const int64_t time = q.size(2);
+  if (block_size_ > 0 && block_size_ < time) {
+    // The blocked path computes in float32 (a 16-bit run widens q, k, v
+    // exactly and rounds the result once).
+    const auto dtype = q.scalar_type();
+    const auto widen = [](const torch::Tensor& t) { return t.to(torch::kFloat); };
+    return blocked_causal_attention(widen(q), widen(k), widen(v), future_mask_, block_size_,
+                                    attn_dropout_, is_training(), attn_dropout_generator_)
+        .to(dtype);
+  }
   // Scores in the compute dtype; scaling, mask and softmax in float32 (a
   // 16-bit compute dtype: its fused softmax's precision), the weights in the
   // compute dtype for the product with v.
+  const auto future = future_mask_.narrow(0, 0, time).narrow(1, 0, time);
   auto weights = parallel::scaled_causal_softmax(parallel::mixed_matmul(q, k.transpose(-2, -1)),
-                                                 std::sqrt(double(head_dim_)));
+                                                 std::sqrt(double(head_dim_)), future);
   if (is_training() && attn_dropout_ > 0) {
     weights = parallel::in_float32(weights, [this](const torch::Tensor& in) {
       auto keep = torch::empty_like(in).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
       return in * keep / (1.0 - attn_dropout_);
     });
   }
-  auto y = parallel::mixed_matmul(weights, v)
-               .transpose(1, 2)
-               .reshape({batch, time, local_heads_ * head_dim_});
-  return parallel::in_float32(
-      out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
+  return parallel::mixed_matmul(weights, v);
+}
+
+torch::Tensor causal_future_mask(int64_t seq_len) {
+  return torch::ones({seq_len, seq_len}, torch::dtype(torch::kBool)).triu(1);
 }
 
 }  // namespace cmpi::models

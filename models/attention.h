@@ -14,6 +14,14 @@
 // identical on every tp rank.
 // With rotary positions (options.position) the queries and keys of every head
 // turn by their position before the scores (models/rotary_embedding.h).
+// The causal mask is built once per model (causal_future_mask) and shared by
+// its attentions, not per forward. With selective recomputation the core
+// (scores, mask, softmax, dropout, ·V) keeps only q, k and v for backward
+// and runs again there (models/recompute.h), so the [B, heads, T, T] scores,
+// probabilities and dropout mask are never held between forward and backward.
+// With options.attention_block_size the core runs in key blocks with an
+// online softmax and never builds a [B, heads, T, T] tensor at all
+// (models/blocked_attention.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -33,27 +41,42 @@ namespace cmpi::models {
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls;
-  // `dropout_seed`: of this rank's attention-dropout generator.
+  // `dropout_seed`: of this rank's attention-dropout generator;
+  // `future_mask`: causal_future_mask(options.seq_len), shared.
   CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
-                          uint64_t dropout_seed);
+                          uint64_t dropout_seed, torch::Tensor future_mask);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, H] -> [B, T, H]
+  // Whether the core is recomputed in backward (selective recomputation;
+  // off inside a block that is recomputed whole).
+  void set_recompute_core(bool on) { recompute_core_ = on; }
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;
 
-  // This rank's attention-dropout generator (checkpoints save its state).
+  // This rank's attention-dropout generator (checkpoints save its state;
+  // recomputation replays it).
   at::Generator& dropout_generator() { return attn_dropout_generator_; }
 
   parallel::ColumnParallelLinear qkv{nullptr};  // H -> 3H (this rank's heads)
   parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
 
  private:
+  // q, k, v [B, nh, T, hd] -> softmax(mask(q kᵀ / √hd)) (dropped out) · v.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
   int64_t local_heads_;
   int64_t head_dim_;
   double attn_dropout_;
   at::Generator attn_dropout_generator_;
   std::optional<RotaryEmbedding> rotary_;  // rotary positions only
   torch::nn::Dropout resid_dropout_{nullptr};
+  torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal
+  int64_t block_size_;         // options.attention_block_size
+  bool recompute_core_ = false;
 };
 TORCH_MODULE(CausalSelfAttention);
+
+// [seq_len, seq_len] bool, true where a key lies after its query: what the
+// scores mask to -inf. One per model, shared by its attentions.
+torch::Tensor causal_future_mask(int64_t seq_len);
 
 }  // namespace cmpi::models

@@ -59,12 +59,22 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     position_embedding_ = register_module("position_embedding", torch::nn::Embedding(position));
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
+  const auto future_mask = causal_future_mask(options.seq_len);
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
     const uint64_t dropout_seed =
         parameter_seed(options.seed, name + ".attention.dropout@tp" + std::to_string(tp_->rank()));
-    blocks_.push_back(register_module(name, std::make_shared<TransformerBlockImpl>(
-                                                options, *tp_, block_key(layer), dropout_seed)));
+    blocks_.push_back(
+        register_module(name, std::make_shared<TransformerBlockImpl>(
+                                  options, *tp_, block_key(layer), dropout_seed, future_mask)));
+    // Full recomputation: the stage's first recompute_layers blocks (0: all).
+    const int64_t index = layer - stage_.first_layer;
+    const bool whole = options.recompute == Recompute::kFull &&
+                       (options.recompute_layers == 0 || index < options.recompute_layers);
+    blocks_.back()->set_recompute(whole ? Recompute::kFull
+                                  : options.recompute == Recompute::kSelective
+                                      ? Recompute::kSelective
+                                      : Recompute::kNone);
   }
   if (stage_.has_head)
     final_norm_ = register_module(

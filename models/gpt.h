@@ -21,6 +21,11 @@
 // weights, and a ZeRO-3 rank generates its shard alone (fill_initial_values)
 // when options.materialize_parameters is false.
 //
+// Activation recomputation (options.recompute): every block's attention core
+// (selective), or the first options.recompute_layers blocks of the stage
+// whole (full, 0: all), keep only their inputs and run again in backward
+// (models/recompute.h).
+//
 // Per-layer ZeRO-3: with a LayerGate set, every piece of forward (embedding,
 // each block, head and loss: the uses of layer_schedule()) is wrapped by
 // parallel::enter_use/leave_use, so the gate gathers a layer's parameters

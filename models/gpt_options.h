@@ -21,6 +21,10 @@ enum class MlpActivation { kGelu, kGeluTanh };
 // by 1/√(2·layers), or GPT-NeoX's small_init / wang_init (input_init_std,
 // output_init_std).
 enum class InitScheme { kGpt2, kNeox };
+// Activation recomputation (models/recompute.h): none; the attention core
+// only (QKᵀ, mask, softmax, dropout, ·V: the [B, heads, T, T] tensors);
+// or whole blocks, each keeping only its input.
+enum class Recompute { kNone, kSelective, kFull };
 
 // The dtype forward and backward compute in (training.precision). The
 // parameters stay float32 (the optimizer's masters) and are rounded to it on
@@ -52,6 +56,13 @@ struct GptOptions {
   MlpActivation activation = MlpActivation::kGelu;
   InitScheme init = InitScheme::kGpt2;
   ComputePrecision precision = ComputePrecision::kFp32;
+  Recompute recompute = Recompute::kNone;
+  // > 0: the attention core in blocks of this many keys with an online
+  // softmax (models/blocked_attention.h), when the sequence is longer.
+  int64_t attention_block_size = 0;
+  // kFull: the first this many blocks of each pipeline stage are recomputed
+  // (0: all of them), as Megatron's recompute_num_layers.
+  int64_t recompute_layers = 0;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
   // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)

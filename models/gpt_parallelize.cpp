@@ -74,6 +74,10 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   model_options.precision = t.precision == "bf16"   ? ComputePrecision::kBf16
                             : t.precision == "fp16" ? ComputePrecision::kFp16
                                                     : ComputePrecision::kFp32;
+  model_options.recompute = t.recompute == "full"        ? Recompute::kFull
+                            : t.recompute == "selective" ? Recompute::kSelective
+                                                         : Recompute::kNone;
+  model_options.recompute_layers = t.recompute_layers;
   // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
   // holds stand-ins, and no rank builds a whole parameter tensor.
   const bool layered_zero3 =

@@ -1,16 +1,21 @@
 #include "models/transformer_block.h"
 
+#include <utility>
+
+#include "models/recompute.h"
 #include "parallel/low_precision_ops.h"
 
 namespace cmpi::models {
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
-                                           uint64_t buffer_key, uint64_t dropout_seed)
+                                           uint64_t buffer_key, uint64_t dropout_seed,
+                                           torch::Tensor future_mask)
     : parallel_residual_(options.parallel_residual), activation_(options.activation) {
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
-  attention =
-      register_module("attention", CausalSelfAttention(options, tp, buffer_key, dropout_seed));
+  attention = register_module(
+      "attention",
+      CausalSelfAttention(options, tp, buffer_key, dropout_seed, std::move(future_mask)));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
   parallel::ParallelLinearOptions in_options;
   in_options.in_features = h;
@@ -59,7 +64,21 @@ torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
   return parallel::in_float32(x, [this](const torch::Tensor& in) { return dropout_->forward(in); });
 }
 
+void TransformerBlockImpl::set_recompute(Recompute what) {
+  recompute_whole_ = what == Recompute::kFull;
+  attention->set_recompute_core(what == Recompute::kSelective);
+}
+
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
+  if (!recompute_whole_ || !is_training()) return compute(x);
+  return recompute_in_backward(
+      [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
+        return {compute(in[0])};
+      },
+      {x}, {attention->dropout_generator()})[0];
+}
+
+torch::Tensor TransformerBlockImpl::compute(const torch::Tensor& x) {
   if (parallel_residual_) return x + attention->forward(norm(ln1, x)) + dropout(mlp(norm(ln2, x)));
   auto h = x + attention->forward(norm(ln1, x));
   return h + dropout(mlp(norm(ln2, h)));

@@ -8,6 +8,10 @@
 // row-parallel, so the r*H activations stay split and the block
 // communicates twice forward (after attention and after the MLP) and twice
 // backward; the LayerNorms are replicated.
+// Recomputed whole (set_recompute(kFull)), the block keeps only its input
+// between forward and backward and runs again in backward, its two tp
+// allreduces included (models/recompute.h); with kSelective only the
+// attention core is recomputed.
 #pragma once
 
 #include <torch/torch.h>
@@ -22,10 +26,13 @@ namespace cmpi::models {
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   // Uses the error-feedback keys buffer_key .. buffer_key + 3; dropout_seed
-  // seeds this rank's attention-dropout generator.
+  // seeds this rank's attention-dropout generator; future_mask is the
+  // model's causal_future_mask.
   TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
-                       uint64_t dropout_seed);
+                       uint64_t dropout_seed, torch::Tensor future_mask);
   torch::Tensor forward(const torch::Tensor& x);
+  // What this block recomputes in backward while training.
+  void set_recompute(Recompute what);
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;
 
@@ -38,10 +45,12 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor mlp(const torch::Tensor& x);
   torch::Tensor norm(torch::nn::LayerNorm& layer, const torch::Tensor& x);
   torch::Tensor dropout(const torch::Tensor& x);
+  torch::Tensor compute(const torch::Tensor& x);  // the block's arithmetic
 
   torch::nn::Dropout dropout_{nullptr};
   bool parallel_residual_;
   MlpActivation activation_;
+  bool recompute_whole_ = false;
 };
 TORCH_MODULE(TransformerBlock);
 

@@ -34,9 +34,7 @@ struct MixedMatmul : torch::autograd::Function<MixedMatmul> {
 // The float32 result keeps nothing; the 16-bit one is what backward reads.
 struct ScaledCausalSoftmax : torch::autograd::Function<ScaledCausalSoftmax> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores,
-                               double divisor) {
-    const int64_t rows = scores.size(-2), cols = scores.size(-1);
-    const auto future = torch::ones({rows, cols}, torch::dtype(torch::kBool)).triu(1);
+                               double divisor, const torch::Tensor& future) {
     const auto y = torch::softmax((scores.to(torch::kFloat) / divisor)
                                       .masked_fill(future, -std::numeric_limits<float>::infinity()),
                                   -1);
@@ -52,7 +50,7 @@ struct ScaledCausalSoftmax : torch::autograd::Function<ScaledCausalSoftmax> {
     const auto y = rounded.to(torch::kFloat);
     const auto g = grads[0].to(torch::kFloat);
     const auto dx = y * (g - (g * y).sum(-1, /*keepdim=*/true)) / divisor;
-    return {dx.to(rounded.scalar_type()), torch::Tensor()};
+    return {dx.to(rounded.scalar_type()), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -94,9 +92,14 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
 }  // namespace
 
 torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor) {
-  if (is_low_precision(scores)) return ScaledCausalSoftmax::apply(scores, divisor);
   const int64_t rows = scores.size(-2), cols = scores.size(-1);
-  const auto future = torch::ones({rows, cols}, torch::dtype(torch::kBool)).triu(1);
+  return scaled_causal_softmax(scores, divisor,
+                               torch::ones({rows, cols}, torch::dtype(torch::kBool)).triu(1));
+}
+
+torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor,
+                                    const torch::Tensor& future) {
+  if (is_low_precision(scores)) return ScaledCausalSoftmax::apply(scores, divisor, future);
   return torch::softmax(
       (scores / divisor).masked_fill(future, -std::numeric_limits<float>::infinity()), -1);
 }

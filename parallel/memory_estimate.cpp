@@ -51,18 +51,46 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
 
   const Real tokens = Real(in.micro_batch) * seq;
-  // Bytes per micro-batch: the blocks' and the embedding's values in the
-  // compute dtype, the logits in float32.
+  // Per token of one block, in values of the compute dtype (see the header).
   const Real value = Real(in.activation_value_bytes);
-  Real per_micro_batch =
-      tokens * Real(stage.layers()) * ((10 + 2 * r) * h / tp + 2 * heads / tp * seq) * value;
-  if (stage.has_head) per_micro_batch += tokens * 3 * vocab / tp * kFloat;
+  const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
+  const Real split = 1 + 2 * r;
+  const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
+  const Real stored_block = replicated * h + split * h / tp + core;
+  const Real layers = Real(stage.layers());
+  // Per micro-batch in flight: what each block keeps (and of it the core's
+  // scores); once per stage: what the recomputation running in backward
+  // rebuilds (one core, or one block less its kept input).
+  Real kept = layers * stored_block, kept_scores = layers * core;
+  Real selective_core = 0, recomputed_block = 0;
+  if (in.recompute == ActivationRecompute::kSelective && stage.layers() > 0) {
+    kept = layers * (stored_block - core);
+    kept_scores = 0;
+    selective_core = core;
+  } else if (in.recompute == ActivationRecompute::kFull && stage.layers() > 0) {
+    const Real whole =
+        in.recompute_layers == 0 ? layers : std::min(layers, Real(in.recompute_layers));
+    kept = whole * h + (layers - whole) * stored_block;
+    kept_scores = (layers - whole) * core;
+    recomputed_block = stored_block - h;
+  }
+  // The logits (and what the loss keeps of them) on the last stage, float32
+  // whatever the compute dtype.
+  const Real head = stage.has_head ? tokens * 2 * vocab / tp * kFloat : 0;
+  Real per_micro_batch = tokens * kept * value + head;
   if (stage.has_embedding) per_micro_batch += tokens * h * value;
   Real in_flight = 1;
   if (in.pp > 1)
     in_flight = in.gpipe ? Real(in.micro_batches)
                          : std::min(Real(in.micro_batches), Real(in.pp - stage_index));
-  e.activation_bytes = per_micro_batch * in_flight;
+  // A recomputed core was measured alive beside the running micro-batch's
+  // logits; a whole recomputed block only after the head's backward has
+  // released them (docs/planner.md), so the larger of the two counts.
+  e.activation_bytes = per_micro_batch * in_flight + tokens * selective_core * value - head +
+                       std::max(head, tokens * recomputed_block * value);
+  const bool rebuilds_a_core = selective_core > 0 || recomputed_block > 0;
+  e.attention_score_bytes =
+      tokens * (kept_scores * in_flight + (rebuilds_a_core ? core : 0)) * value;
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
@@ -86,6 +114,21 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
 }
 
 }  // namespace
+
+MemoryEstimate::Part MemoryEstimate::dominant() const {
+  const Part parts[] = {{"parameters", parameter_bytes},
+                        {"gradients", gradient_bytes},
+                        {"optimizer", optimizer_bytes},
+                        {"activations", activation_bytes},
+                        {"buffers", buffer_bytes},
+                        {"comm scratch", scratch_bytes},
+                        {"pipeline sends", pipeline_send_bytes},
+                        {"runtime", runtime_bytes}};
+  Part largest = parts[0];
+  for (const Part& part : parts)
+    if (part.bytes > largest.bytes) largest = part;
+  return largest;
+}
 
 std::vector<int64_t> stage_layers_of(const MemoryEstimateInput& in) {
   if (!in.stage_layers.empty() || !in.auto_balance || in.pp <= 1) return in.stage_layers;

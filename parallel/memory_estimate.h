@@ -19,15 +19,27 @@
 //               between steps); ZeRO-1 reduce-scatters back into the flat
 //               buffer (no shard);
 //   optimizer   AdamW's two moments, split over dp from ZeRO-1 on;
-//   activations what autograd keeps per micro-batch in flight: per token and
-//               layer about (10 + 2 x mlp_ratio) x hidden / tp floats plus the
-//               attention scores (2 x heads / tp x seq_len), and the logits
+//   activations what autograd keeps per micro-batch in flight, per token
+//               and block: the replicated [., hidden] tensors (block input,
+//               the LayerNorms' outputs, the mid-block sum unless the residual
+//               is parallel, two dropout masks with dropout), the tp-split
+//               ones (the heads' output, the MLP's two r·hidden tensors;
+//               q, k and v are not counted: LibTorch's allocator measured
+//               three [., hidden] tensors per block fewer than a list with
+//               them, docs/planner.md) and the attention core's
+//               [heads/tp, seq_len] rows (probabilities; with dropout also
+//               its mask and the dropped probabilities); and the logits
 //               (3 x vocab / tp per token) on the last stage; GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them. With
 //               bf16/fp16 compute the blocks' and the embedding's values take
 //               activation_value_bytes (2) each; the logits stay float32 (the
 //               cross-entropy runs in float32), and so do the pipeline's
-//               messages (16-bit values travel widened);
+//               messages (16-bit values travel widened).
+//               Recomputation (recompute): selective drops the core's rows
+//               from every block and adds one block's back for the
+//               recomputation running in backward; full keeps only the input
+//               of each recomputed block (the first recompute_layers of the
+//               stage) and adds one whole block for the recomputation;
 //   buffers     the optimizer's communication staging: ZeRO-1/2 copy one
 //               bucket's 1/dp piece of the updated weights for its allgather,
 //               and ZeRO-1 takes one bucket's reduced 1/dp piece in another;
@@ -63,6 +75,9 @@
 
 namespace cmpi::parallel {
 
+// training.recompute (models/recompute.h).
+enum class ActivationRecompute { kNone, kSelective, kFull };
+
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
   bool tie_embeddings = true;     // false: the head stage holds a table of its own
@@ -82,6 +97,10 @@ struct MemoryEstimateInput {
   // backward (4 float32; 2 bf16/fp16, whose masters, gradients and moments
   // stay float32).
   int activation_value_bytes = 4;
+  bool parallel_residual = false;
+  bool dropout = false;  // model.dropout > 0: dropout masks are kept
+  ActivationRecompute recompute = ActivationRecompute::kNone;
+  int64_t recompute_layers = 0;  // full: the first this many blocks per stage (0: all)
 };
 
 // What a rank holds before the model exists (see runtime above).
@@ -93,11 +112,20 @@ struct MemoryEstimate {
               runtime_bytes = kRuntimeBytes;
   int stage = 0;       // the pipeline stage these are for
   int64_t layers = 0;  // the stage's layers
+  // Of activation_bytes: the attention core's [B, heads/tp, T, T] tensors.
+  long double attention_score_bytes = 0;
   // What the trainer's optimizer counts (metrics.jsonl memory.peak_bytes):
   // parameters, gradients, optimizer state and staging buffers.
   long double state() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + buffer_bytes;
   }
+  // The largest part of total(): its name ("activations", "optimizer", ...)
+  // and bytes.
+  struct Part {
+    const char* name;
+    long double bytes;
+  };
+  Part dominant() const;
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
            scratch_bytes + pipeline_send_bytes + runtime_bytes;

@@ -18,15 +18,16 @@ std::string json_string(const std::string& s) {
 }
 
 std::string memory_json(const parallel::MemoryEstimate& m) {
-  char buf[512];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
                 "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
                 "\"scratch_bytes\":%.0Lf,\"pipeline_send_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,"
-                "\"state_bytes\":%.0Lf,\"total_bytes\":%.0Lf}",
+                "\"attention_score_bytes\":%.0Lf,\"state_bytes\":%.0Lf,\"total_bytes\":%.0Lf,"
+                "\"dominant\":\"%s\"}",
                 m.stage, m.parameter_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes,
-                m.buffer_bytes, m.scratch_bytes, m.pipeline_send_bytes, m.runtime_bytes, m.state(),
-                m.total());
+                m.buffer_bytes, m.scratch_bytes, m.pipeline_send_bytes, m.runtime_bytes,
+                m.attention_score_bytes, m.state(), m.total(), m.dominant().name);
   return buf;
 }
 
@@ -69,7 +70,12 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
          config::human_bytes(double(m.scratch_bytes)) + ", pipeline sends " +
          config::human_bytes(double(m.pipeline_send_bytes)) + ", runtime " +
          config::human_bytes(double(m.runtime_bytes)) + " = " +
-         config::human_bytes(double(m.total())) + "\n";
+         config::human_bytes(double(m.total())) + " (largest: " + m.dominant().name +
+         (m.attention_score_bytes > 0
+              ? "; attention scores " + config::human_bytes(double(m.attention_score_bytes)) +
+                    " of the activations"
+              : std::string()) +
+         ")\n";
   if (p.precision != "fp32")
     out += "precision: " + p.precision +
            " compute: activations 2 bytes a value (logits float32); float32 master weights, "
@@ -83,11 +89,12 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
                        : sp.shape.has_head                         ? " + head"
                                                                    : "";
     std::snprintf(buf, sizeof buf,
-                  "stage %d: %lld layers%s, %s of parameters, %s of memory per rank | forward %s, "
-                  "backward %s per micro-batch\n",
+                  "stage %d: %lld layers%s, %s of parameters, %s of memory per rank (largest: "
+                  "%s %s) | forward %s, backward %s per micro-batch\n",
                   sp.shape.stage, (long long)sp.shape.layers, ends,
                   config::human_bytes(double(sp.shape.parameters) * 4).c_str(),
-                  config::human_bytes(double(sp.memory.total())).c_str(),
+                  config::human_bytes(double(sp.memory.total())).c_str(), sp.memory.dominant().name,
+                  config::human_bytes(double(sp.memory.dominant().bytes)).c_str(),
                   config::human_seconds(sp.forward_seconds).c_str(),
                   config::human_seconds(sp.backward_seconds).c_str());
     out += buf;

@@ -165,7 +165,18 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
     const double forward_cpu_seconds = fwd / o.flops_per_second;
     sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
-    sp.backward_seconds = 2 * sp.forward_seconds;
+    // Recomputation runs part of the forward again inside backward: whole
+    // blocks (full) or the attention core's two matmuls (selective).
+    const double block_flops = forward_flops_per_token(c, {0, 1, false, false, 0}, dims.tp);
+    const double core_flops =
+        4 * double(c.model.seq_len) * double(c.model.hidden) / double(dims.tp);
+    const double recomputed_flops =
+        c.training.recompute == "selective"
+            ? double(sp.shape.layers) * core_flops
+            : double(recomputed_blocks(c, sp.shape.layers)) * block_flops;
+    const double recompute_cpu_seconds =
+        recomputed_flops * tokens_per_micro_batch / o.flops_per_second;
+    sp.backward_seconds = 2 * sp.forward_seconds + recompute_cpu_seconds * plan.compute_stretch;
 
     std::map<GroupKind, GroupCost> groups;
     double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0, prefetched = 0;
@@ -261,7 +272,9 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
         if (buckets_here) g.exposed_seconds += dp_exposed;
       }
     per_step_seconds[size_t(stage)] = per_step + dp_exposed;
-    cpu_seconds_all_ranks += ranks_per_stage * (m * 3 * forward_cpu_seconds + codec_cpu_seconds);
+    cpu_seconds_all_ranks +=
+        ranks_per_stage *
+        (m * (3 * forward_cpu_seconds + recompute_cpu_seconds) + codec_cpu_seconds);
     slot_seconds =
         std::max(slot_seconds, sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch);
     for (auto& [kind, g] : groups) sp.groups.push_back(g);

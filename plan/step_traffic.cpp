@@ -132,6 +132,12 @@ StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& di
   return shape;
 }
 
+int64_t recomputed_blocks(const config::Config& config, int64_t stage_layers) {
+  if (config.training.recompute != "full") return 0;
+  const int64_t first = config.training.recompute_layers;
+  return first == 0 ? stage_layers : std::min(stage_layers, first);
+}
+
 std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::ParallelDims& dims,
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
@@ -258,7 +264,9 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   add(loss);
 
   // Tensor parallelism, per micro-batch.
-  int64_t tp_activations = 2 * shape.layers + (shape.has_embedding ? 1 : 0);
+  // A block recomputed whole sends its two forward allreduces again.
+  int64_t tp_activations =
+      2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
   MessageClass tp_forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
   tp_forward.calls = tp_activations * micro_batches;
   tp_forward.bytes = activation_bytes;

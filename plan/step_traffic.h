@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "comm/group_kind.h"
-#include "parallel/parallel_dims.h"
 #include "config/config.h"
+#include "parallel/parallel_dims.h"
 
 namespace cmpi::plan {
 
@@ -62,8 +62,12 @@ struct StageShape {
   int64_t parameters = 0;  // this rank's (its tp shard of the stage)
 };
 
-StageShape stage_shape(const config::Config& config, const parallel::ParallelDims& dims,
-                       int stage);
+StageShape stage_shape(const config::Config& config, const parallel::ParallelDims& dims, int stage);
+
+// Blocks of a stage of `stage_layers` that training.recompute: full runs
+// twice (the first training.recompute_layers, 0 = all; none otherwise):
+// their forward's two tp allreduces are sent again in backward.
+int64_t recomputed_blocks(const config::Config& config, int64_t stage_layers);
 
 std::vector<MessageClass> step_traffic(const config::Config& config,
                                        const parallel::ParallelDims& dims, int stage);

@@ -21,15 +21,16 @@ status=0
 for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2 3 true" \
               "1 4 1 0 true" "1 1 4 0 true" "2 2 2 0 true" "4 1 1 1 false" "2 1 2 3 false" \
               "2 2 2 0 false" "2 1 2 3 false rotary" "4 1 1 1 true rotary" \
-              "2 1 2 1 false learned auto"; do
+              "2 1 2 1 false learned auto" "1 2 2 0 true learned uniform full 1"; do
   set -- $layout
   ranks=$(( $1 * $2 * $3 ))
   position="${6:-learned}"
   args=(--set parallel.data="$1" --set parallel.tensor="$2" --set parallel.pipeline="$3"
         --set parallel.zero_stage="$4" --set model.tie_embeddings="$5" --set model.layers=4
         --set model.position="$position" --set training.global_batch=32 --set training.micro_batch=4
-        --set parallel.pipeline_balance="${7:-uniform}")
-  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}"
+        --set parallel.pipeline_balance="${7:-uniform}" --set training.recompute="${8:-none}"
+        --set training.recompute_layers="${9:-0}")
+  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}"
   timeout 120 mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" --config "$config" \
     "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \
     --set run.name="$name" --set log.every=100 > "$work/$name.out" 2>&1 ||

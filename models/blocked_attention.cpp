@@ -1,0 +1,139 @@
+// One custom autograd Function; forward and backward walk the same key
+// blocks in the same order, so the dropout masks drawn in backward (from the
+// generator state saved at forward) are forward's.
+#include "models/blocked_attention.h"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace cmpi::models {
+namespace {
+
+using torch::autograd::variable_list;
+
+struct Geometry {
+  int64_t time, block;
+  double scale, dropout;
+};
+
+// The key block [start, start + width) of x [B, h, T, d].
+torch::Tensor keys(const torch::Tensor& x, int64_t start, int64_t width) {
+  return x.narrow(2, start, width);
+}
+
+// q k_jᵀ · scale with the future masked to -inf: [B, h, T, width].
+torch::Tensor block_scores(const torch::Tensor& q, const torch::Tensor& k_block,
+                           const torch::Tensor& future, int64_t start, int64_t width,
+                           double scale) {
+  auto scores = torch::matmul(q, k_block.transpose(-2, -1)).mul_(scale);
+  const int64_t time = q.size(2);
+  return scores.masked_fill_(future.narrow(0, 0, time).narrow(1, start, width),
+                             -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor keep_mask(const torch::Tensor& like, double dropout, at::Generator& generator) {
+  return torch::empty_like(like).bernoulli_(1.0 - dropout, generator).div_(1.0 - dropout);
+}
+
+struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& future, int64_t block, double dropout,
+                               at::Generator generator) {
+    const int64_t time = q.size(2);
+    const double scale = 1.0 / std::sqrt(double(q.size(3)));
+    at::Tensor state;
+    if (dropout > 0) {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state = generator.get_state();
+    }
+    auto row_max = torch::full({q.size(0), q.size(1), time, 1},
+                               -std::numeric_limits<float>::infinity(), q.options());
+    auto row_sum = torch::zeros_like(row_max);
+    auto acc = torch::zeros(q.sizes(), q.options());
+    for (int64_t start = 0; start < time; start += block) {
+      const int64_t width = std::min(block, time - start);
+      auto scores = block_scores(q, keys(k, start, width), future, start, width, scale);
+      const auto new_max = torch::maximum(row_max, std::get<0>(scores.max(-1, true)));
+      const auto rescale = (row_max - new_max).exp_();
+      auto weights = scores.sub_(new_max).exp_();
+      row_sum.mul_(rescale).add_(weights.sum(-1, true));
+      if (dropout > 0) weights.mul_(keep_mask(weights, dropout, generator));
+      acc.mul_(rescale).add_(torch::matmul(weights, keys(v, start, width)));
+      row_max = new_max;
+    }
+    auto out = acc.div_(row_sum);
+    auto lse = row_max.add_(row_sum.log_());
+    ctx->save_for_backward({q, k, v, out, lse, future});
+    ctx->saved_data["block"] = block;
+    ctx->saved_data["dropout"] = dropout;
+    if (dropout > 0) {
+      ctx->saved_data["generator"] = generator;
+      ctx->saved_data["state"] = state;
+    }
+    return out;
+  }
+
+  static variable_list backward(torch::autograd::AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4],
+               &future = saved[5];
+    const int64_t block = ctx->saved_data["block"].toInt();
+    const double dropout = ctx->saved_data["dropout"].toDouble();
+    const auto d_out = grads[0];
+    const int64_t time = q.size(2);
+    const double scale = 1.0 / std::sqrt(double(q.size(3)));
+    at::Generator generator;
+    at::Tensor now;
+    if (dropout > 0) {
+      generator = ctx->saved_data["generator"].toGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      now = generator.get_state();
+      generator.set_state(ctx->saved_data["state"].toTensor());
+    }
+    const auto row_dot = (d_out * out).sum(-1, true);  // D
+    auto dq = torch::zeros(q.sizes(), q.options());
+    auto dk = torch::empty(k.sizes(), k.options());
+    auto dv = torch::empty(v.sizes(), v.options());
+    for (int64_t start = 0; start < time; start += block) {
+      const int64_t width = std::min(block, time - start);
+      const auto k_block = keys(k, start, width), v_block = keys(v, start, width);
+      auto probabilities = block_scores(q, k_block, future, start, width, scale).sub_(lse).exp_();
+      auto d_probabilities = torch::matmul(d_out, v_block.transpose(-2, -1));
+      if (dropout > 0) {
+        const auto keep = keep_mask(probabilities, dropout, generator);
+        keys(dv, start, width)
+            .copy_(torch::matmul((probabilities * keep).transpose(-2, -1), d_out));
+        d_probabilities.mul_(keep);
+      } else {
+        keys(dv, start, width).copy_(torch::matmul(probabilities.transpose(-2, -1), d_out));
+      }
+      auto d_scores = probabilities.mul_(d_probabilities.sub_(row_dot)).mul_(scale);
+      dq.add_(torch::matmul(d_scores, k_block));
+      keys(dk, start, width).copy_(torch::matmul(d_scores.transpose(-2, -1), q));
+    }
+    if (dropout > 0) {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(now);
+    }
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor blocked_causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                       const torch::Tensor& v, const torch::Tensor& future_mask,
+                                       int64_t block, double dropout, bool training,
+                                       at::Generator generator) {
+  if (block <= 0)
+    throw std::invalid_argument("blocked attention: block must be positive, got " +
+                                std::to_string(block));
+  return BlockedAttention::apply(q, k, v, future_mask, block, training ? dropout : 0.0,
+                                 std::move(generator));
+}
+
+}  // namespace cmpi::models
