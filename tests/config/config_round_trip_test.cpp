@@ -239,6 +239,10 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   EXPECT_EQ(c.model.mlp_activation, "gelu_tanh");
   EXPECT_EQ(c.model.init, "neox");
   EXPECT_EQ(c.checkpoint.every, 500);  // as the published run
+  EXPECT_EQ(c.training.precision, "fp16");  // as the published run, with loss scaling
+  EXPECT_EQ(c.training.loss_scale_initial, 4096.0);
+  EXPECT_EQ(c.training.recompute, "full");  // the published run's activation checkpointing
+  EXPECT_EQ(c.data.kind, "indexed");        // the corpus a user fills in
   const parallel::ParallelDims dims = validate_layout(c, 96);
   EXPECT_EQ(dims.tp, 4);
   EXPECT_EQ(dims.pp, 6);
