@@ -238,7 +238,7 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   EXPECT_TRUE(c.model.parallel_residual);
   EXPECT_EQ(c.model.mlp_activation, "gelu_tanh");
   EXPECT_EQ(c.model.init, "neox");
-  EXPECT_EQ(c.checkpoint.every, 500);  // as the published run
+  EXPECT_EQ(c.checkpoint.every, 500);       // as the published run
   EXPECT_EQ(c.training.precision, "fp16");  // as the published run, with loss scaling
   EXPECT_EQ(c.training.loss_scale_initial, 4096.0);
   EXPECT_EQ(c.training.recompute, "full");  // the published run's activation checkpointing

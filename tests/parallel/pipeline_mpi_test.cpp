@@ -202,10 +202,11 @@ TEST(PipelineEngine, OneForwardOneBackwardPeakMemoryDoesNotGrowWithMicroBatches)
   };
   measure(2 * stages);  // the weight's gradient and LibTorch's first-use buffers
   const int64_t few = measure(2 * stages), many = measure(6 * stages);
-  std::printf("[pipeline memory] stage %d of %d: peak %lld bytes over %d micro-batches, %lld over "
-              "%d (one micro-batch: %lld)\n",
-              stage, stages, (long long)few, 2 * stages, (long long)many, 6 * stages,
-              (long long)micro_batch_bytes);
+  std::printf(
+      "[pipeline memory] stage %d of %d: peak %lld bytes over %d micro-batches, %lld over "
+      "%d (one micro-batch: %lld)\n",
+      stage, stages, (long long)few, 2 * stages, (long long)many, 6 * stages,
+      (long long)micro_batch_bytes);
   EXPECT_LT(many - few, micro_batch_bytes)
       << "stage " << stage << ": peak " << few << " bytes over " << 2 * stages << " micro-batches, "
       << many << " over " << 6 * stages << " (seed " << seed << ")";

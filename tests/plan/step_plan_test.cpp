@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "parallel/parallel_dims.h"
-#include "plan/step_plan.h"
 #include "config/config.h"
 #include "config/memory_preflight.h"
+#include "parallel/parallel_dims.h"
+#include "plan/step_plan.h"
 
 namespace cmpi::plan {
 namespace {
