@@ -13,6 +13,31 @@ int64_t our_qkv_row(int64_t column, int64_t hidden, int64_t heads) {
   return head * 3 * hd + part * hd + d;
 }
 
+// The permuting conversions, one map for both directions: the index in our
+// flat tensor of the value at `hf_index` of Hugging Face's. kTranspose: HF's
+// [cols, rows] element (j, i) is our (i, j); kGpt2Qkv: HF's Conv1D [H, 3H]
+// element (i, c) is our (our_qkv_row(c), i); kGpt2QkvBias: HF's c is our
+// our_qkv_row(c).
+size_t our_index(const TensorMapping& m, size_t hf_index, int64_t heads) {
+  const int64_t k = int64_t(hf_index);
+  switch (m.conversion) {
+    case Conversion::kTranspose: {
+      const int64_t rows = m.our_shape[0], cols = m.our_shape[1];
+      return size_t((k % rows) * cols + k / rows);
+    }
+    case Conversion::kGpt2Qkv: {
+      const int64_t three_h = m.our_shape[0], h = m.our_shape[1];
+      return size_t(our_qkv_row(k % three_h, h, heads) * h + k / three_h);
+    }
+    case Conversion::kGpt2QkvBias:
+      return size_t(our_qkv_row(k, m.our_shape[0] / 3, heads));
+    case Conversion::kCopy:
+    case Conversion::kLeadingRows:
+      break;
+  }
+  throw std::logic_error("our_index: not a permuting conversion");
+}
+
 }  // namespace
 
 std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const models::GptOptions& o,
@@ -71,71 +96,23 @@ std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const mo
 }
 
 std::vector<float> to_hf(const TensorMapping& m, const std::vector<float>& ours, int64_t heads) {
-  switch (m.conversion) {
-    case Conversion::kCopy:
-    case Conversion::kLeadingRows:  // exported with n_positions = seq_len
-      return ours;
-    case Conversion::kTranspose: {
-      const int64_t rows = m.our_shape[0], cols = m.our_shape[1];
-      std::vector<float> out(ours.size());
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) out[size_t(j * rows + i)] = ours[size_t(i * cols + j)];
-      return out;
-    }
-    case Conversion::kGpt2Qkv: {
-      const int64_t three_h = m.our_shape[0], h = m.our_shape[1];
-      std::vector<float> out(ours.size());
-      for (int64_t c = 0; c < three_h; ++c) {
-        const int64_t row = our_qkv_row(c, h, heads);
-        for (int64_t i = 0; i < h; ++i) out[size_t(i * three_h + c)] = ours[size_t(row * h + i)];
-      }
-      return out;
-    }
-    case Conversion::kGpt2QkvBias: {
-      const int64_t three_h = m.our_shape[0];
-      std::vector<float> out(ours.size());
-      for (int64_t c = 0; c < three_h; ++c)
-        out[size_t(c)] = ours[size_t(our_qkv_row(c, three_h / 3, heads))];
-      return out;
-    }
-  }
-  throw std::logic_error("to_hf: unknown conversion");
+  if (m.conversion == Conversion::kCopy || m.conversion == Conversion::kLeadingRows)
+    return ours;  // kLeadingRows: exported with n_positions = seq_len
+  std::vector<float> out(ours.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = ours[our_index(m, k, heads)];
+  return out;
 }
 
 std::vector<float> from_hf(const TensorMapping& m, const std::vector<float>& theirs,
                            int64_t heads) {
-  switch (m.conversion) {
-    case Conversion::kCopy:
-      return theirs;
-    case Conversion::kLeadingRows: {
-      const size_t count = size_t(m.our_shape[0] * m.our_shape[1]);
-      return std::vector<float>(theirs.begin(), theirs.begin() + std::ptrdiff_t(count));
-    }
-    case Conversion::kTranspose: {
-      const int64_t rows = m.our_shape[0], cols = m.our_shape[1];
-      std::vector<float> out(theirs.size());
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) out[size_t(i * cols + j)] = theirs[size_t(j * rows + i)];
-      return out;
-    }
-    case Conversion::kGpt2Qkv: {
-      const int64_t three_h = m.our_shape[0], h = m.our_shape[1];
-      std::vector<float> out(theirs.size());
-      for (int64_t c = 0; c < three_h; ++c) {
-        const int64_t row = our_qkv_row(c, h, heads);
-        for (int64_t i = 0; i < h; ++i) out[size_t(row * h + i)] = theirs[size_t(i * three_h + c)];
-      }
-      return out;
-    }
-    case Conversion::kGpt2QkvBias: {
-      const int64_t three_h = m.our_shape[0];
-      std::vector<float> out(theirs.size());
-      for (int64_t c = 0; c < three_h; ++c)
-        out[size_t(our_qkv_row(c, three_h / 3, heads))] = theirs[size_t(c)];
-      return out;
-    }
+  if (m.conversion == Conversion::kCopy) return theirs;
+  if (m.conversion == Conversion::kLeadingRows) {
+    const size_t count = size_t(m.our_shape[0] * m.our_shape[1]);
+    return std::vector<float>(theirs.begin(), theirs.begin() + std::ptrdiff_t(count));
   }
-  throw std::logic_error("from_hf: unknown conversion");
+  std::vector<float> out(theirs.size());
+  for (size_t k = 0; k < theirs.size(); ++k) out[our_index(m, k, heads)] = theirs[k];
+  return out;
 }
 
 }  // namespace cmpi::hf

@@ -91,12 +91,6 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
 
 }  // namespace
 
-torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor) {
-  const int64_t rows = scores.size(-2), cols = scores.size(-1);
-  return scaled_causal_softmax(scores, divisor,
-                               torch::ones({rows, cols}, torch::dtype(torch::kBool)).triu(1));
-}
-
 torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor,
                                     const torch::Tensor& future) {
   if (is_low_precision(scores)) return ScaledCausalSoftmax::apply(scores, divisor, future);

@@ -48,9 +48,8 @@ torch::Tensor mixed_matmul(const torch::Tensor& a, const torch::Tensor& b);
 //   gelu                   "none" (erf) or "tanh"; keeps the 16-bit input;
 //   layer_norm             over the last dim with float32 weight and bias
 //                          (parameters, kept as themselves: ZeRO-3 re-gathers).
-torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor);
-// The same with the [rows, cols] bool mask given (true: masked), so that a
-// model builds it once rather than per forward.
+// `future`: the [rows, cols] bool mask (true: masked), built once per model
+// rather than per forward.
 torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor,
                                     const torch::Tensor& future);
 torch::Tensor gelu(const torch::Tensor& x, const std::string& approximate);

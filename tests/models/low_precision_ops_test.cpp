@@ -60,8 +60,8 @@ TEST_P(LowPrecisionOps, MatchFloat32AutogradOnTheSameValues) {
   expect_close(b.grad(), b32.grad(), "mixed_matmul db");
 
   auto [s, s32] = pair({2, 3, 6, 6});
-  auto p = parallel::scaled_causal_softmax(s, 2.0);
   const auto future = torch::ones({6, 6}, torch::dtype(torch::kBool)).triu(1);
+  auto p = parallel::scaled_causal_softmax(s, 2.0, future);
   auto p32 = torch::softmax((s32 / 2.0).masked_fill(future, -INFINITY), -1);
   EXPECT_EQ(p.scalar_type(), type);
   expect_close(p, p32, "softmax");
