@@ -282,6 +282,25 @@ struct Trained {
   comm::OpCounters allreduce;
 };
 
+// Four optimizer steps of a loss linear in every parameter, with seeded
+// coefficients that differ per step, dp rank and parameter.
+void train_four_steps(const std::vector<ParamInfo>& params, DataParallelOptimizer& optimizer,
+                      const ProcessGroups& groups, uint64_t seed) {
+  for (int step = 0; step < 4; ++step) {
+    optimizer.zero_grad();
+    optimizer.before_forward();
+    torch::Tensor loss = torch::zeros({});
+    for (size_t i = 0; i < params.size(); ++i)
+      loss = loss + (params[i].tensor * seeded_normal(params[i].tensor.sizes().vec(),
+                                                      seed ^ (uint64_t(step) << 32) ^
+                                                          (uint64_t(groups.coord().dp) << 16) ^ i))
+                        .sum();
+    optimizer.begin_last_micro_batch();
+    loss.backward();
+    optimizer.step(1e-2, 1.0);
+  }
+}
+
 Trained train(int stage, bool overlap, uint64_t seed) {
   ParallelDims dims;
   dims.dp = world_size();
@@ -296,19 +315,7 @@ Trained train(int stage, bool overlap, uint64_t seed) {
       {"w2", seeded_normal({16, 4, 8}, seed + 2).requires_grad_(true), false, true},
       {"w3", seeded_normal({40, 20}, seed + 3).requires_grad_(true), false, true}};
   auto optimizer = make_data_parallel_optimizer(params, options, groups);
-  for (int step = 0; step < 4; ++step) {
-    optimizer->zero_grad();
-    optimizer->before_forward();
-    torch::Tensor loss = torch::zeros({});
-    for (size_t i = 0; i < params.size(); ++i)
-      loss = loss + (params[i].tensor * seeded_normal(params[i].tensor.sizes().vec(),
-                                                      seed ^ (uint64_t(step) << 32) ^
-                                                          (uint64_t(groups.coord().dp) << 16) ^ i))
-                        .sum();
-    optimizer->begin_last_micro_batch();
-    loss.backward();
-    optimizer->step(1e-2, 1.0);
-  }
+  train_four_steps(params, *optimizer, groups, seed);
   Trained out;
   for (auto& p : params) {
     auto flat = p.tensor.detach().reshape({-1});
@@ -349,19 +356,7 @@ std::vector<float> train_embedding(const std::string& raw_embeddings, bool power
       {"token_embedding.weight", seeded_normal({40, 24}, seed).requires_grad_(true), false, true},
       {"final_norm.bias", seeded_normal({24}, seed + 1).requires_grad_(true), false, false}};
   auto optimizer = make_data_parallel_optimizer(params, options, groups);
-  for (int step = 0; step < 4; ++step) {
-    optimizer->zero_grad();
-    optimizer->before_forward();
-    torch::Tensor loss = torch::zeros({});
-    for (size_t i = 0; i < params.size(); ++i)
-      loss = loss + (params[i].tensor * seeded_normal(params[i].tensor.sizes().vec(),
-                                                      seed ^ (uint64_t(step) << 32) ^
-                                                          (uint64_t(groups.coord().dp) << 16) ^ i))
-                        .sum();
-    optimizer->begin_last_micro_batch();
-    loss.backward();
-    optimizer->step(1e-2, 1.0);
-  }
+  train_four_steps(params, *optimizer, groups, seed);
   std::vector<float> out;
   for (auto& p : params) {
     auto flat = p.tensor.detach().reshape({-1});

@@ -28,6 +28,33 @@ config::Config tiny_gpt_config(uint64_t seed) {
   return c;
 }
 
+config::Config tiny_neox_config(uint64_t seed) {
+  config::Config c = tiny_gpt_config(seed);
+  c.model.heads = 2;
+  c.model.position = "rotary";
+  c.model.rotary_pct = 0.25;
+  c.model.parallel_residual = true;
+  c.model.tie_embeddings = false;
+  c.model.mlp_activation = "gelu_tanh";
+  c.model.init = "neox";
+  c.parallel.dp_bucket_bytes = 4 << 10;
+  return c;
+}
+
+parallel::ParallelDims dims_of(int dp, int tp, int pp, int zero) {
+  parallel::ParallelDims dims;
+  dims.dp = dp;
+  dims.tp = tp;
+  dims.pp = pp;
+  dims.zero_stage = zero;
+  return dims;
+}
+
+config::Config with_zero(config::Config config, int stage) {
+  config.parallel.zero_stage = stage;
+  return config;
+}
+
 config::Config tiny_resnet_config(uint64_t seed) {
   config::Config c;
   c.run.seed = seed;

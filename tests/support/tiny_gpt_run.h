@@ -24,6 +24,18 @@ namespace cmpi::testing {
 // bucket size stay at the Config defaults: each test sets what it exercises.
 config::Config tiny_gpt_config(uint64_t seed);
 
+// tiny_gpt_config with GPT-NeoX's switches: two heads of 16 dimensions (tp2
+// splits them one a rank), rotary on 25 % of each head's dimensions, the
+// parallel residual, untied embeddings, the tanh GeLU, neox init, and 4 KiB
+// gradient buckets (several per block).
+config::Config tiny_neox_config(uint64_t seed);
+
+// A layout of dp x tp x pp ranks at a ZeRO stage.
+parallel::ParallelDims dims_of(int dp, int tp = 1, int pp = 1, int zero = 0);
+
+// `config` at ZeRO stage `stage`.
+config::Config with_zero(config::Config config, int stage);
+
 // ResNet depth 11 (stem, 3 bottleneck blocks, head), width 4, 16x16 images of
 // 3 channels in 4 classes (noise 0.5); 8 steps on a global batch of 16 in
 // micro-batches of 4; Adam's eps 1e-3 (why: tiny_gpt_run.cpp); buckets of

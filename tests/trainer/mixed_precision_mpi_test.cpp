@@ -36,37 +36,18 @@
 namespace cmpi::trainer {
 namespace {
 
+using cmpi::testing::dims_of;
 using cmpi::testing::expect_same_trajectory;
 using cmpi::testing::train_in_groups_of;
+using cmpi::testing::with_zero;
 
 constexpr double kSumOrderTolerance = 3e-4;        // pp, dp, ZeRO: see above
 constexpr double kTensorParallelTolerance = 2e-3;  // layouts with tp: see above
 constexpr double kFromFloat32 = 0.01;              // 16-bit vs float32, every step
 
 config::Config mixed_config(uint64_t seed, const std::string& precision) {
-  config::Config c = cmpi::testing::tiny_gpt_config(seed);
-  c.model.heads = 2;
-  c.model.position = "rotary";
-  c.model.parallel_residual = true;
-  c.model.tie_embeddings = false;
-  c.model.mlp_activation = "gelu_tanh";
-  c.model.init = "neox";
-  c.parallel.dp_bucket_bytes = 4 << 10;
+  config::Config c = cmpi::testing::tiny_neox_config(seed);
   c.training.precision = precision;
-  return c;
-}
-
-parallel::ParallelDims dims_of(int dp, int tp = 1, int pp = 1, int zero = 0) {
-  parallel::ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  dims.pp = pp;
-  dims.zero_stage = zero;
-  return dims;
-}
-
-config::Config with_zero(config::Config c, int stage) {
-  c.parallel.zero_stage = stage;
   return c;
 }
 

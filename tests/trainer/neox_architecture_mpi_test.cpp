@@ -21,45 +21,18 @@
 namespace cmpi::trainer {
 namespace {
 
+using cmpi::testing::dims_of;
 using cmpi::testing::expect_same_trajectory;
 using cmpi::testing::train_in_groups_of;
+using cmpi::testing::with_zero;
 
 constexpr double kTolerance = 1e-5;       // relative: only the order of float sums differs
 constexpr double kZero3Tolerance = 1e-4;  // as zero3_layer_mpi_test
 
-// The tiny GPT with GPT-NeoX's switches. Two heads of 16 dimensions (tp2
-// splits them one a rank), so rotary_pct 0.25 turns 4 dimensions of each.
-config::Config neox_config(uint64_t seed) {
-  config::Config c = cmpi::testing::tiny_gpt_config(seed);
-  c.model.heads = 2;
-  c.model.position = "rotary";
-  c.model.rotary_pct = 0.25;
-  c.model.parallel_residual = true;
-  c.model.tie_embeddings = false;
-  c.model.mlp_activation = "gelu_tanh";
-  c.model.init = "neox";
-  c.parallel.dp_bucket_bytes = 4 << 10;  // several buckets per block
-  return c;
-}
-
-parallel::ParallelDims dims_of(int dp, int tp = 1, int pp = 1, int zero = 0) {
-  parallel::ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  dims.pp = pp;
-  dims.zero_stage = zero;
-  return dims;
-}
-
-config::Config with_zero(config::Config c, int stage) {
-  c.parallel.zero_stage = stage;
-  return c;
-}
-
 TEST(NeoxArchitecture, EveryLayoutMatchesTheSingleRankRun) {
   ASSERT_EQ(cmpi::testing::world_size() % 4, 0) << "run this test on 4 ranks";
   const uint64_t seed = cmpi::testing::test_seed() % 100000;
-  const config::Config config = neox_config(seed);
+  const config::Config config = cmpi::testing::tiny_neox_config(seed);
   const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
   ASSERT_LT(reference.back(), reference.front())
       << "the 1-rank run should learn (seed " << seed << ")";

@@ -20,6 +20,7 @@
 namespace cmpi::trainer {
 namespace {
 
+using cmpi::testing::dims_of;
 using cmpi::testing::expect_same_trajectory;
 using cmpi::testing::train_in_groups_of;
 
@@ -33,15 +34,6 @@ config::Config untied_config(uint64_t seed) {
   c.model.tie_embeddings = false;
   c.parallel.dp_bucket_bytes = 16 << 10;  // several buckets, the embedding's among them
   return c;
-}
-
-parallel::ParallelDims dims_of(int dp, int tp = 1, int pp = 1, int zero = 0) {
-  parallel::ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  dims.pp = pp;
-  dims.zero_stage = zero;
-  return dims;
 }
 
 // The embedding's buckets always block-sparse (sparse_embedding off, so the
