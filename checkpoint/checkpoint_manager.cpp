@@ -260,6 +260,7 @@ void CheckpointManager::restore_rank_state(const LoadedCheckpoint& loaded) {
   const auto& saved = loaded.metadata();
   if (saved.layout != layout_) {
     if (parts_.restart_generators) parts_.restart_generators(saved.step);
+    restore_layout_independent_state(loaded);
     if (is_root && settings_.print) warn_other_layout(loaded);
     return;
   }
@@ -285,6 +286,22 @@ void CheckpointManager::restore_rank_state(const LoadedCheckpoint& loaded) {
                  groups_.world_rank(), report.dropped.size(), names.c_str(),
                  report.dropped.size() > 4 ? ", ..." : "");
     std::fflush(stderr);
+  }
+}
+
+// State that is the same on every rank (GeneratorPart::layout_independent)
+// comes from world rank 0's shard, whatever the saving layout was. A
+// checkpoint without it (saved by a run that had no such part) leaves it as
+// the run started it.
+void CheckpointManager::restore_layout_independent_state(const LoadedCheckpoint& loaded) {
+  bool wanted = false;
+  for (const auto& generator : parts_.generators) wanted |= generator.layout_independent;
+  if (!wanted) return;
+  const RankState saved = loaded.rank_state(0);
+  for (const auto& generator : parts_.generators) {
+    if (!generator.layout_independent) continue;
+    const auto found = saved.find(generator.name);
+    if (found != saved.end()) generator.load(found->second);
   }
 }
 

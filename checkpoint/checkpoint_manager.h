@@ -164,6 +164,7 @@ class CheckpointManager {
   void print_saved(const SaveResult& saved, double blocked_seconds, double write_seconds) const;
   CheckpointMetadata metadata_for(int64_t steps_done, int64_t skipped_steps) const;
   void restore_rank_state(const LoadedCheckpoint& loaded);
+  void restore_layout_independent_state(const LoadedCheckpoint& loaded);
   void warn_other_layout(const LoadedCheckpoint& loaded) const;
 
   CheckpointSettings settings_;

@@ -32,11 +32,15 @@ namespace cmpi::checkpoint {
 // A random generator whose state a checkpoint keeps, by its rank-state name
 // ("torch/default_generator", "model/<name>"): save returns its state bytes,
 // load puts them back (throwing std::runtime_error naming `name` for bytes
-// that are not a state of it).
+// that are not a state of it). A part whose state is the same on every rank
+// and means the same under any layout (fp16's loss scale) says so with
+// `layout_independent`: a resume under another layout takes it from world
+// rank 0's saved state instead of starting it afresh.
 struct GeneratorPart {
   std::string name;
   std::function<std::string()> save;
   std::function<void(const std::string& bytes)> load;
+  bool layout_independent = false;
 };
 
 RankState collect_rank_state(parallel::ProcessGroups& groups,

@@ -235,11 +235,12 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
   parts.optimizers.push_back(std::move(optimizer));
   parts.generators.push_back(default_generator_part());
   if (loss_scaler_) {
-    // The scale and its growth counter: same layout, bit for bit.
+    // The scale and its growth counter, the same on every rank: they carry
+    // over to any layout (a reshard does not restart the scale).
     auto* scaler = loss_scaler_.get();
-    parts.generators.push_back(
-        checkpoint::GeneratorPart{"training/loss_scaler", [scaler] { return scaler->save(); },
-                                  [scaler](const std::string& bytes) { scaler->load(bytes); }});
+    parts.generators.push_back(checkpoint::GeneratorPart{
+        "training/loss_scaler", [scaler] { return scaler->save(); },
+        [scaler](const std::string& bytes) { scaler->load(bytes); }, true});
   }
   for (auto& [name, generator] : parts_.model->dropout_generators())
     parts.generators.push_back(generator_part("model/" + name, generator));

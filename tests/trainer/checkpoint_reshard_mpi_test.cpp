@@ -380,6 +380,31 @@ TEST_F(CheckpointReshard, DropoutResumesBitExact) {
     check_case(l, l, single_rank_, root_, dropout());
 }
 
+// fp16's loss scale is the same on every rank and means the same under any
+// layout: a resharded resume carries it on (it doubles after every finite
+// step here, so a scale restarted from loss_scale_initial would differ).
+TEST_F(CheckpointReshard, MixedPrecisionReshardKeepsTheLossScale) {
+  const Variant variant = mixed_precision("fp16");
+  const Layout from{2, 1, 1, 1}, to{1, 2, 2, 0};
+  const std::string dir = root_ + "/loss-scale";
+  const auto original = on_ranks_of(from, variant.policy, [&](parallel::ProcessGroups& groups) {
+    const auto config = test_config(dir + "/a", variant, from);
+    trainer::Trainer t(config, groups, quiet());
+    return t.run().loss_scales;
+  });
+  ASSERT_EQ(original.size(), size_t(kSteps));
+  EXPECT_GT(original[kSaveAt], original[0]) << "the scale must have moved before the save";
+  const auto resumed = on_ranks_of(to, variant.policy, [&](parallel::ProcessGroups& groups) {
+    auto options = quiet();
+    options.resume_path = dir + "/a/" + checkpoint::checkpoint_name(kSaveAt);
+    const auto config = test_config(dir + "/b", variant, to);
+    trainer::Trainer t(config, groups, options);
+    return t.run().loss_scales;
+  });
+  const std::vector<double> after(original.begin() + kSaveAt, original.end());
+  EXPECT_EQ(resumed, after) << from.name() << " -> " << to.name();
+}
+
 // Residual buffers belong to one rank of one layout (their keys and lengths
 // follow its buckets and shards): a reshard drops them, says so, and trains on.
 TEST_F(CheckpointReshard, ReshardDropsResidualsWithAWarning) {
