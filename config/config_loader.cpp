@@ -121,10 +121,10 @@ void check_resnet(const Config& c) {
             "model.kind resnet supports only abort (a skipped step would still have updated "
             "the BatchNorm running statistics), got " +
                 c.training.on_nonfinite);
-  if (c.training.recompute != "none")
+  if (c.training.recompute == "selective")
     fail_at(c, "training.recompute",
-            "model.kind resnet has no activation recomputation yet (GPT only); use none, got " +
-                c.training.recompute);
+            "model.kind resnet has no attention core, which selective recomputes; use full "
+            "(whole bottleneck blocks) or none");
 }
 
 // Every layer of the spatial stages must fit the tile grid (named errors of

@@ -1,14 +1,44 @@
 #include "models/cnn/cnn_stage.h"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "models/cnn/resnet_blocks.h"
+#include "models/recompute.h"
 
 namespace cmpi::models {
+namespace {
+
+// `layer` on x, keeping only x for backward. The rerun in backward saves the
+// layer's buffers (BatchNorm running statistics and batch counters) and
+// writes them back afterwards: the first run already counted this batch.
+// The write goes through variable_data(), which shares the storage but not
+// the version counter: BatchNorm's backward keeps the running statistics
+// among its saved inputs (it does not read them in training mode), and a
+// tracked in-place write would make autograd refuse them.
+torch::Tensor recomputed_forward(torch::nn::AnyModule layer, const torch::Tensor& x) {
+  auto ran = std::make_shared<bool>(false);
+  RecomputedForward forward = [layer, ran](const torch::autograd::variable_list& in) mutable {
+    if (!*ran) {
+      *ran = true;
+      return torch::autograd::variable_list{layer.forward(in[0])};
+    }
+    std::vector<torch::Tensor> buffers = layer.ptr()->buffers(), kept;
+    for (const auto& buffer : buffers) kept.push_back(buffer.clone());
+    auto out = layer.forward(in[0]);
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].variable_data().copy_(kept[i]);
+    return torch::autograd::variable_list{out};
+  };
+  return recompute_in_backward(std::move(forward), {x})[0];
+}
+
+}  // namespace
 
 CnnStageImpl::CnnStageImpl(const std::vector<CnnLayerSpec>& plan, int64_t first, int64_t end,
-                           const ConvLayerFactory& factory, uint64_t seed)
+                           const ConvLayerFactory& factory, uint64_t seed,
+                           int64_t recomputed_blocks)
     : plan_(plan), first_(first), end_(end) {
   if (first < 0 || end > int64_t(plan.size()) || first >= end)
     throw std::invalid_argument("cnn stage: layers [" + std::to_string(first) + ", " +
@@ -31,11 +61,16 @@ CnnStageImpl::CnnStageImpl(const std::vector<CnnLayerSpec>& plan, int64_t first,
     }
     register_module("layer" + std::to_string(i), layer.ptr());
     layers_.push_back(std::move(layer));
+    const bool recomputed =
+        spec.kind == CnnLayerSpec::Kind::kBottleneck && recomputed_blocks_ < recomputed_blocks;
+    recomputed_blocks_ += recomputed ? 1 : 0;
+    recomputed_.push_back(recomputed);
   }
 }
 
 torch::Tensor CnnStageImpl::forward(torch::Tensor x) {
-  for (auto& layer : layers_) x = layer.forward(x);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    x = recomputed_[i] ? recomputed_forward(layers_[i], x) : layers_[i].forward(x);
   return x;
 }
 

@@ -46,6 +46,11 @@ void build_stage(const ResnetLayout& l, int64_t stage_index, comm::Communicator&
   const auto& dims = l.groups.dims();
   const auto range = parallel::stage_of(int64_t(l.plan.size()), dims.pp, stage_index,
                                         l.config.parallel.stage_layers);
+  // training.recompute: full recomputes the stage's first recompute_layers
+  // bottleneck blocks (all of them for 0); the config refuses selective.
+  const int64_t recomputed_blocks = t.recompute != "full"    ? 0
+                                    : t.recompute_layers > 0 ? t.recompute_layers
+                                                             : l.plan.size();
   const auto& first = l.plan[size_t(range.first_layer)];
   const auto& last = l.plan[size_t(range.end_layer - 1)];
   auto& tiles = replica.spatial;
@@ -54,7 +59,8 @@ void build_stage(const ResnetLayout& l, int64_t stage_index, comm::Communicator&
   tiles.sp = &sp;
   if (tiles.spatial) {
     SpatialConvLayerFactory factory(sp, l.slicing);
-    stage = CnnStage(l.plan, range.first_layer, range.end_layer, factory, l.config.run.seed);
+    stage = CnnStage(l.plan, range.first_layer, range.end_layer, factory, l.config.run.seed,
+                     recomputed_blocks);
     tiles.input_grid.emplace(first.in_size, first.in_size, sp.size(), l.slicing);
     if (!stage->has_head())
       tiles.output_grid.emplace(last.out_size, last.out_size, sp.size(), l.slicing);
@@ -64,7 +70,8 @@ void build_stage(const ResnetLayout& l, int64_t stage_index, comm::Communicator&
         tiles.tiled_parameters.push_back(info.tensor);
   } else {
     LocalConvLayerFactory factory;
-    stage = CnnStage(l.plan, range.first_layer, range.end_layer, factory, l.config.run.seed);
+    stage = CnnStage(l.plan, range.first_layer, range.end_layer, factory, l.config.run.seed,
+                     recomputed_blocks);
   }
   const int rank = sp.rank();
   const auto pixels = [&](int64_t side) {
@@ -74,14 +81,13 @@ void build_stage(const ResnetLayout& l, int64_t stage_index, comm::Communicator&
   };
   int64_t in_flight = dims.pp > 1 ? 0 : 1;
   if (pp) {
-    const int64_t count =
-        l.config.parallel.bidirectional ? l.micro_batches / 2 : l.micro_batches;
+    const int64_t count = l.config.parallel.bidirectional ? l.micro_batches / 2 : l.micro_batches;
     in_flight = parallel::max_in_flight(parallel::make_pipeline_schedule(l.config.parallel.schedule)
                                             ->actions(stage_index, dims.pp, count));
   }
-  tiles.activation_bytes =
-      saved_activation_elements(l.plan, range.first_layer, range.end_layer, pixels) *
-      t.micro_batch * int64_t(sizeof(float)) * in_flight;
+  tiles.activation_bytes = saved_activation_elements(l.plan, range.first_layer, range.end_layer,
+                                                     pixels, stage->recomputed_blocks()) *
+                           t.micro_batch * int64_t(sizeof(float)) * in_flight;
   if (!pp) return;
   const auto* input_tiles = tiles.input_grid ? &*tiles.input_grid : nullptr;
   const auto* output_tiles =
@@ -118,8 +124,8 @@ std::unique_ptr<TrainModel> parallelize_resnet(const config::Config& config,
     throw std::invalid_argument("parallelize_resnet: model.kind is " + config.model.kind +
                                 ", expected resnet");
   if (dims.tp > 1)
-    throw std::invalid_argument(
-        "tensor parallelism is not supported for model.kind resnet (" + dims.to_string() + ")");
+    throw std::invalid_argument("tensor parallelism is not supported for model.kind resnet (" +
+                                dims.to_string() + ")");
   if (dims.sp > 1 && dims.zero_stage > 1)
     throw std::invalid_argument("spatial parallelism supports ZeRO stages 0 and 1 (" +
                                 dims.to_string() + ")");

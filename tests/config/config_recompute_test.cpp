@@ -47,10 +47,14 @@ TEST_F(RecomputeConfigTest, LayersNeedFullRecomputation) {
   EXPECT_NE(negative.find("training.recompute_layers"), std::string::npos) << negative;
 }
 
-TEST_F(RecomputeConfigTest, ResnetRefusesRecomputation) {
-  const std::string message = load_error("model:\n  kind: resnet\ntraining:\n  recompute: full\n");
+TEST_F(RecomputeConfigTest, ResnetTakesFullButRefusesSelective) {
+  const std::string message = load_error(
+      "model:\n  kind: resnet\ndata:\n  kind: images\ntraining:\n  recompute: selective\n");
   EXPECT_NE(message.find("training.recompute"), std::string::npos) << message;
-  EXPECT_NE(message.find("GPT only"), std::string::npos) << message;
+  EXPECT_NE(message.find("no attention core"), std::string::npos) << message;
+  const Config c = load_config(
+      write("model:\n  kind: resnet\ndata:\n  kind: images\ntraining:\n  recompute: full\n"));
+  EXPECT_EQ(c.training.recompute, "full");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/conv_layer_factory.h"
 #include "models/cnn/resnet_plan.h"
+#include "tests/support/counting_allocator.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::models {
@@ -123,6 +124,49 @@ TEST(CnnStage, StagesComposeToTheWholeModel) {
   const auto expected = whole->forward(images);
   const auto split = back->forward(front->forward(images));
   EXPECT_TRUE(torch::equal(expected, split)) << "seed " << seed;
+}
+
+// training.recompute: full on the CNN: a stage whose bottlenecks rerun in
+// backward gives the same loss, every parameter gradient and every BatchNorm
+// running statistic bit for bit (the rerun must not count the batch twice),
+// and keeps fewer bytes between forward and backward.
+TEST(CnnStage, RecomputedBlocksGiveTheSameGradientsAndStatistics) {
+  // Installed before any tensor of the test exists (they report to it when freed).
+  cmpi::testing::CountedAllocations counted;
+  const uint64_t seed = cmpi::testing::test_seed();
+  const auto options = small_resnet(seed);
+  const auto plan = resnet_layers(options);
+  LocalConvLayerFactory factory;
+  CnnStage stored(plan, 0, int64_t(plan.size()), factory, seed);
+  CnnStage recomputed(plan, 0, int64_t(plan.size()), factory, seed, int64_t(plan.size()));
+  EXPECT_EQ(stored->recomputed_blocks(), 0);
+  EXPECT_EQ(recomputed->recomputed_blocks(), int64_t(plan.size()) - 2) << "every bottleneck";
+  torch::manual_seed(seed + 1);
+  const auto images = torch::randn({4, options.channels, options.image_size, options.image_size});
+  const auto labels = torch::randint(options.classes, {4}, torch::kLong);
+  std::map<std::string, int64_t> kept_after_forward;
+  std::map<std::string, torch::Tensor> losses;
+  for (auto* stage : {&stored, &recomputed}) {
+    const std::string name = stage == &stored ? "stored" : "recomputed";
+    const int64_t before = counted.live();
+    auto loss = torch::nn::functional::cross_entropy((*stage)->forward(images), labels);
+    kept_after_forward[name] = counted.live() - before;
+    loss.backward();
+    losses[name] = loss.detach();
+  }
+  EXPECT_TRUE(torch::equal(losses["stored"], losses["recomputed"])) << "seed " << seed;
+  const auto a = stored->named_parameters(), b = recomputed->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(torch::equal(a[i].value().grad(), b[i].value().grad()))
+        << a[i].key() << " seed " << seed;
+  const auto sa = stored->named_buffers(), sb = recomputed->named_buffers();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i)
+    EXPECT_TRUE(torch::equal(sa[i].value(), sb[i].value())) << sa[i].key() << " seed " << seed;
+  EXPECT_LT(kept_after_forward["recomputed"], kept_after_forward["stored"] * 3 / 4)
+      << "stored " << kept_after_forward["stored"] << " bytes, recomputed "
+      << kept_after_forward["recomputed"];
 }
 
 // The activation option reaches every layer: a head alone computes

@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
+#include "config/config_loader.h"
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
-#include "config/config_loader.h"
 #include "trainer/trainer.h"
 
 namespace cmpi::trainer {
@@ -56,7 +56,8 @@ parallel::ParallelDims dims_of(int sp, int dp, int pp, int zero_stage = 0) {
   return d;
 }
 
-TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_on(MPI_Comm comm, const config::Config& config,
+                     const parallel::ParallelDims& dims) {
   parallel::ProcessGroups groups(comm, dims, config.compression);
   TrainerOptions options;
   options.print_every = 0;
@@ -64,7 +65,8 @@ TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel
   return trainer.run();
 }
 
-TrainResult train_in_groups_of(int size, const config::Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_in_groups_of(int size, const config::Config& config,
+                               const parallel::ParallelDims& dims) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm group;
@@ -147,8 +149,30 @@ TEST_F(CnnSpatial, SpatialWithDataAndPipelineMatchesSingleRank) {
                   "sp2 x pp2, both stages spatial");
 }
 
+// training.recompute: full on tiles: each recomputed bottleneck exchanges
+// its halos and reduces its BatchNorm statistics over sp again in backward,
+// on every sp rank at the same point, and leaves the trajectory bit for bit
+// what the stored run gives (sp4; sp2 x pp2 with 1F1B, both stages spatial).
+TEST_F(CnnSpatial, RecomputationLeavesTheTrajectoryUnchanged) {
+  require_world(4);
+  config::Config stored = config_;
+  stored.parallel.spatial_slicing = "square";
+  config::Config recomputed = stored;
+  recomputed.training.recompute = "full";
+  const TrainResult a = train_on(MPI_COMM_WORLD, stored, dims_of(4, 1, 1));
+  const TrainResult b = train_on(MPI_COMM_WORLD, recomputed, dims_of(4, 1, 1));
+  EXPECT_EQ(a.losses, b.losses) << "sp4, seed " << seed_;
+  EXPECT_EQ(a.accuracies, b.accuracies) << "sp4, seed " << seed_;
+  config::Config piped = config_;  // the default slicing: sp2 tiles
+  const TrainResult c = train_on(MPI_COMM_WORLD, piped, dims_of(2, 1, 2));
+  piped.training.recompute = "full";
+  const TrainResult d = train_on(MPI_COMM_WORLD, piped, dims_of(2, 1, 2));
+  EXPECT_EQ(c.losses, d.losses) << "sp2 x pp2, seed " << seed_;
+}
+
 config::Config with_rule(const config::Config& base, const std::string& rule) {
-  config::Config c = config::parse_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
+  config::Config c =
+      config::parse_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
   c.run = base.run;
   c.model = base.model;
   c.data = base.data;
