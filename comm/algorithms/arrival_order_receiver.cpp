@@ -1,7 +1,5 @@
 #include "comm/algorithms/arrival_order_receiver.h"
 
-#include <thread>
-
 #include "comm/algorithms/codec_steps.h"
 
 namespace cmpi::comm {
@@ -29,11 +27,11 @@ void ArrivalOrderReceiver::drain() {
       if (!entry.transfer->done()) return false;
     return true;
   };
+  const double waiting_since = MPI_Wtime();
   while (!all_done()) {
     double start = MPI_Wtime();
     if (!poll()) {
-      // Nothing arrived: let ranks sharing this core run (oversubscribed jobs).
-      std::this_thread::yield();
+      progress_.pause(waiting_since);
       add_wire_seconds(ctx_, MPI_Wtime() - start);
     }
   }
