@@ -1,6 +1,7 @@
 #include "comm/algorithms/chunk_transfer.h"
 
 #include <stdexcept>
+#include <thread>
 
 #include "comm/algorithms/chunk_payload.h"
 #include "comm/algorithms/codec_steps.h"
@@ -178,7 +179,8 @@ void IncomingTransfer::start_blocking() {
   while (!try_start()) {
     progress_.poll();
     if (start_ == Start::kStarted) break;
-    progress_.pause(start);
+    // Nothing for us yet: let ranks sharing this core run (oversubscribed jobs).
+    std::this_thread::yield();
   }
   progress_.forget(this);
   add_wire_seconds(ctx_, MPI_Wtime() - start);

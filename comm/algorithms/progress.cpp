@@ -1,7 +1,6 @@
 #include "comm/algorithms/progress.h"
 
 #include <algorithm>
-#include <chrono>
 #include <thread>
 
 #include "comm/algorithms/chunk_transfer.h"
@@ -38,7 +37,8 @@ void Progress::wait(RequestId id) {
   for (;;) {
     poll();
     if (done(id)) break;
-    pause(start);
+    // Nothing for us yet: let ranks sharing this core run (oversubscribed jobs).
+    std::this_thread::yield();
   }
   add_wire_seconds(ctx_, MPI_Wtime() - start);
 }
@@ -52,17 +52,8 @@ void Progress::forget(IncomingTransfer* transfer) {
                        waiting_first_.end());
 }
 
-void Progress::pause(double waiting_since) const {
-  // Nothing for us yet: let ranks sharing this core run (oversubscribed jobs).
-  if (MPI_Wtime() - std::max(waiting_since, last_moved_) < kSpinSeconds)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::duration<double>(kIdleSleepSeconds));
-}
-
-bool Progress::poll() {
+void Progress::poll() {
   last_poll_ = MPI_Wtime();
-  bool moved = false;
   while (first_pending_ < requests_.size() && requests_[first_pending_] == MPI_REQUEST_NULL)
     ++first_pending_;
   const int count = int(requests_.size() - first_pending_);
@@ -72,7 +63,6 @@ bool Progress::poll() {
     int completed = 0;
     MPI_Testsome(count, requests_.data() + first_pending_, &completed, completed_indices_.data(),
                  completed_statuses_.data());
-    moved = completed != MPI_UNDEFINED && completed > 0;
     if (completed != MPI_UNDEFINED)
       for (int i = 0; i < completed; ++i)
         statuses_[first_pending_ + size_t(completed_indices_[size_t(i)])] =
@@ -91,14 +81,11 @@ bool Progress::poll() {
       ++i;
     } else if (transfer->try_start()) {
       waiting_first_.erase(waiting_first_.begin() + std::ptrdiff_t(i));
-      moved = true;
     } else {
       blocked_sources.push_back(source);
       ++i;
     }
   }
-  if (moved) last_moved_ = last_poll_;
-  return moved;
 }
 
 void Progress::poll_if_due() {

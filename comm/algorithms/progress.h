@@ -26,16 +26,6 @@
 //      them in: only then is the first unmatched message from the source the
 //      next transfer's first chunk.
 //
-// Waiting (wait(), and the loops of chunk_transfer and
-// arrival_order_receiver, through pause()): while messages moved within the
-// last kSpinSeconds the loop only yields between polls, so a transfer in
-// flight is answered at once; once nothing has moved for that long (a peer
-// still computing, e.g. in backward before its gradient bucket is ready),
-// it sleeps kIdleSleepSeconds between polls. A yielding loop still takes
-// its fair share of a core the scheduler gives it, which ranks sharing the
-// core (dp4 on 2 cores) need for their compute; a sleeping one gives it
-// back. The price is at most one sleep of latency after a long idle spell.
-//
 // Requests are tracked by id, so transfers ask done(id)/status(id) instead of
 // testing requests themselves. If the call unwinds with requests pending,
 // the destructor cancels pending receives and frees every pending request
@@ -62,9 +52,6 @@ class Progress {
   // Codec steps between two polls take at least this long: polling more
   // often buys no earlier rendezvous answer, only overhead on fast codecs.
   static constexpr double kPollIntervalSeconds = 50e-6;
-  // A wait spins (yielding) this long after the last movement, then sleeps.
-  static constexpr double kSpinSeconds = 1e-3;
-  static constexpr double kIdleSleepSeconds = 100e-6;
 
   explicit Progress(CompressedContext& ctx) : ctx_(ctx) {}
   ~Progress();
@@ -88,14 +75,10 @@ class Progress {
 
   // Tests every request in flight and starts transfers whose first chunk
   // has arrived; never blocks. May throw the TransferError of a first chunk
-  // that does not check out. True when a request completed or a transfer
-  // started.
-  bool poll();
+  // that does not check out.
+  void poll();
   // poll() unless the last one was less than kPollIntervalSeconds ago.
   void poll_if_due();
-  // Between two polls of a loop that waits since `waiting_since` (MPI_Wtime):
-  // yields the core, or sleeps once nothing has moved for kSpinSeconds.
-  void pause(double waiting_since) const;
 
  private:
   CompressedContext& ctx_;
@@ -107,7 +90,6 @@ class Progress {
   std::vector<MPI_Status> completed_statuses_;
   std::vector<IncomingTransfer*> waiting_first_;  // registered, not started yet
   double last_poll_ = 0;
-  double last_moved_ = 0;  // MPI_Wtime of the last poll that completed or started something
 };
 
 }  // namespace cmpi::comm
