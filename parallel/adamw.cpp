@@ -38,6 +38,10 @@ void adamw_update(const AdamWStep& s, bool decay, float* param, const float* gra
                   float* exp_avg_sq, size_t n) {
   const float correction = float(s.bias_correction2_sqrt);
   const float decay_factor = decay ? s.decay_factor : 1.0f;
+  // Element-wise with no carried dependence: the SIMD form computes each
+  // element with the same IEEE operations (sqrt and / correctly rounded), so
+  // the result is bit for bit the scalar loop's.
+#pragma omp simd
   for (size_t i = 0; i < n; ++i) {
     const float g = grad[i];
     const float m = exp_avg[i] * s.beta1 + s.one_minus_beta1 * g;

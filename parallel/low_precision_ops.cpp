@@ -54,6 +54,32 @@ struct ScaledCausalSoftmax : torch::autograd::Function<ScaledCausalSoftmax> {
   }
 };
 
+// The float32 op: the same LibTorch kernels autograd would run for
+// softmax((scores / divisor).masked_fill(future, -inf)), in the same order, so
+// the results are bit for bit those of the plain expression; but the scaled
+// scores are masked in place and backward writes the mask and the scaling
+// into the softmax gradient in place, where autograd would copy the
+// [B, heads, T, T] tensor for the masked_fill and allocate one for each of
+// its three nodes.
+struct ScaledCausalSoftmaxFloat32 : torch::autograd::Function<ScaledCausalSoftmaxFloat32> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& scores,
+                               double divisor, const torch::Tensor& future) {
+    auto masked = (scores / divisor).masked_fill_(future, -std::numeric_limits<float>::infinity());
+    auto y = at::_softmax(masked, -1, /*half_to_float=*/false);
+    ctx->save_for_backward({y, future});
+    ctx->saved_data["divisor"] = divisor;
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const double divisor = ctx->saved_data["divisor"].toDouble();
+    auto dx = at::_softmax_backward_data(grads[0], saved[0], -1, saved[0].scalar_type());
+    dx.masked_fill_(saved[1], 0.0).div_(divisor);
+    return {dx, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 struct Gelu : torch::autograd::Function<Gelu> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const std::string& approximate) {
@@ -94,8 +120,7 @@ struct LayerNorm : torch::autograd::Function<LayerNorm> {
 torch::Tensor scaled_causal_softmax(const torch::Tensor& scores, double divisor,
                                     const torch::Tensor& future) {
   if (is_low_precision(scores)) return ScaledCausalSoftmax::apply(scores, divisor, future);
-  return torch::softmax(
-      (scores / divisor).masked_fill(future, -std::numeric_limits<float>::infinity()), -1);
+  return ScaledCausalSoftmaxFloat32::apply(scores, divisor, future);
 }
 
 torch::Tensor gelu(const torch::Tensor& x, const std::string& approximate) {

@@ -9,8 +9,11 @@
 // on the CPU and a bfloat16 one ~14x slower than float32 on this machine's.
 //
 // Each function follows its input's dtype: a float32 input takes the plain
-// float32 path unchanged (the same LibTorch calls as before mixed precision),
-// so float32 runs stay bit for bit what they were.
+// float32 path unchanged (the same LibTorch kernels as before mixed
+// precision), so float32 runs stay bit for bit what they were. The float32
+// scaled_causal_softmax is one autograd node over those kernels that masks
+// and scales in place (autograd's three nodes would copy the [B, heads, T, T]
+// tensor for the mask and allocate one per node, forward and backward).
 //
 // Which ops run in float32 under a 16-bit compute dtype (as Megatron-LM's
 // and GPT-NeoX's fused kernels do): LayerNorm (statistics and affine),

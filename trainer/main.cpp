@@ -31,6 +31,7 @@
 #include "hf/hf_export.h"
 #include "hf/hf_pretrained.h"
 #include "parallel/process_groups.h"
+#include "trainer/allocator_settings.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
 #include "trainer/injected_kill.h"
@@ -63,6 +64,8 @@ bool all_ranks_ok(const std::string& error, int rank) {
 
 int main(int argc, char** argv) {
   using namespace cmpi;
+  // Before anything allocates: step-to-step tensors reuse freed memory.
+  const std::string allocator_note = trainer::keep_freed_memory_for_reuse();
   comm::MpiSession mpi(&argc, &argv, kProgram);
   const int rank = mpi.world_rank();
   comm::report_termination_signals(kProgram, rank, mpi.world_size());
@@ -216,6 +219,8 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       const auto blas = trainer::probe_blas(int(config.training.threads));
       if (config.log.every > 0) std::printf("%s\n", trainer::describe(blas).c_str());
+      if (config.log.every > 0 && !allocator_note.empty())
+        std::printf("%s\n", allocator_note.c_str());
       std::fflush(stdout);
       std::fputs(trainer::reference_blas_warning(blas).c_str(), stderr);
     }

@@ -30,7 +30,9 @@ What it matches (read from cmpi-train's resolved config, --config, as written by
 - one torch thread per rank (training.threads).
 
 Variants (--hook): none (DDP's allreduce), fp16 (fp16_compress_hook), powersgd (PowerSGD,
---powersgd-rank, plain allreduce until --powersgd-start).
+--powersgd-rank, plain allreduce until --powersgd-start). --eager: one rank, no process group and
+no DDP wrapper, the plain PyTorch eager step (bench/train/compute_parity.py compares it with a
+one-rank cmpi-train).
 
 Writes, on rank 0, <out>/metrics.jsonl (one line per step: step, loss, lr, grad_norm,
 tokens_per_s, step_ms, raw_bytes, wire_bytes, as cmpi-train's) and <out>/summary.json.
@@ -222,6 +224,8 @@ def main():
     ap.add_argument("--timeout-s", type=int, default=600)
     ap.add_argument("--init", choices=["cmpi", "torch"], default="cmpi",
                     help="initial weights: cmpi-train's exact values (default) or torch's generator")
+    ap.add_argument("--eager", action="store_true",
+                    help="one rank, PyTorch eager: no process group, no DDP wrapper")
     ap.add_argument("--data-dir", default=os.getcwd(),
                     help="directory relative data.paths are read from (cmpi-train's working directory)")
     args = ap.parse_args()
@@ -259,13 +263,18 @@ def main():
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass
-    os.environ["MASTER_ADDR"] = master_address(args)
-    os.environ["MASTER_PORT"] = str(args.master_port)
-    if args.ifname or "GLOO_SOCKET_IFNAME" not in os.environ:
-        os.environ["GLOO_SOCKET_IFNAME"] = args.ifname or (
-            "eth0" if os.environ.get("CMPI_EMULATED_CLUSTER_STATE") else "lo")
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=args.timeout_s))
+    if args.eager and world != 1:
+        sys.exit(f"ddp_peer: --eager runs one rank, got {world} ranks")
+    if args.eager and args.hook != "none":
+        sys.exit(f"ddp_peer: --eager has no communication hook, got --hook {args.hook}")
+    if not args.eager:
+        os.environ["MASTER_ADDR"] = master_address(args)
+        os.environ["MASTER_PORT"] = str(args.master_port)
+        if args.ifname or "GLOO_SOCKET_IFNAME" not in os.environ:
+            os.environ["GLOO_SOCKET_IFNAME"] = args.ifname or (
+                "eth0" if os.environ.get("CMPI_EMULATED_CLUSTER_STATE") else "lo")
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=args.timeout_s))
 
     torch.manual_seed(int(cfg["run"]["seed"]))
     model = Gpt(m)
@@ -288,10 +297,16 @@ def main():
     bucket_bytes = parse_bytes(par.get("dp_bucket_bytes", "25MiB"))
     if args.hook == "powersgd":
         bucket_bytes = max(bucket_bytes, 4 * n_params + (1 << 20))
-    dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_bytes
-    ddp = DDP(model, bucket_cap_mb=bucket_bytes / float(1 << 20), broadcast_buffers=False)
     counter = None
-    if args.hook == "fp16":
+    if args.eager:  # the model itself: no buckets, no allreduce
+        ddp = model
+        counter = ByteCounter("none")
+    else:
+        dist._DEFAULT_FIRST_BUCKET_BYTES = bucket_bytes
+        ddp = DDP(model, bucket_cap_mb=bucket_bytes / float(1 << 20), broadcast_buffers=False)
+    if args.eager:
+        pass  # nothing to hook
+    elif args.hook == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
         counter = ByteCounter("fp16")
@@ -338,8 +353,9 @@ def main():
         os.makedirs(args.out, exist_ok=True)
         metrics = open(os.path.join(args.out, "metrics.jsonl"), "w")
         summary_path = os.path.join(args.out, "summary.json")
-        print(f"ddp_peer: {n_params} parameters | {world} ranks, gloo on {os.environ['GLOO_SOCKET_IFNAME']}"
-              f" via {os.environ['MASTER_ADDR']}:{args.master_port} | hook {args.hook} | {micro_batches} "
+        transport = ("eager (no process group, no DDP)" if args.eager else
+                     f"gloo on {os.environ['GLOO_SOCKET_IFNAME']} via {os.environ['MASTER_ADDR']}:{args.master_port}")
+        print(f"ddp_peer: {n_params} parameters | {world} ranks, {transport} | hook {args.hook} | {micro_batches} "
               f"micro-batches of {micro} per rank | init {args.init} | data {d.get('kind', 'markov')} "
               f"({data_check}), entropy floor {floor:.4f}", flush=True)
 
@@ -353,19 +369,20 @@ def main():
         lr = lr_at(step, t)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        step_start = time.perf_counter()
+        step_start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.zero_grad(set_to_none=False)
         local = 0.0
         scale = 1.0 / micro_batches
         for mb, batch in enumerate(batches):
             last = mb + 1 == micro_batches
-            ctx = ddp.no_sync() if not last else _null()
+            ctx = ddp.no_sync() if not (last or args.eager) else _null()
             with ctx:
                 loss = ddp(batch[:, :seq], batch[:, 1:])
                 (loss * scale).backward()
             local += loss.item() * scale
         loss_t = torch.tensor([local / world])
-        dist.all_reduce(loss_t)
+        if not args.eager:
+            dist.all_reduce(loss_t)
         clip = float(t.get("grad_clip", 0))
         if clip > 0:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
@@ -373,12 +390,13 @@ def main():
             grad_norm = float(torch.norm(torch.stack([p.grad.norm() for p in model.parameters()])))
         optimizer.step()
         step_s = time.perf_counter() - step_start
+        cpu_ms = (time.process_time() - cpu_start) * 1e3
         loss_value = float(loss_t.item())
         losses.append(loss_value)
         if rank == 0:
             rec = {"step": step + 1, "total_steps": steps, "loss": loss_value,
                    "loss_floor": floor, "lr": lr, "grad_norm": grad_norm,
-                   "tokens_per_s": global_batch * seq / step_s, "step_ms": step_s * 1e3,
+                   "tokens_per_s": global_batch * seq / step_s, "step_ms": step_s * 1e3, "cpu_ms": cpu_ms,
                    "raw_bytes": counter.raw - raw0, "wire_bytes": counter.wire - wire0}
             metrics.write(json.dumps(rec) + "\n")
             metrics.flush()
@@ -388,13 +406,15 @@ def main():
     seconds = time.perf_counter() - start_all
     # bytes summed over ranks, as cmpi-train's summary
     totals = torch.tensor([float(counter.raw), float(counter.wire)], dtype=torch.float64)
-    dist.all_reduce(totals)
+    if not args.eager:
+        dist.all_reduce(totals)
     if rank == 0:
         metrics.close()
         summary = {"steps": steps, "first_loss": losses[0], "final_loss": losses[-1],
                    "loss_floor": floor, "seconds": seconds,
                    "tokens_per_s": global_batch * seq * steps / seconds, "parameters": n_params,
-                   "layout": f"dp={world} tp=1 pp=1 sp=1 zero=0", "system": "pytorch-ddp",
+                   "layout": f"dp={world} tp=1 pp=1 sp=1 zero=0",
+                   "system": "pytorch-eager" if args.eager else "pytorch-ddp",
                    "hook": args.hook, "torch": torch.__version__, "init": args.init,
                    "data": d.get("kind", "markov"), "data_check": data_check,
                    "groups": {"dp": {"raw_bytes": int(totals[0]), "wire_bytes": int(totals[1]),
@@ -406,8 +426,9 @@ def main():
             f.write("\n")
         print(f"done: {steps} steps in {seconds:.1f} s | loss {losses[0]:.4f} -> {losses[-1]:.4f} "
               f"(floor {floor:.4f}) | {summary['tokens_per_s']:.0f} tok/s", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
+    if not args.eager:
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 class _null:

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <string>
 
 #include "parallel/leaf_saving_linear.h"
@@ -112,6 +113,32 @@ TEST_P(LowPrecisionOps, MatchFloat32AutogradOnTheSameValues) {
   EXPECT_EQ(master.grad().scalar_type(), torch::kFloat);
   EXPECT_LE(relative_error(master.grad(), master32.grad()), 1e-6)
       << "the weight gradient is not rounded (seed " << seed_ << ")";
+}
+
+// The float32 path of scaled_causal_softmax (its own autograd node, masking
+// and scaling in place) gives exactly the plain expression's values and input
+// gradient: float32 training stays bit for bit what it was.
+TEST(LowPrecisionOpsFloat32, CausalSoftmaxIsThePlainExpressionBitForBit) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  torch::manual_seed(seed);
+  const int64_t time = 24;
+  // The model's mask is built for seq_len and narrowed per forward.
+  const auto future =
+      torch::ones({32, 32}, torch::kBool).triu(1).narrow(0, 0, time).narrow(1, 0, time);
+  auto scores = (torch::randn({2, 3, time, time}) * 4).requires_grad_(true);
+  auto plain_scores = scores.detach().clone().requires_grad_(true);
+  const double divisor = std::sqrt(40.0);
+  auto y = parallel::scaled_causal_softmax(scores, divisor, future);
+  auto plain = torch::softmax((plain_scores / divisor).masked_fill(future, -INFINITY), -1);
+  EXPECT_TRUE(torch::equal(y, plain)) << "forward (seed " << seed << ")";
+  // A non-contiguous incoming gradient, as a transposed product gives.
+  const auto g = torch::randn({2, 3, time, time}).transpose(-2, -1);
+  y.backward(g);
+  plain.backward(g);
+  EXPECT_TRUE(torch::equal(scores.grad(), plain_scores.grad())) << "backward (seed " << seed << ")";
+  EXPECT_TRUE(torch::equal(scores.grad().masked_select(future.expand({2, 3, time, time})),
+                           torch::zeros({2 * 3 * time * (time - 1) / 2})))
+      << "masked positions get no gradient (seed " << seed << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(SixteenBit, LowPrecisionOps,
