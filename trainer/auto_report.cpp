@@ -60,6 +60,10 @@ std::string auto_decisions_json(const std::vector<comm::AutoDecision>& decisions
   return out + "]}";
 }
 
+bool worth_a_line(const comm::AutoDecision& d) {
+  return d.changed || !d.verdict.empty();
+}
+
 std::string auto_change_line(int64_t step, const comm::AutoDecision& d) {
   char buf[1024];
   std::snprintf(buf, sizeof buf,

@@ -36,7 +36,11 @@ std::string auto_decisions_json(const std::vector<comm::AutoDecision>& decisions
 
 // "auto: step 12 dp allreduce gradient (inter): raw -> bf16 (predicted 41.2 ms,
 // raw 160.3 ms, runner-up ...; link 197.5 Mbit/s; error 0.0021; faster)",
-// printed when the route changes or a trial's verdict comes in.
+// printed when worth_a_line.
 std::string auto_change_line(int64_t step, const comm::AutoDecision& decision);
+
+// Whether rank 0 prints the decision's line: its route changed, or a
+// trial's verdict came in (a demotion may leave the route as it was).
+bool worth_a_line(const comm::AutoDecision& decision);
 
 }  // namespace cmpi::trainer

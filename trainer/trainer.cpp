@@ -179,8 +179,7 @@ TrainResult Trainer::run() {
     const double adapt_ms = comm::seconds_since(step_start) * 1e3;
     if (is_root && print_every > 0)
       for (const auto& d : decisions)
-        if (d.changed || !d.verdict.empty())
-          std::printf("%s\n", auto_change_line(step + 1, d).c_str());
+        if (worth_a_line(d)) std::printf("%s\n", auto_change_line(step + 1, d).c_str());
     if (is_root && !decisions.empty()) std::fflush(stdout);
     // Dumped tensors are the last step's own, before the dp reduction.
     const bool dump = step + 1 == t.steps && !s.options.dump_tensors_dir.empty();
