@@ -36,6 +36,18 @@ bool within_error_budget(const CandidateKind& kind, const CandidateMeasure& meas
          (kind.error_feedback ? settings.max_rel_error_feedback : settings.max_rel_error);
 }
 
+double steps_multiplier(const CandidateKind& kind, const CandidateMeasure& measure) {
+  if (kind.raw || kind.lossless) return 1;
+  if (!measure.measured || !std::isfinite(measure.rel_error)) return kUnpredictable;
+  const double e2 = measure.rel_error * measure.rel_error;
+  if (kind.error_feedback) return 1 + e2;
+  return e2 < 1 ? 1 / (1 - e2) : kUnpredictable;
+}
+
+bool trusted_on_error(const CandidateKind& kind, const CandidateMeasure& measure) {
+  return steps_multiplier(kind, measure) <= kTrustedStepsMultiplier;
+}
+
 void LinkEstimate::update(double sample, double lower_bound, int64_t step,
                           const AutoSettings& settings) {
   // Within a factor of two a sample is noise to smooth; beyond it the link
@@ -73,6 +85,8 @@ Choice choose(const SlotTraffic& traffic, const std::vector<CandidateKind>& kind
   out.previous = out.chosen = memory.chosen;
   const size_t count = kinds.size();
   out.predicted.assign(count, kUnpredictable);
+  out.multiplier.assign(count, kUnpredictable);
+  out.cost.assign(count, kUnpredictable);
   out.from_measurement.assign(count, false);
   if (!(traffic.raw_bytes > 0)) {
     out.reason = "no traffic";
@@ -101,33 +115,56 @@ Choice choose(const SlotTraffic& traffic, const std::vector<CandidateKind>& kind
     if (std::isfinite(wire))
       offset = std::max(0.0, traffic.seconds - std::max(wire, traffic.codec_seconds));
   }
+  // The rest of the step (compute, other slots and groups) is paid again
+  // on every extra step a lossy candidate costs.
+  const double elsewhere = std::max(0.0, traffic.step_seconds - traffic.seconds);
+  const auto flagged = [](const std::vector<bool>& flags, size_t c) {
+    return c < flags.size() && flags[c];
+  };
+  double barred_cost = kUnpredictable;
   for (size_t c = 0; c < count; ++c) {
-    if (!within_error_budget(kinds[c], measures[c], settings)) continue;
+    if (!within_error_budget(kinds[c], measures[c], settings) || flagged(memory.demoted, c))
+      continue;
     out.from_measurement[c] = measured(c);
     out.predicted[c] = measured(c) ? memory.seconds_per_byte[c] * traffic.raw_bytes
                                    : predict_seconds(traffic, kinds[c], measures[c], link) + offset;
+    out.multiplier[c] = steps_multiplier(kinds[c], measures[c]);
+    const double cost = out.multiplier[c] * (elsewhere + out.predicted[c]);
+    if (!std::isfinite(cost)) continue;
+    if (!flagged(memory.barred, c)) {
+      out.cost[c] = cost;
+    } else if (cost < barred_cost) {
+      barred_cost = cost;
+      out.best_barred = c;
+    }
   }
   size_t best = 0;
-  for (size_t c = 1; c < count; ++c)
-    if (out.predicted[c] < out.predicted[best]) best = c;
+  for (size_t c = 1; c < count; ++c) {
+    if (out.cost[c] < out.cost[best]) best = c;
+    if (std::isfinite(out.cost[c]) && out.predicted[c] < out.predicted[out.fastest])
+      out.fastest = c;
+  }
+  if (!(barred_cost < out.cost[best])) out.best_barred = SIZE_MAX;  // it would not have won
   out.decided = true;
   const size_t current = memory.chosen < count ? memory.chosen : 0;
-  if (!std::isfinite(out.predicted[current])) {
+  if (!std::isfinite(out.cost[current])) {
     out.chosen = best;
-    out.reason = within_error_budget(kinds[current], measures[current], settings)
+    out.reason = flagged(memory.demoted, current)  ? "current demoted"
+                 : flagged(memory.barred, current) ? "current barred"
+                 : within_error_budget(kinds[current], measures[current], settings)
                      ? "current unpredictable"
                      : "current over error budget";
-  } else if (out.predicted[best] < out.predicted[current] * (1 - settings.min_gain)) {
+  } else if (out.cost[best] < out.cost[current] * (1 - settings.min_gain)) {
     out.chosen = best;
-    out.reason = "faster";
+    out.reason = out.predicted[best] < out.predicted[current] ? "faster" : "fewer steps";
   } else {
     out.chosen = current;
     out.reason = best == current ? "fastest" : "kept: gain below min_gain";
   }
   out.changed = out.chosen != out.previous;
   for (size_t c = 0; c < count; ++c)
-    if (c != out.chosen && std::isfinite(out.predicted[c]) &&
-        (out.runner_up == SIZE_MAX || out.predicted[c] < out.predicted[out.runner_up]))
+    if (c != out.chosen && std::isfinite(out.cost[c]) &&
+        (out.runner_up == SIZE_MAX || out.cost[c] < out.cost[out.runner_up]))
       out.runner_up = c;
   return out;
 }

@@ -27,12 +27,26 @@
 //            calls took beyond their wire time (model) and codec time
 //            (measured) was waiting, which every candidate would pay: it is
 //            added to the models of the candidates not measured.
+//   weigh    a lossy codec costs steps as well as time: to reach the same
+//            loss the run needs m times the steps, m from the measured
+//            relative error e (steps_multiplier):
+//              without error feedback  m = 1 / (1 - e^2)  (infinite for e >= 1)
+//              with error feedback     m = 1 + e^2
+//            (the decoded gradient is a contraction of the true one by
+//            1 - e^2, and descent per step shrinks by that factor; what
+//            error feedback holds back arrives a step late instead, whose
+//            cost is the residual's noise, once). The cost of a candidate
+//            is its time to the loss per step of the raw route:
+//              m x (step time outside this slot + the slot's predicted time)
+//            with the step time the group's measured wall time per step.
 //   choose   among candidates within the error budget (raw and lossless
 //            always; lossy ones once measured, below max_rel_error, or
-//            max_rel_error_feedback when they run with error feedback), the
-//            fastest; ties go to the lower index. The choice changes only
-//            when the best is faster than the current one by more than
-//            min_gain, or when the current one left the error budget.
+//            max_rel_error_feedback when they run with error feedback), not
+//            demoted and not barred for now (comm/adaptive_policy.h: trials),
+//            the lowest cost; ties go to the lower index. The choice changes
+//            only when the best costs less than the current one by more
+//            than min_gain, or when the current one left the error budget
+//            or was demoted.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +80,7 @@ struct SlotTraffic {
   double calls = 0;
   double seconds = 0;        // wall time
   double codec_seconds = 0;  // of which inside codecs
+  double step_seconds = 0;   // the whole step's wall time, slot included (0: unknown)
 };
 
 struct LinkModel {
@@ -85,6 +100,18 @@ double predict_seconds(const SlotTraffic& traffic, const CandidateKind& kind,
 bool within_error_budget(const CandidateKind& kind, const CandidateMeasure& measure,
                          const AutoSettings& settings);
 
+// How many times the steps of the raw route a candidate needs to reach the
+// same loss, from its measured error (1: raw and lossless; infinite: an
+// unmeasured lossy candidate, or an error of 100 % or more without
+// feedback).
+double steps_multiplier(const CandidateKind& kind, const CandidateMeasure& measure);
+
+// The step multiplier up to which a candidate is trusted on its measured
+// error alone; above it, it must show on the loss that it works (a trial,
+// comm/adaptive_policy.h). 1.05: errors up to ~22 %.
+constexpr double kTrustedStepsMultiplier = 1.05;
+bool trusted_on_error(const CandidateKind& kind, const CandidateMeasure& measure);
+
 // A group's view of one locality's link, the same on every rank.
 struct LinkEstimate {
   double bytes_per_second = 0;  // 0: unknown
@@ -102,8 +129,13 @@ struct SlotMemory {
   std::vector<double> seconds_per_byte;  // measured while chosen; < 0: not in this regime
   std::vector<int64_t> regime_of;        // the regime each measurement belongs to
   double predicted_seconds = 0;          // what was predicted for `chosen` when chosen
+  std::vector<bool> demoted;             // for the rest of the run (a stalled trial)
+  std::vector<bool> barred;              // for this decision only (a trial cannot start now)
   explicit SlotMemory(size_t candidates = 0)
-      : seconds_per_byte(candidates, -1), regime_of(candidates, -1) {}
+      : seconds_per_byte(candidates, -1),
+        regime_of(candidates, -1),
+        demoted(candidates, false),
+        barred(candidates, false) {}
   // Charges the last period's traffic to the candidate that carried it.
   void remember(const SlotTraffic& traffic, int64_t regime);
 };
@@ -113,9 +145,13 @@ struct Choice {
   size_t previous = 0;
   size_t runner_up = SIZE_MAX;  // the fastest other eligible candidate
   bool changed = false;
-  bool decided = false;           // false: no traffic or no link estimate; nothing changed
-  std::vector<double> predicted;  // seconds per step; kUnpredictable: not eligible
+  bool decided = false;            // false: no traffic or no link estimate; nothing changed
+  std::vector<double> predicted;   // seconds per step; kUnpredictable: not eligible
+  std::vector<double> multiplier;  // steps_multiplier of each candidate
+  std::vector<double> cost;        // multiplier x step time; kUnpredictable: not eligible
   std::vector<bool> from_measurement;
+  size_t best_barred = SIZE_MAX;  // a barred candidate that would have cost least
+  size_t fastest = 0;             // the eligible candidate of least time per step
   const char* reason = "";
 };
 

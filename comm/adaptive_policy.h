@@ -24,7 +24,20 @@
 //             comm/adaptive_model.h picks per slot and the slice is set: every
 //             rank of the group reaches the same choice, whatever it measured
 //             itself. A point-to-point message's two ends are in the group,
-//             so they agree too.
+//             so they agree too. The array also carries the period's wall
+//             time per step (between two decisions) and mean training loss
+//             (the trainer hands each step's loss to decide), which weigh
+//             convergence: the model prices a candidate by its time to the
+//             loss (step time x steps multiplier from its error).
+//   trial     a candidate that its error alone does not vouch for
+//             (trusted_on_error false) is chosen only as a trial: when the
+//             last trend_window steps ran on trusted routes only, no other
+//             trial runs in the group, and it costs least. It carries
+//             trend_window steps, trusted routes the next trend_window;
+//             then comm/loss_trend.h compares the loss slope under it with
+//             the slower of the windows before and after: a stall demotes
+//             it for the rest of the run (the decision's verdict names it
+//             and says why); otherwise it is trusted from then on.
 //
 // Not thread-safe: record/probe run inside the group's operations, decide
 // between them (as the Communicator's contract already requires).
@@ -33,14 +46,20 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "comm/adaptive_model.h"
+#include "comm/clock.h"
 #include "comm/group_kind.h"
+#include "comm/loss_trend.h"
 #include "comm/policy.h"
 
 namespace cmpi::comm {
+
+// What decide takes for the loss of a step that has none (the run's first).
+inline constexpr double kNoPreviousLoss = std::numeric_limits<double>::quiet_NaN();
 
 // What one call through a candidate did on this rank.
 struct AutoCallSample {
@@ -60,7 +79,8 @@ struct AutoDecision {
   Locality locality = Locality::kInter;
   std::string codec;           // the candidate chosen for the coming steps
   std::string previous_codec;  // the one that carried the last period
-  std::string runner_up;       // the fastest other eligible one ("" when none)
+  std::string runner_up;       // the other eligible one of least cost ("" when none)
+  std::string fastest;         // the eligible one of least time per step (penalty aside)
   bool changed = false;
   std::string reason;
   double predicted_ms = 0;            // per step, the chosen candidate
@@ -70,7 +90,13 @@ struct AutoDecision {
   double measured_ms = 0;             // what the last period's calls took per step (group max)
   double link_mbit_s = 0;             // the link estimate of the slot's locality
   double rel_error = 0;               // the chosen candidate's measured error (0: lossless)
+  double steps_multiplier = 1;        // the chosen candidate's, from its error
   bool predicted_from_measurement = false;
+  std::vector<std::string> demoted;  // the slot's candidates demoted so far
+  // A trial's verdict reached at this decision ("demoted sign:bucket=512:
+  // loss fell ...", "... passed its trial: ..."; "" when none): worth a line
+  // in the run's output even when the route does not change.
+  std::string verdict;
 };
 
 class AdaptivePolicy {
@@ -91,14 +117,19 @@ class AdaptivePolicy {
   // The step-boundary decision. Collective over `comm` (the group's
   // communicator); returns every slot that had traffic in the period, with
   // `changed` set where the route changed. `step` is the 0-based step about
-  // to run; decisions happen every decide_every steps, otherwise this
-  // returns nothing and communicates nothing.
-  std::vector<AutoDecision> decide(MPI_Comm comm, int64_t step);
+  // to run, `previous_loss` the training loss of step - 1 on this rank (NaN:
+  // none); decisions happen every decide_every steps, otherwise this keeps
+  // the loss, returns nothing and communicates nothing.
+  std::vector<AutoDecision> decide(MPI_Comm comm, int64_t step, double previous_loss);
 
   // The agreement alone, for tests: the local array this rank would
   // contribute, and the decision from an agreed one.
   std::vector<double> local_inputs() const;
   std::vector<AutoDecision> decide_from(const std::vector<double>& agreed, int64_t step);
+  // What decide keeps before its agreement: this rank's loss of `step`
+  // (non-finite ones are skipped) and the period's wall time.
+  void observe_loss(int64_t step, double loss);
+  void set_period_seconds(double seconds) { period_seconds_ = seconds; }
 
  private:
   struct Slot {
@@ -110,6 +141,16 @@ class AdaptivePolicy {
     bool probe_due = true;
     std::vector<CandidateMeasure> measured;  // this rank's last probe
     SlotMemory memory;
+    std::vector<bool> cleared;  // passed a trial: trusted whatever its error
+  };
+  // The one candidate on trial in the group (slot < 0: none), carrying its
+  // slot since step `start`, until trusted routes took over again at step
+  // `back` (< 0: not yet).
+  struct Trial {
+    int slot = -1;
+    size_t candidate = 0;
+    int64_t start = 0;
+    int64_t back = -1;
   };
   struct LinkSamples {
     double bytes = 0, seconds = 0;              // informative samples, this rank
@@ -122,6 +163,10 @@ class AdaptivePolicy {
   size_t candidate_count(const Slot& slot) const;
   void probe(Slot& slot, const float* own, size_t n);
   void reset_period();
+  bool trusted(const Slot& slot, size_t candidate, const CandidateMeasure& measure) const;
+  // Judges the trial once its window's losses are in; returns the verdict's
+  // text for the trial slot's decision ("" while it runs or when none does).
+  std::string judge_trial_if_done(int64_t step);
 
   PolicySlice& slice_;
   AutoSettings settings_;
@@ -133,6 +178,18 @@ class AdaptivePolicy {
   LinkEstimate links_[kLocalityCount];
   int64_t last_decision_step_ = -1;
   int64_t last_probe_step_ = 0;
+  // The period's losses on this rank, and its wall time.
+  double loss_sum_ = 0;
+  int64_t loss_count_ = 0;
+  double period_seconds_ = 0;
+  bool have_last_decide_ = false;
+  Clock::time_point last_decide_{};
+  // Convergence: the agreed losses, the trial, and since which step every
+  // slot's route has been trusted (kNever: not now).
+  static constexpr int64_t kNever = INT64_MAX;
+  LossTrend trend_;
+  Trial trial_;
+  int64_t trusted_since_ = 0;
   std::vector<float> probe_decoded_;
   std::vector<uint8_t> probe_payload_;
 };

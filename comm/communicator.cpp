@@ -203,10 +203,10 @@ Communicator::~Communicator() {
   if (comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-std::vector<AutoDecision> Communicator::adapt(int64_t step) {
+std::vector<AutoDecision> Communicator::adapt(int64_t step, double previous_loss) {
   if (!adaptive_) return {};
   WatchedCall watched("adapt (preset auto)", comm_);
-  return adaptive_->decide(comm_, step);
+  return adaptive_->decide(comm_, step, previous_loss);
 }
 
 std::vector<std::string> Communicator::restore_codec_state(const CodecState& state) {

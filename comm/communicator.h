@@ -226,8 +226,9 @@ class Communicator {
   // group's adaptive routes. Collective over the group; every rank calls it
   // at the same point with the same step, between operations. Returns
   // nothing and communicates nothing when the policy has no adaptive rule
-  // for this group.
-  std::vector<AutoDecision> adapt(int64_t step);
+  // for this group. `previous_loss`: the training loss of step - 1, which
+  // weighs each route's effect on convergence (AdaptivePolicy::decide).
+  std::vector<AutoDecision> adapt(int64_t step, double previous_loss = kNoPreviousLoss);
   // nullptr when the group has no adaptive rule.
   AdaptivePolicy* adaptive() { return adaptive_.get(); }
 

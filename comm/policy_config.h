@@ -57,6 +57,11 @@ struct AutoSettings {
   // A decision changes only when the new choice is predicted faster by more
   // than this fraction of the current one's time.
   double min_gain = 0.05;
+  // Steps a candidate that its measured error alone does not vouch for
+  // (comm/adaptive_model.h: trusted_on_error) carries on trial before the
+  // loss trend judges it; the same number of steps under trusted routes
+  // must precede it. 0: no trials (such candidates compete on cost alone).
+  int64_t trend_window = 10;
 };
 
 struct PolicyConfig {

@@ -176,6 +176,7 @@ comm::AutoSettings read_auto_settings(MapReader section) {
   section.read("decide_every", out.decide_every, IntRange{1, 1 << 30});
   section.read("probe_every", out.probe_every, IntRange{0, 1 << 30});
   section.read("min_gain", out.min_gain, RealRange{0.0, 0.99});
+  section.read("trend_window", out.trend_window, IntRange{0, 1 << 20});
   section.finish();
   return out;
 }
@@ -261,6 +262,7 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
     out << YAML::Key << "decide_every" << YAML::Value << a.decide_every;
     out << YAML::Key << "probe_every" << YAML::Value << a.probe_every;
     out << YAML::Key << "min_gain" << YAML::Value << format_real(a.min_gain);
+    out << YAML::Key << "trend_window" << YAML::Value << a.trend_window;
     out << YAML::EndMap;
   }
   out << YAML::Key << "sparse_embedding" << YAML::Value << config.sparse_embedding;

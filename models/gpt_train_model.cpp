@@ -63,10 +63,11 @@ std::string GptTrainModel::describe() const {
   return out;
 }
 
-std::vector<comm::AutoDecision> GptTrainModel::adapt(int64_t step) {
-  auto decisions = groups_.adapt(step);
+std::vector<comm::AutoDecision> GptTrainModel::adapt(int64_t step, double previous_loss) {
+  auto decisions = groups_.adapt(step, previous_loss);
   if (parts_.tied_embedding)
-    for (auto& d : parts_.tied_embedding->adapt(step)) decisions.push_back(std::move(d));
+    for (auto& d : parts_.tied_embedding->adapt(step, previous_loss))
+      decisions.push_back(std::move(d));
   return decisions;
 }
 

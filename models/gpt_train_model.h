@@ -55,7 +55,7 @@ class GptTrainModel : public TrainModel {
   int64_t tokens_per_sample() const override { return config_.model.seq_len; }
   double loss_floor() const override { return parts_.source->loss_floor(); }
 
-  std::vector<comm::AutoDecision> adapt(int64_t step) override;
+  std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss) override;
   Outcome train_step(int64_t step, double lr, double clip, const std::string& dump_dir) override;
   double last_grad_norm() const override { return last_grad_norm_; }
   RankHealth health() const override;

@@ -77,8 +77,10 @@ class TrainModel {
   virtual double loss_floor() const = 0;
 
   // Preset auto: every group the model communicates over settles its routes
-  // for `step` (ProcessGroups::adapt and the model's own groups).
-  virtual std::vector<comm::AutoDecision> adapt(int64_t step) = 0;
+  // for `step` (ProcessGroups::adapt and the model's own groups), weighing
+  // `previous_loss`, the training loss of step - 1 (comm::kNoPreviousLoss:
+  // none), for each route's effect on convergence.
+  virtual std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss) = 0;
   // One optimizer step: this rank's micro-batches of global batch `step`
   // forward and backward, the gradients reduced, clipped by the global norm
   // at `clip` (0: not clipped) and applied with learning rate `lr`. With a

@@ -39,8 +39,8 @@ PipelineTiedEmbedding::PipelineTiedEmbedding(comm::Communicator& pp, const comm:
 
 PipelineTiedEmbedding::~PipelineTiedEmbedding() = default;
 
-std::vector<comm::AutoDecision> PipelineTiedEmbedding::adapt(int64_t step) {
-  return own_ ? own_->adapt(step) : std::vector<comm::AutoDecision>{};
+std::vector<comm::AutoDecision> PipelineTiedEmbedding::adapt(int64_t step, double previous_loss) {
+  return own_ ? own_->adapt(step, previous_loss) : std::vector<comm::AutoDecision>{};
 }
 
 bool PipelineTiedEmbedding::reduces() const {

@@ -71,8 +71,8 @@ class PipelineTiedEmbedding {
   void share_reduced(size_t part, float* data, size_t n);
   // Preset auto: the two-rank group's step-boundary decision (only when it
   // is a group of its own; the pp group decides with ProcessGroups::adapt).
-  // Call on every rank after ProcessGroups::adapt.
-  std::vector<comm::AutoDecision> adapt(int64_t step);
+  // Call on every rank after ProcessGroups::adapt, with the same loss.
+  std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss);
 
  private:
   // The two-rank group's traffic, reported under pp.

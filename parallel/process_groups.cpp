@@ -58,11 +58,11 @@ ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims,
   zero_ = make_group(zero_comm, policy_, comm::GroupKind::kZero, node_);
 }
 
-std::vector<comm::AutoDecision> ProcessGroups::adapt(int64_t step) {
+std::vector<comm::AutoDecision> ProcessGroups::adapt(int64_t step, double previous_loss) {
   std::vector<comm::AutoDecision> decisions;
   for (comm::Communicator* group :
        {dp_.get(), zero_.get(), tp_.get(), pp_.get(), sp_.get(), world_.get()}) {
-    auto mine = group->adapt(step);
+    auto mine = group->adapt(step, previous_loss);
     decisions.insert(decisions.end(), mine.begin(), mine.end());
   }
   return decisions;

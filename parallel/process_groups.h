@@ -42,7 +42,8 @@ class ProcessGroups {
   // (comm::Communicator::adapt), in one fixed order (dp, zero, tp, pp, sp,
   // world) so that no two ranks wait on different groups. Collective over
   // the world; call between steps, when no operation is in flight.
-  std::vector<comm::AutoDecision> adapt(int64_t step);
+  // `previous_loss`: the training loss of step - 1 (kNoPreviousLoss: none).
+  std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss = comm::kNoPreviousLoss);
 
  private:
   ParallelDims dims_;

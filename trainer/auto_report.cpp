@@ -39,12 +39,20 @@ std::string auto_decisions_json(const std::vector<comm::AutoDecision>& decisions
     out += std::string(",\"predicted_from\":") +
            (d.predicted_from_measurement ? "\"measured\"" : "\"model\"");
     out += ",\"raw_ms\":" + number(d.raw_ms);
+    out += ",\"fastest\":" + quoted(d.fastest);
     if (!d.runner_up.empty()) {
       out += ",\"runner_up\":" + quoted(d.runner_up);
       out += ",\"runner_up_ms\":" + number(d.runner_up_ms);
     }
     out += ",\"link_mbit_s\":" + number(d.link_mbit_s);
     out += ",\"rel_error\":" + number(d.rel_error);
+    out += ",\"steps_multiplier\":" + number(d.steps_multiplier);
+    if (!d.verdict.empty()) out += ",\"verdict\":" + quoted(d.verdict);
+    if (!d.demoted.empty()) {
+      out += ",\"demoted\":[";
+      for (size_t k = 0; k < d.demoted.size(); ++k) out += (k ? "," : "") + quoted(d.demoted[k]);
+      out += "]";
+    }
     out += ",\"previous_codec\":" + quoted(d.previous_codec);
     out += ",\"previous_predicted_ms\":" + number(d.previous_predicted_ms);
     out += ",\"measured_ms\":" + number(d.measured_ms) + "}";
@@ -52,8 +60,12 @@ std::string auto_decisions_json(const std::vector<comm::AutoDecision>& decisions
   return out + "]}";
 }
 
+bool worth_a_line(const comm::AutoDecision& d) {
+  return d.changed || !d.verdict.empty();
+}
+
 std::string auto_change_line(int64_t step, const comm::AutoDecision& d) {
-  char buf[640];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "auto: step %lld %s %s %s (%s): %s -> %s (predicted %.1f ms, raw %.1f ms%s%s%s; "
                 "link %.1f Mbit/s; error %.2g; %s)",

@@ -173,11 +173,13 @@ TrainResult Trainer::run() {
     // Preset auto: every group settles its routes for this step (part of
     // the step's time, so that auto's own cost shows in tokens_per_s).
     std::vector<comm::AutoDecision> decisions;
-    if (adaptive) decisions = model.adapt(step);
+    if (adaptive)
+      decisions =
+          model.adapt(step, result.losses.empty() ? comm::kNoPreviousLoss : result.losses.back());
     const double adapt_ms = comm::seconds_since(step_start) * 1e3;
     if (is_root && print_every > 0)
       for (const auto& d : decisions)
-        if (d.changed) std::printf("%s\n", auto_change_line(step + 1, d).c_str());
+        if (worth_a_line(d)) std::printf("%s\n", auto_change_line(step + 1, d).c_str());
     if (is_root && !decisions.empty()) std::fflush(stdout);
     // Dumped tensors are the last step's own, before the dp reduction.
     const bool dump = step + 1 == t.steps && !s.options.dump_tensors_dir.empty();

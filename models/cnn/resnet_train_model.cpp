@@ -74,8 +74,8 @@ std::string ResnetTrainModel::describe() const {
 }
 
 // The bidirectional pipeline's mirrored groups keep raw routes.
-std::vector<comm::AutoDecision> ResnetTrainModel::adapt(int64_t step) {
-  return groups_.adapt(step);
+std::vector<comm::AutoDecision> ResnetTrainModel::adapt(int64_t step, double previous_loss) {
+  return groups_.adapt(step, previous_loss);
 }
 
 ResnetTrainModel::ImageBatch ResnetTrainModel::micro_batch(data::ImageSplit split, int64_t batch,

@@ -95,7 +95,7 @@ class ResnetTrainModel : public TrainModel {
   int64_t tokens_per_sample() const override { return 0; }
   double loss_floor() const override { return 0; }
 
-  std::vector<comm::AutoDecision> adapt(int64_t step) override;
+  std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss) override;
   Outcome train_step(int64_t step, double lr, double clip, const std::string& dump_dir) override;
   double last_grad_norm() const override { return last_grad_norm_; }
   RankHealth health() const override;

@@ -1,8 +1,11 @@
 // The adaptive policy's choice (comm/adaptive_model.h) from synthetic
 // measurements: a slow link picks compression, a fast one raw, the error
 // budget excludes lossy candidates, hysteresis holds small gains back, a
-// measured time overrides the model, and a link that changes flips the
-// choice and flips it back.
+// measured time overrides the model, a link that changes flips the choice
+// and flips it back; and the choice weighs convergence: a fast route whose
+// error costs steps loses to a slower accurate one, the more so the longer
+// the rest of the step, equal errors go to the faster, and a demoted or
+// barred candidate is not chosen.
 #include "comm/adaptive_model.h"
 
 #include <gtest/gtest.h>
@@ -221,6 +224,128 @@ TEST(AdaptiveModel, NoTrafficOrUnknownLinkDecidesNothing) {
   c = choose(traffic(), kinds(), measures(), link(0), 1, memory, {});
   EXPECT_FALSE(c.decided);
   EXPECT_EQ(c.chosen, kBf16);
+}
+
+TEST(AdaptiveModel, StepsMultiplierGrowsWithTheError) {
+  const CandidateKind raw{true, true, false}, lossless{false, true, false};
+  const CandidateKind lossy{false, false, false}, feedback{false, false, true};
+  CandidateMeasure m{true, 0.1, 1e-9, 0.5};
+  EXPECT_DOUBLE_EQ(steps_multiplier(raw, m), 1);
+  EXPECT_DOUBLE_EQ(steps_multiplier(lossless, m), 1);
+  EXPECT_DOUBLE_EQ(steps_multiplier(lossy, m), 1 / (1 - 0.25));
+  EXPECT_DOUBLE_EQ(steps_multiplier(feedback, m), 1.25);
+  m.rel_error = 1.0;  // everything lost: no step makes progress
+  EXPECT_EQ(steps_multiplier(lossy, m), kUnpredictable);
+  EXPECT_DOUBLE_EQ(steps_multiplier(feedback, m), 2);
+  m.measured = false;
+  EXPECT_EQ(steps_multiplier(feedback, m), kUnpredictable);
+  // Trust on the error alone ends at a multiplier of 1.05.
+  m = CandidateMeasure{true, 0.1, 1e-9, 0.2};
+  EXPECT_TRUE(trusted_on_error(lossy, m));
+  m.rel_error = 0.25;
+  EXPECT_FALSE(trusted_on_error(lossy, m));
+  EXPECT_FALSE(trusted_on_error(feedback, m));
+  EXPECT_TRUE(trusted_on_error(raw, m));
+}
+
+// raw; a fast route that loses 70 % of every gradient (a sparsifier without
+// feedback, say: 1 % on the wire); bf16.
+std::vector<CandidateKind> convergence_kinds() {
+  return {CandidateKind{true, true, false}, CandidateKind{false, false, false},
+          CandidateKind{false, false, false}};
+}
+std::vector<CandidateMeasure> convergence_measures(double fast_error) {
+  return {CandidateMeasure{true, 1.0, 0.0, 0.0}, CandidateMeasure{true, 0.01, 1e-10, fast_error},
+          CandidateMeasure{true, 0.5, 2e-10, 3e-3}};
+}
+
+TEST(AdaptiveModel, FastRouteWithALargeErrorLosesToASlowerAccurateOne) {
+  AutoSettings open_budget;  // the budget alone would let every candidate in
+  open_budget.max_rel_error = 10;
+  SlotTraffic t = traffic();
+  t.step_seconds = 5.0;  // five seconds of compute besides this slot (4 s raw, 2 s bf16)
+  const auto decide = [&](double fast_error) {
+    return choose(t, convergence_kinds(), convergence_measures(fast_error), link(25 * kMB), 1,
+                  SlotMemory(3), open_budget);
+  };
+  const Choice c = decide(0.7);
+  ASSERT_TRUE(c.decided);
+  // Per step the sparsifier is far faster ...
+  EXPECT_LT(c.predicted[1], c.predicted[2] / 10);
+  // ... but needs ~2x the steps, each paying the compute again.
+  EXPECT_NEAR(c.multiplier[1], 1 / (1 - 0.49), 1e-12);
+  EXPECT_EQ(c.chosen, 2u) << c.reason;
+  EXPECT_LT(c.cost[2], c.cost[1]);
+  // With a small error the same speed wins.
+  const Choice small = decide(0.01);
+  EXPECT_EQ(small.chosen, 1u) << small.reason;
+}
+
+TEST(AdaptiveModel, ThePenaltyWeighsTheWholeStep) {
+  // zfp4 + feedback at 25 % error (1.0625x the steps) saves 0.5 s of wire
+  // against bf16: worth it in a 0.7 s step, not in a 20 s one.
+  const std::vector<CandidateKind> k = {CandidateKind{true, true, false},
+                                        CandidateKind{false, false, true},
+                                        CandidateKind{false, false, false}};
+  const std::vector<CandidateMeasure> m = {CandidateMeasure{true, 1.0, 0.0, 0.0},
+                                           CandidateMeasure{true, 0.125, 1e-11, 0.25},
+                                           CandidateMeasure{true, 0.5, 1e-11, 3e-3}};
+  AutoSettings settings;
+  settings.max_rel_error_feedback = 0.3;
+  settings.min_gain = 0.01;
+  SlotMemory memory(3);
+  memory.chosen = 1;                  // zfp4 carried the last period ...
+  SlotTraffic t = traffic(25 * kMB);  // (1 s raw at 200 Mbit/s)
+  t.seconds = 0.5;                    // ... in 0.5 s per step
+  t.step_seconds = 0.7;
+  Choice c = choose(t, k, m, link(25 * kMB), 1, memory, settings);
+  EXPECT_EQ(c.chosen, 1u) << c.reason;
+  t.step_seconds = 20;
+  c = choose(t, k, m, link(25 * kMB), 1, memory, settings);
+  EXPECT_EQ(c.chosen, 2u) << c.reason;
+  EXPECT_GT(c.predicted[2], c.predicted[1]);
+  EXPECT_STREQ(c.reason, "fewer steps");
+}
+
+TEST(AdaptiveModel, EqualErrorsPickTheFaster) {
+  // Two lossy routes with the same error: the multiplier is the same, so
+  // the one with less on the wire wins, whatever the step time (up to where
+  // raw's time, 4 s here, is dearer than 4 % more steps).
+  std::vector<CandidateMeasure> m = convergence_measures(0.2);
+  m[2].rel_error = 0.2;
+  AutoSettings settings;
+  settings.max_rel_error = 1;
+  for (double step_seconds : {0.0, 1.0, 10.0}) {
+    SlotTraffic t = traffic();
+    t.step_seconds = step_seconds;
+    const Choice c = choose(t, convergence_kinds(), m, link(25 * kMB), 1, SlotMemory(3), settings);
+    EXPECT_DOUBLE_EQ(c.multiplier[1], c.multiplier[2]);
+    EXPECT_LT(c.cost[1], c.cost[2]);
+    EXPECT_EQ(c.chosen, 1u) << "step " << step_seconds << " s: " << c.reason;
+  }
+}
+
+TEST(AdaptiveModel, DemotedAndBarredCandidatesAreNotChosen) {
+  SlotMemory memory(5);
+  memory.chosen = kZfp8Feedback;
+  memory.demoted[kZfp8Feedback] = true;
+  Choice c = pick(25 * kMB, {}, memory);
+  EXPECT_TRUE(c.changed);
+  EXPECT_NE(c.chosen, kZfp8Feedback);
+  EXPECT_EQ(c.cost[kZfp8Feedback], kUnpredictable);
+  EXPECT_STREQ(c.reason, "current demoted");
+  // Barred: not chosen now, but named as the one that would have won.
+  SlotMemory barred(5);
+  barred.barred[kZfp8Feedback] = true;
+  c = pick(25 * kMB, {}, barred);
+  EXPECT_NE(c.chosen, kZfp8Feedback);
+  EXPECT_EQ(c.best_barred, size_t(kZfp8Feedback));
+  // A barred candidate that would not have won is not named.
+  barred.barred[kZfp8Feedback] = false;
+  barred.barred[kMpc] = true;
+  c = pick(25 * kMB, {}, barred);
+  EXPECT_EQ(c.chosen, kZfp8Feedback);
+  EXPECT_EQ(c.best_barred, SIZE_MAX);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "compress/codec_registry.h"
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -162,7 +162,7 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   const std::string text = R"(compression:
   preset: auto
   auto: {max_rel_error: 0.002, max_rel_error_feedback: 0.2, decide_every: 2, probe_every: 0,
-         min_gain: 0.1}
+         min_gain: 0.1, trend_window: 6}
 )";
   const comm::PolicyConfig p = load_config(write(text)).compression;
   EXPECT_EQ(p.preset, "auto");
@@ -171,6 +171,7 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   EXPECT_EQ(p.auto_settings.decide_every, 2);
   EXPECT_EQ(p.auto_settings.probe_every, 0);
   EXPECT_DOUBLE_EQ(p.auto_settings.min_gain, 0.1);
+  EXPECT_EQ(p.auto_settings.trend_window, 6);
 
   const comm::PolicyConfig back =
       load_config(write(to_yaml(load_config(write(text))), "resolved.yaml")).compression;
@@ -179,12 +180,14 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   EXPECT_EQ(back.auto_settings.decide_every, 2);
   EXPECT_EQ(back.auto_settings.probe_every, 0);
   EXPECT_DOUBLE_EQ(back.auto_settings.min_gain, 0.1);
+  EXPECT_EQ(back.auto_settings.trend_window, 6);
 
   // Defaults without the section.
   const comm::PolicyConfig plain = load_config(write("compression: {preset: auto}\n")).compression;
   EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error, 0.01);
   EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error_feedback, 0.1);
   EXPECT_EQ(plain.auto_settings.decide_every, 1);
+  EXPECT_EQ(plain.auto_settings.trend_window, 10);
 }
 
 TEST_F(ConfigTest, AutoSectionBadValuesAreNamed) {
@@ -194,6 +197,7 @@ TEST_F(ConfigTest, AutoSectionBadValuesAreNamed) {
        "compression.auto.max_rel_error"},
       {"compression: {preset: auto, auto: {decide_every: 0}}\n", "compression.auto.decide_every"},
       {"compression: {preset: auto, auto: {min_gain: 1.5}}\n", "compression.auto.min_gain"},
+      {"compression: {preset: auto, auto: {trend_window: -1}}\n", "compression.auto.trend_window"},
       {"compression: {preset: auto, auto: {budget: 1}}\n", "compression.auto.budget"},
   };
   for (const auto& [text, key] : cases) {

@@ -206,7 +206,7 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   Outcome outcome;
   outcome.smallest_norm = INFINITY;
   for (int64_t step = 0; step < kSteps; ++step) {
-    model->adapt(step);
+    model->adapt(step, comm::kNoPreviousLoss);
     const auto result = model->train_step(step, config.training.lr, kClip, "");
     outcome.finite = outcome.finite && std::isfinite(result.loss);
     outcome.smallest_norm = std::min(outcome.smallest_norm, model->last_grad_norm());
