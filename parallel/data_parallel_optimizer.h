@@ -37,6 +37,14 @@
 //            a step until its reduce-scatter (it is where micro-batches
 //            accumulate), so the PEAK gradient memory is not reduced, only
 //            what a rank holds between steps.
+//            With shard_gradient_memory (parallel.zero_gradient_memory:
+//            shard) there is no flat gradient buffer: each micro-batch's
+//            buckets are reduce-scattered as its backward finishes them and
+//            added into the shard, so the peak is the shard plus about three
+//            buckets (two packed, one accumulating in autograd's tensors), at
+//            M times the gradient traffic for M micro-batches per step. The
+//            sums are reassociated (per micro-batch, then over them), so the
+//            result is not bit-identical to full_buffer, only close.
 //   stage 3  + parameters sharded: between steps a rank keeps only its
 //            parameter shard; the model's parameters are stand-ins then.
 //            Two ways to gather them (role weight, over zero):
@@ -282,6 +290,13 @@ struct DataParallelOptimizerOptions {
     std::function<void(size_t part, float* data, size_t n)> share;
   };
   std::optional<TiedGradient> tied_gradient;
+  // ZeRO 2/3 (parallel.zero_gradient_memory: shard): hold the gradient shard
+  // plus the buckets in flight, never a full flat gradient buffer; every
+  // micro-batch's buckets are reduce-scattered as backward finishes them and
+  // added into the shard (M micro-batches: M times the gradient traffic).
+  // false (full_buffer): micro-batches accumulate in the flat buffer, reduced
+  // once per step. Ignored at stages 0/1.
+  bool shard_gradient_memory = false;
   // ZeRO-3 only: non-empty gathers per unit (layer) as the model's uses need
   // them, through layer_gate(); empty gathers the whole model once per step.
   // Units must follow the parameters' order.

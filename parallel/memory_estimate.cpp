@@ -49,6 +49,29 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // its reduce-scatter fills: both are alive at the step's peak.
   e.gradient_bytes = param_bytes + (in.zero_stage >= 2 ? param_bytes / dp : 0);
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
+  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
+  // an untied token embedding is cut into buckets of its own (ZeroLayout).
+  Real largest_run = param_bytes;
+  if (stage.has_embedding && !in.tie_embeddings) {
+    const Real table = vocab * h / tp * kFloat;
+    largest_run = std::max(table, param_bytes - table);
+  }
+  const Real bucket = std::min(Real(in.bucket_bytes), largest_run);
+  if (in.zero_stage >= 2 && in.shard_gradient_memory) {
+    // Shard-only (zero_shard_gradients.cpp): the shard, the gradients
+    // autograd holds until their bucket is packed — about one bucket, or the
+    // largest tensor, which is freed only when its last bucket is packed,
+    // plus the tied table on a pipeline end, held over the step — and
+    // (buffers) two packed buckets and one received piece.
+    const Real table = vocab * h / tp * kFloat;
+    Real largest_tensor = stage.layers() > 0 ? r * h * h / tp * kFloat : 0;
+    if (stage.has_embedding || stage.has_head) largest_tensor = std::max(largest_tensor, table);
+    const bool holds_tied_copy =
+        in.pp > 1 && in.tie_embeddings && (stage.has_embedding || stage.has_head);
+    const Real held = std::max(bucket, largest_tensor) + (holds_tied_copy ? table : 0);
+    e.gradient_bytes = param_bytes / dp + std::min(param_bytes, held);
+    e.buffer_bytes = (param_bytes > bucket ? 2 : 1) * bucket + (in.dp > 1 ? bucket / dp : 0);
+  }
 
   const Real tokens = Real(in.micro_batch) * seq;
   // Per token of one block, in values of the compute dtype (see the header).
@@ -94,16 +117,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
-  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
-  // an untied token embedding is cut into buckets of its own (ZeroLayout).
-  Real largest_run = param_bytes;
-  if (stage.has_embedding && !in.tie_embeddings) {
-    const Real table = vocab * h / tp * kFloat;
-    largest_run = std::max(table, param_bytes - table);
-  }
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
-    e.buffer_bytes =
-        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), largest_run) / dp;
+    e.buffer_bytes += (in.zero_stage == 1 ? 2 : 1) * bucket / dp;
   // One input gradient held after its send, one output gradient received.
   const Real message = tokens * h * kFloat;
   if (in.pp > 1)
