@@ -49,7 +49,9 @@
 // parameter already reported in (launching the rest of it, whose missing
 // gradients count as zero) before the next backward adds to anything;
 // launch_remaining() closes the last round. Buckets holding a late parameter
-// must come last in launch order and launch once, in launch_remaining().
+// must come last in launch order and launch once, in launch_remaining();
+// every parameter overlapping one must be late itself (ZeroOptimizer makes
+// it so), or its report would open a round no other bucket closes.
 #pragma once
 
 #include <chrono>
