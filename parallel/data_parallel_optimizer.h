@@ -9,7 +9,8 @@
 //   { forward; [begin_last_micro_batch() before the last backward;] backward } per micro-batch;
 //   step(lr, clip);
 // Gradients accumulate over the micro-batches in the optimizer's own flat
-// buffer (each parameter's .grad() is a view of it), so each gradient bucket
+// buffer (each parameter's .grad() is a view of it; not with
+// shard_gradient_memory, stage 2 below), so each gradient bucket
 // is reduced once per step, when its gradients are final: with
 // overlap_grad_reduce, as soon as the last micro-batch's backward has
 // accumulated every gradient in it (autograd hooks on the parameters'
@@ -69,7 +70,9 @@
 // With tensor parallelism each tp rank runs its own instance over its own
 // shards (its dp group holds the same shards). With pipeline parallelism each
 // stage shards its own parameters over its own dp group; because gradients
-// accumulate over all micro-batches before the reduce-scatter and stage 3
+// accumulate over all micro-batches before the reduce-scatter (or, shard-only,
+// every stage reduce-scatters each of its micro-batches' buckets in its own
+// deterministic backward order) and stage 3
 // gathers once per step, stages 1–3 need nothing more under PP than the
 // micro-batches of a step running between before_forward() and step() (per
 // layer, each stage gathers its own layers as its pipeline work runs them).
