@@ -3,6 +3,9 @@
 //      bucket whose gradients are all final is queued to the comm thread, in
 //      launch order (last bucket first), and reduced as in 2 while backward
 //      goes on;
+//      Shard-only gradients (zero_shard_gradients.cpp): every backward's
+//      buckets are packed and reduce-scattered into the shard this way, and
+//      step() first packs what is left, so 1 and the flat buffer of 2 fall away;
 //   1. fold in gradients autograd left outside the flat buffer;
 //      stage 3: release the full parameters (forward and backward are done);
 //   2. reduce: per bucket, an allreduce over dp (stage 0, and stage 1 under
@@ -413,6 +416,7 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   reduce_gradients();
   share_tied_gradient();
   if (stage_ >= 2) release_gradients();
+  held_gradient_bytes_ = 0;  // shard-only: every gradient was packed and freed
   // Loss scaling: the norm of the true gradients (a power-of-two scale
   // divides exactly).
   const double norm = global_norm() / gradient_scale_;

@@ -11,6 +11,7 @@
 //   gradient shard    -          -          always           always
 //   AdamW moments     whole      shard      shard            shard
 //   reduce over dp    allreduce  r-scatter  r-scatter        r-scatter
+//   (shard-only gradient memory, below: no flat gradients at stages 2/3)
 //
 // Stage 1 reduce-scatters each bucket (half an allreduce's bytes) into a
 // piece-sized buffer and copies the piece back into the flat gradients,
