@@ -79,6 +79,12 @@ struct ParallelConfig {
   // ZeRO-3 only: gather parameters per layer (layer: peak = shard + ~2
   // layers, sharded initialisation) or the whole model once per step (model).
   std::string zero3_gather = "layer";
+  // ZeRO 2/3 only: where a step's micro-batches accumulate their gradients:
+  // "full_buffer" (a flat buffer of the whole stage, reduce-scattered once
+  // per step) or "shard" (each micro-batch's buckets reduce-scattered as its
+  // backward finishes them and added into the 1/dp shard: no full buffer,
+  // M times the gradient traffic; docs/planner.md).
+  std::string zero_gradient_memory = "full_buffer";
   std::string schedule = "1f1b";  // gpipe | 1f1b
   // How the layers are split over the pipeline stages
   // (parallel.pipeline_balance): "uniform" (L / P each, the first L % P one

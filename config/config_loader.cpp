@@ -213,6 +213,11 @@ void check_consistency(const Config& c) {
     fail_at(c, "training.warmup_steps",
             "must be <= training.steps (" + std::to_string(c.training.steps) + "), got " +
                 std::to_string(c.training.warmup_steps));
+  if (c.parallel.zero_gradient_memory == "shard" && c.parallel.zero_stage < 2)
+    fail_at(c, "parallel.zero_gradient_memory",
+            "shard keeps only the 1/dp gradient shard, which needs parallel.zero_stage 2 or 3, "
+            "got " +
+                std::to_string(c.parallel.zero_stage));
   // PowerSGD replaces the dp gradient allreduce of ZeRO stages 0/1 (its
   // per-rank state goes into checkpoints: checkpoint/rank_state.h).
   for (const comm::PolicyRule& rule : c.compression.rules) {

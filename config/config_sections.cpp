@@ -215,6 +215,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read("spatial", parallel.spatial, dimension);
   r.read("zero_stage", parallel.zero_stage, IntRange{0, 3});
   r.read("zero3_gather", parallel.zero3_gather, {"layer", "model"});
+  r.read("zero_gradient_memory", parallel.zero_gradient_memory, {"full_buffer", "shard"});
   r.read("schedule", parallel.schedule, {"gpipe", "1f1b"});
   read_pipeline_balance(r, parallel);
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
@@ -231,6 +232,7 @@ void write_parallel(YAML::Emitter& out, const ParallelConfig& parallel) {
   put(out, "spatial", int64_t(parallel.spatial));
   put(out, "zero_stage", int64_t(parallel.zero_stage));
   put(out, "zero3_gather", parallel.zero3_gather);
+  put(out, "zero_gradient_memory", parallel.zero_gradient_memory);
   put(out, "schedule", parallel.schedule);
   if (parallel.stage_layers.empty()) {
     put(out, "pipeline_balance", parallel.pipeline_balance);

@@ -67,6 +67,7 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
   in.auto_balance = c.parallel.pipeline_balance == "auto" && c.model.kind != "resnet";
   in.bucket_bytes = c.parallel.dp_bucket_bytes;
   in.zero3_per_layer = c.parallel.zero3_gather == "layer";
+  in.shard_gradient_memory = c.parallel.zero_gradient_memory == "shard";
   in.activation_value_bytes = c.training.precision == "fp32" ? 4 : 2;
   in.parallel_residual = c.model.parallel_residual;
   in.dropout = c.model.dropout > 0;

@@ -116,6 +116,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
   optimizer_options.zero_stage = int(config.parallel.zero_stage);
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
+  optimizer_options.shard_gradient_memory = config.parallel.zero_gradient_memory == "shard";
   if (tied && model->stage().has_head && !model->stage().has_embedding)
     optimizer_options.counted_elsewhere.insert("token_embedding.weight");
   // Untied, the token embedding's gradient holds only the rows of the step's

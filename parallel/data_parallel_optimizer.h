@@ -9,7 +9,8 @@
 //   { forward; [begin_last_micro_batch() before the last backward;] backward } per micro-batch;
 //   step(lr, clip);
 // Gradients accumulate over the micro-batches in the optimizer's own flat
-// buffer (each parameter's .grad() is a view of it), so each gradient bucket
+// buffer (each parameter's .grad() is a view of it; not with
+// shard_gradient_memory, stage 2 below), so each gradient bucket
 // is reduced once per step, when its gradients are final: with
 // overlap_grad_reduce, as soon as the last micro-batch's backward has
 // accumulated every gradient in it (autograd hooks on the parameters'
@@ -37,6 +38,14 @@
 //            a step until its reduce-scatter (it is where micro-batches
 //            accumulate), so the PEAK gradient memory is not reduced, only
 //            what a rank holds between steps.
+//            With shard_gradient_memory (parallel.zero_gradient_memory:
+//            shard) there is no flat gradient buffer: each micro-batch's
+//            buckets are reduce-scattered as its backward finishes them and
+//            added into the shard, so the peak is the shard plus about three
+//            buckets (two packed, one accumulating in autograd's tensors), at
+//            M times the gradient traffic for M micro-batches per step. The
+//            sums are reassociated (per micro-batch, then over them), so the
+//            result is not bit-identical to full_buffer, only close.
 //   stage 3  + parameters sharded: between steps a rank keeps only its
 //            parameter shard; the model's parameters are stand-ins then.
 //            Two ways to gather them (role weight, over zero):
@@ -61,7 +70,9 @@
 // With tensor parallelism each tp rank runs its own instance over its own
 // shards (its dp group holds the same shards). With pipeline parallelism each
 // stage shards its own parameters over its own dp group; because gradients
-// accumulate over all micro-batches before the reduce-scatter and stage 3
+// accumulate over all micro-batches before the reduce-scatter (or, shard-only,
+// every stage reduce-scatters each of its micro-batches' buckets in its own
+// deterministic backward order) and stage 3
 // gathers once per step, stages 1–3 need nothing more under PP than the
 // micro-batches of a step running between before_forward() and step() (per
 // layer, each stage gathers its own layers as its pipeline work runs them).
@@ -282,6 +293,13 @@ struct DataParallelOptimizerOptions {
     std::function<void(size_t part, float* data, size_t n)> share;
   };
   std::optional<TiedGradient> tied_gradient;
+  // ZeRO 2/3 (parallel.zero_gradient_memory: shard): hold the gradient shard
+  // plus the buckets in flight, never a full flat gradient buffer; every
+  // micro-batch's buckets are reduce-scattered as backward finishes them and
+  // added into the shard (M micro-batches: M times the gradient traffic).
+  // false (full_buffer): micro-batches accumulate in the flat buffer, reduced
+  // once per step. Ignored at stages 0/1.
+  bool shard_gradient_memory = false;
   // ZeRO-3 only: non-empty gathers per unit (layer) as the model's uses need
   // them, through layer_gate(); empty gathers the whole model once per step.
   // Units must follow the parameters' order.

@@ -3,7 +3,9 @@
 // launch order, every bucket at the front whose countdown reached zero.
 // Launching submits the bucket's collective to an OrderedCommQueue, which
 // runs it on its thread (or inline) in submission order and keeps the first
-// error.
+// error. Every backward, the same countdown runs per round over the buckets
+// before the first late one; reaching the end of them starts the next round
+// at once, without waiting for the collectives in flight.
 #include "parallel/gradient_bucket_reducer.h"
 
 #include <stdexcept>
@@ -54,6 +56,17 @@ GradientBucketReducer::GradientBucketReducer(std::vector<std::vector<size_t>> pa
     reported_[p] = 2;
   }
   pending_ = parameters_per_bucket_;
+  every_backward_ = options.every_backward;
+  std::vector<char> holds_late(buckets, 0);
+  for (size_t p : late)
+    for (size_t b : buckets_of_param_[p]) holds_late[b] = 1;
+  streamed_ = 0;
+  while (streamed_ < buckets && !holds_late[launch_order_[streamed_]]) ++streamed_;
+  for (size_t k = streamed_; k < buckets; ++k)
+    if (every_backward_ && !holds_late[launch_order_[k]])
+      throw std::invalid_argument("gradient bucket reducer: bucket " +
+                                  std::to_string(launch_order_[k]) +
+                                  " holds no late parameter but launches after one that does");
 }
 
 GradientBucketReducer::~GradientBucketReducer() {
@@ -74,17 +87,43 @@ void GradientBucketReducer::arm() {
 }
 
 void GradientBucketReducer::param_ready(size_t param) {
-  if (!armed_ || param >= reported_.size() || reported_[param]) return;
+  if (!armed() || param >= reported_.size() || reported_[param]) return;
   reported_[param] = 1;
+  round_open_ = true;
   for (size_t b : buckets_of_param_[param]) --pending_[b];
-  while (next_ < launch_order_.size() && pending_[launch_order_[next_]] == 0) {
+  const size_t end = every_backward_ ? streamed_ : launch_order_.size();
+  while (next_ < end && pending_[launch_order_[next_]] == 0) {
     launch(launch_order_[next_++]);
     ++launched_early_;
   }
+  if (every_backward_ && next_ == streamed_) start_round();
+}
+
+void GradientBucketReducer::param_arriving(size_t param) {
+  if (every_backward_ && param < reported_.size() && reported_[param] == 1) close_round();
+}
+
+void GradientBucketReducer::close_round() {
+  while (next_ < streamed_) launch(launch_order_[next_++]);
+  start_round();
+}
+
+void GradientBucketReducer::start_round() {
+  pending_ = parameters_per_bucket_;
+  for (auto& r : reported_) r = r == 2 ? 2 : 0;
+  next_ = 0;
+  round_open_ = false;
 }
 
 void GradientBucketReducer::launch_remaining() {
+  if (every_backward_) {
+    if (late_launched_) return;  // until wait(): the step's late buckets go once
+    late_launched_ = true;
+    if (round_open_) close_round();
+    next_ = streamed_;
+  }
   while (next_ < launch_order_.size()) launch(launch_order_[next_++]);
+  if (every_backward_) start_round();
 }
 
 void GradientBucketReducer::launch(size_t bucket) {
@@ -98,7 +137,9 @@ void GradientBucketReducer::launch(size_t bucket) {
 
 void GradientBucketReducer::wait() {
   armed_ = false;
-  next_ = 0;
+  // every_backward: a round in progress stays (it ends in launch_remaining()).
+  if (!every_backward_) next_ = 0;
+  late_launched_ = false;
   queue_.wait_all();
 }
 

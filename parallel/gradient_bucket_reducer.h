@@ -38,6 +38,20 @@
 //
 // Not threaded (overlap off): launch runs each bucket inline, in the same
 // launch order, so both modes compute bit-identical results.
+//
+// Every backward (Options::every_backward; ZeRO-2/3 holding only a gradient
+// shard): each micro-batch's backward is a round, and every bucket is
+// launched once per round, not once per step. No arm(): a round starts with
+// the first report after the last one ended, and ends once every bucket
+// without a late parameter has launched. A parameter that reports nothing in
+// a backward (unused) would keep its round open, so param_arriving(), called
+// before a parameter's gradient is accumulated, closes a round the
+// parameter already reported in (launching the rest of it, whose missing
+// gradients count as zero) before the next backward adds to anything;
+// launch_remaining() closes the last round. Buckets holding a late parameter
+// must come last in launch order and launch once, in launch_remaining();
+// every parameter overlapping one must be late itself (ZeroOptimizer makes
+// it so), or its report would open a round no other bucket closes.
 #pragma once
 
 #include <chrono>
@@ -59,6 +73,7 @@ class GradientBucketReducer {
     bool threaded = true;
     std::string what = "gradient reduction";  // names the collective in errors
     std::chrono::milliseconds abandon_after{5000};
+    bool every_backward = false;  // a round per backward (see the file comment)
   };
 
   // Time spent by one step's reduction.
@@ -72,7 +87,8 @@ class GradientBucketReducer {
   // params_of_bucket[b]: the parameters (indices < param_count) that overlap
   // bucket b; launch_order: a permutation of the buckets; late: parameters
   // whose buckets are left for launch_remaining(). Throws
-  // std::invalid_argument for an index out of range or a bad permutation.
+  // std::invalid_argument for an index out of range or a bad permutation
+  // (every_backward: also for a late bucket before one without).
   GradientBucketReducer(std::vector<std::vector<size_t>> params_of_bucket, size_t param_count,
                         std::vector<size_t> launch_order, const std::vector<size_t>& late,
                         RunBucket run, Options options);
@@ -84,11 +100,17 @@ class GradientBucketReducer {
   // on are final. Waits for anything still in flight first; a no-op while
   // armed.
   void arm();
-  bool armed() const { return armed_; }
+  bool armed() const { return armed_ || every_backward_; }
   // Parameter `param` holds its final gradient (only counted while armed;
-  // a second report of the same parameter is ignored).
+  // a second report of the same parameter is ignored). every_backward: its
+  // gradient of this backward is complete.
   void param_ready(size_t param);
-  // Launches every bucket not launched yet, in launch order.
+  // every_backward: the next backward is about to add to `param`'s
+  // gradient; closes the round if `param` already reported in it (a no-op
+  // otherwise).
+  void param_arriving(size_t param);
+  // Launches every bucket not launched yet, in launch order (every_backward:
+  // closes the round in progress, then launches the late buckets).
   void launch_remaining();
   // Blocks until every launched bucket is done; rethrows the first error of
   // any bucket (std::runtime_error naming bucket and collective). Ends the
@@ -102,6 +124,10 @@ class GradientBucketReducer {
 
  private:
   void launch(size_t bucket);
+  // every_backward: launches the round's buckets not launched yet and starts
+  // a new round.
+  void close_round();
+  void start_round();
 
   std::vector<std::vector<size_t>> buckets_of_param_;
   std::vector<size_t> launch_order_;
@@ -110,6 +136,10 @@ class GradientBucketReducer {
   std::vector<char> reported_;                 // per parameter, this step
   size_t next_ = 0;                            // position in launch_order_
   bool armed_ = false;
+  bool every_backward_ = false;
+  size_t streamed_ = 0;         // every_backward: launch positions before the first late bucket
+  bool round_open_ = false;     // every_backward: something reported or launched this round
+  bool late_launched_ = false;  // every_backward: launch_remaining() ran since the last wait()
   RunBucket run_;
   std::string what_;
   size_t buckets_run_ = 0, launched_early_ = 0;  // since the last take_times()

@@ -11,6 +11,43 @@ namespace {
 using Real = long double;
 constexpr Real kFloat = 4;
 
+// The most floats ZeroLayout puts in one bucket without a break, before
+// bucket_bytes cuts it (zero_layout.h): tp > 1 breaks the parameters at
+// every tp-replicated one (LayerNorms, row-parallel biases, positions), so a
+// block's longest run is its MLP's or its attention's matrices; the token
+// table has buckets of its own when untied or tied across pipeline ends;
+// per-layer ZeRO-3 breaks at every layer (embedding, block, head).
+Real longest_bucket_run(const MemoryEstimateInput& in, const PipelineStage& stage, Real per_block,
+                        Real params) {
+  const Real h = Real(in.hidden), r = Real(in.mlp_ratio), tp = Real(in.tp);
+  const Real table = Real(in.vocab_size) * h / tp;
+  const Real positions = in.learned_positions ? Real(in.seq_len) * h : 0;
+  const bool layers = stage.layers() > 0;
+  const bool own_head_table = !in.tie_embeddings || !stage.has_embedding;
+  // The embedding's table alone: untied (sparse) or the tied copy over pp.
+  const bool embedding_alone = !in.tie_embeddings || in.pp > 1;
+  const bool head_table_alone = in.tie_embeddings && in.pp > 1 && !stage.has_embedding;
+  if (in.tp > 1) {
+    Real run = layers ? std::max((4 * h * h + 3 * h) / tp, (2 * r * h * h + r * h) / tp) : 0;
+    if (stage.has_embedding || (stage.has_head && own_head_table)) run = std::max(run, table);
+    return run;
+  }
+  if (in.zero_stage == 3 && in.zero3_per_layer) {
+    Real run = layers ? per_block : 0;
+    if (stage.has_embedding)
+      run = std::max(run, embedding_alone ? std::max(table, positions) : table + positions);
+    if (stage.has_head) {
+      const Real head_table = own_head_table ? table : 0;
+      run = std::max(run, head_table_alone ? std::max(2 * h, table) : 2 * h + head_table);
+    }
+    return run;
+  }
+  Real alone = 0;
+  if (stage.has_embedding && embedding_alone) alone += table;
+  if (stage.has_head && head_table_alone) alone += table;
+  return std::max(params - alone, alone > 0 ? table : 0);
+}
+
 MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage& stage,
                               int stage_index) {
   const Real h = Real(in.hidden), r = Real(in.mlp_ratio), tp = Real(in.tp), dp = Real(in.dp);
@@ -49,6 +86,31 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // its reduce-scatter fills: both are alive at the step's peak.
   e.gradient_bytes = param_bytes + (in.zero_stage >= 2 ? param_bytes / dp : 0);
   e.optimizer_bytes = 2 * param_bytes / (in.zero_stage >= 1 ? dp : 1);
+  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
+  // an untied token embedding is cut into buckets of its own (ZeroLayout).
+  Real largest_run = param_bytes;
+  if (stage.has_embedding && !in.tie_embeddings) {
+    const Real table = vocab * h / tp * kFloat;
+    largest_run = std::max(table, param_bytes - table);
+  }
+  const Real bucket = std::min(Real(in.bucket_bytes), largest_run);
+  if (in.zero_stage >= 2 && in.shard_gradient_memory) {
+    const Real span =
+        std::min(Real(in.bucket_bytes), longest_bucket_run(in, stage, per_block, params) * kFloat);
+    // Shard-only (zero_shard_gradients.cpp): the shard, the gradients
+    // autograd holds until their bucket is packed — about one bucket, or the
+    // largest tensor, which is freed only when its last bucket is packed,
+    // plus the tied table on a pipeline end, held over the step — and
+    // (buffers) two packed buckets and one received piece.
+    const Real table = vocab * h / tp * kFloat;
+    Real largest_tensor = stage.layers() > 0 ? r * h * h / tp * kFloat : 0;
+    if (stage.has_embedding || stage.has_head) largest_tensor = std::max(largest_tensor, table);
+    const bool holds_tied_copy =
+        in.pp > 1 && in.tie_embeddings && (stage.has_embedding || stage.has_head);
+    const Real held = std::max(span, largest_tensor) + (holds_tied_copy ? table : 0);
+    e.gradient_bytes = param_bytes / dp + std::min(param_bytes, held);
+    e.buffer_bytes = (param_bytes > span ? 2 : 1) * span + (in.dp > 1 ? span / dp : 0);
+  }
 
   const Real tokens = Real(in.micro_batch) * seq;
   // Per token of one block, in values of the compute dtype (see the header).
@@ -94,16 +156,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // ZeRO 1/2 stage one bucket's piece of the updated weights for its
   // allgather, ZeRO-1 one reduced piece too; the other stages reduce and
   // gather in place.
-  // A piece is 1/dp of the largest bucket, which a run of parameters bounds:
-  // an untied token embedding is cut into buckets of its own (ZeroLayout).
-  Real largest_run = param_bytes;
-  if (stage.has_embedding && !in.tie_embeddings) {
-    const Real table = vocab * h / tp * kFloat;
-    largest_run = std::max(table, param_bytes - table);
-  }
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
-    e.buffer_bytes =
-        (in.zero_stage == 1 ? 2 : 1) * std::min(Real(in.bucket_bytes), largest_run) / dp;
+    e.buffer_bytes += (in.zero_stage == 1 ? 2 : 1) * bucket / dp;
   // One input gradient held after its send, one output gradient received.
   const Real message = tokens * h * kFloat;
   if (in.pp > 1)

@@ -93,6 +93,8 @@ struct MemoryEstimateInput {
   bool auto_balance = false;
   int64_t bucket_bytes = 0;
   bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)
+  // ZeRO 2/3, parallel.zero_gradient_memory: shard (no flat gradient buffer).
+  bool shard_gradient_memory = false;
   // training.precision: bytes of one activation value the blocks keep for
   // backward (4 float32; 2 bf16/fp16, whose masters, gradients and moments
   // stay float32).

@@ -78,7 +78,7 @@ std::unique_ptr<PowerSgdReducer> ZeroOptimizer::make_powersgd_reducer() {
 }
 
 void ZeroOptimizer::reduce_gradients() {
-  reduce_flat_ = flat_grads_.data_ptr<float>();
+  reduce_flat_ = flat_grads_.defined() ? flat_grads_.data_ptr<float>() : nullptr;
   reducer_->launch_remaining();
   reducer_->wait();
   const auto times = reducer_->take_times();

@@ -3,6 +3,9 @@
 //      bucket whose gradients are all final is queued to the comm thread, in
 //      launch order (last bucket first), and reduced as in 2 while backward
 //      goes on;
+//      Shard-only gradients (zero_shard_gradients.cpp): every backward's
+//      buckets are packed and reduce-scattered into the shard this way, and
+//      step() first packs what is left, so 1 and the flat buffer of 2 fall away;
 //   1. fold in gradients autograd left outside the flat buffer;
 //      stage 3: release the full parameters (forward and backward are done);
 //   2. reduce: per bucket, an allreduce over dp (stage 0, and stage 1 under
@@ -132,6 +135,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   validate(options_.adamw);
   for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
   powersgd_ = make_powersgd_reducer();
+  shard_only_ = stage_ >= 2 && options_.shard_gradient_memory;
   // ZeRO-1 updates only its pieces, so it needs only their sum: a
   // reduce-scatter sends half an allreduce's bytes. PowerSGD sums low-rank
   // factors, which only an allreduce can.
@@ -227,9 +231,6 @@ void ZeroOptimizer::set_up_reduction() {
     for (size_t p = first; p < params_.size() && layout_.offsets()[p] < end; ++p)
       params_of_bucket[b].push_back(p);
   }
-  // Reverse flat order is reverse parameter order: what backward finishes first.
-  std::vector<size_t> launch_order(buckets.size());
-  for (size_t k = 0; k < buckets.size(); ++k) launch_order[k] = buckets.size() - 1 - k;
   std::vector<size_t> late;
   std::set<std::string> unmatched = options_.late_gradients;
   for (size_t i = 0; i < params_.size(); ++i)
@@ -237,6 +238,19 @@ void ZeroOptimizer::set_up_reduction() {
   if (!unmatched.empty())
     throw std::invalid_argument("late_gradients names " + *unmatched.begin() +
                                 ", which is not a parameter of this rank");
+  params_of_bucket_ = params_of_bucket;
+  if (shard_only_) late = deferred_params();
+  // Reverse flat order is reverse parameter order: what backward finishes
+  // first. Shard-only, the buckets packed in step() go last.
+  std::vector<char> deferred(buckets.size(), 0);
+  if (shard_only_)
+    for (size_t p : late)
+      for (size_t b = 0; b < buckets.size(); ++b)
+        for (size_t q : params_of_bucket[b]) deferred[b] |= q == p;
+  std::vector<size_t> launch_order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t k = buckets.size(); k-- > 0;)
+      if (deferred[k] == pass) launch_order.push_back(k);
 
   overlap_ = options_.overlap_grad_reduce && dp() > 1;
   if (overlap_) {
@@ -250,7 +264,8 @@ void ZeroOptimizer::set_up_reduction() {
           std::to_string(level) + "; set training.overlap_grad_reduce: false");
   }
   GradientBucketReducer::Options reducer_options;
-  reducer_options.threaded = overlap_ && !per_layer_;
+  reducer_options.threaded = overlap_ && !per_layer_ && !shard_only_;
+  reducer_options.every_backward = shard_only_;
   reducer_options.what =
       reduction_ == Reduction::kAllreduce ? "allreduce over dp" : "reduce-scatter over zero";
   GradientBucketReducer::RunBucket run = [this](size_t b) { reduce_bucket(b, reduce_flat_); };
@@ -267,22 +282,40 @@ void ZeroOptimizer::set_up_reduction() {
         params_, shapes_, layout_, options_.layer_schedule.uses, param_shard_.data(),
         groups_.zero(), *queue_, kWeightKeyBase, [this] { note_memory(); });
   }
+  if (shard_only_) {
+    // The bucket is packed here, on the thread running backward; its
+    // reduction goes through the queue (shared with per-layer gathers).
+    if (!queue_) queue_ = std::make_unique<OrderedCommQueue>(overlap_);
+    run = [this](size_t b) { stream_bucket(b); };
+    buckets_per_param_.assign(params_.size(), 0);
+    for (const auto& in_bucket : params_of_bucket_)
+      for (size_t p : in_bucket) ++buckets_per_param_[p];
+    unpacked_buckets_ = buckets_per_param_;
+    const size_t span = layout_.largest_piece() * size_t(dp());
+    packed_.resize(std::min<size_t>(2, buckets.size()));
+    for (auto& p : packed_) p.data = torch::zeros({int64_t(span)}, torch::kFloat);
+    if (dp() > 1) received_ = torch::zeros({int64_t(layout_.largest_piece())}, torch::kFloat);
+  }
   reducer_ = std::make_unique<GradientBucketReducer>(std::move(params_of_bucket), params_.size(),
                                                      std::move(launch_order), late, std::move(run),
                                                      reducer_options);
-  if (!overlap_) return;
+  // Shard-only needs the hooks without overlap too: they are what frees
+  // each bucket's gradients during backward.
+  if (!overlap_ && !shard_only_) return;
   for (size_t i = 0; i < params_.size(); ++i) {
     // Held here: a tensor keeps its accumulator only weakly, and the hook
     // lives on it. Frozen parameters have none and stay for step().
     auto accumulator = torch::autograd::impl::grad_accumulator(params_[i].tensor);
     if (!accumulator) continue;
     hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<GradientReadyHook>(this, i)));
+    if (shard_only_) add_arriving_hook(*accumulator, i);
     accumulators_.push_back(std::move(accumulator));
   }
 }
 
 ZeroOptimizer::~ZeroOptimizer() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  remove_arriving_hooks();
   if (queue_ && !queue_->shutdown()) {
     // A zero-group collective never finished (only on error paths, before the
     // job ends): its thread still writes these buffers, so they must outlive us.
@@ -290,6 +323,8 @@ ZeroOptimizer::~ZeroOptimizer() {
     new torch::Tensor(std::move(flat_grads_));
     new std::vector<float>(std::move(grad_shard_));
     new std::vector<float>(std::move(param_shard_));
+    new std::vector<PackedBucket>(std::move(packed_));
+    new torch::Tensor(std::move(received_));
     (void)gatherer_.release();
     (void)queue_.release();
   }
@@ -319,6 +354,11 @@ void ZeroOptimizer::zero_grad() {
   reducer_->wait();  // nothing is in flight between steps; a failure surfaces here
   if (queue_) queue_->wait_all();
   if (flat_grads_.defined()) flat_grads_.zero_();
+  if (shard_only_) {
+    // Every micro-batch's pieces are added into the shard.
+    std::fill(grad_shard_.begin(), grad_shard_.end(), 0.0f);
+    std::fill(own_nonfinite_at_.begin(), own_nonfinite_at_.end(), kAllFinite);
+  }
 }
 
 void ZeroOptimizer::before_forward() {
@@ -326,11 +366,11 @@ void ZeroOptimizer::before_forward() {
   reducer_->wait();  // stage 3 gathers over zero below
   if (queue_) queue_->wait_all();
   if (!per_layer_ && !flat_params_.defined()) gather_parameters();
-  attach_gradients();
+  if (!shard_only_) attach_gradients();
 }
 
 void ZeroOptimizer::begin_last_micro_batch() {
-  if (!overlapping()) return;
+  if (!overlapping() || shard_only_) return;  // shard-only: every backward reduces
   if (!flat_grads_.defined())
     throw std::logic_error("ZeRO optimizer: begin_last_micro_batch() before before_forward()");
   reducer_->arm();
@@ -339,6 +379,10 @@ void ZeroOptimizer::begin_last_micro_batch() {
 
 void ZeroOptimizer::on_gradient_accumulated(size_t i) {
   if (!reducer_->armed()) return;
+  if (shard_only_) {
+    reducer_->param_ready(i);  // its gradient stays autograd's until its buckets are packed
+    return;
+  }
   torch::NoGradGuard no_grad;
   auto& grad = params_[i].tensor.mutable_grad();
   const float* expected = flat_grads_.data_ptr<float>() + layout_.offsets()[i];
@@ -361,7 +405,10 @@ void ZeroOptimizer::set_gradient_scale(double scale) {
 
 double ZeroOptimizer::step(double lr, double max_grad_norm) {
   torch::NoGradGuard no_grad;
-  attach_gradients();  // launched buckets hold only parameters already in place
+  if (shard_only_)
+    reducer_->launch_remaining();  // packs the rest before stage 3 frees the parameters
+  else
+    attach_gradients();  // launched buckets hold only parameters already in place
   if (per_layer_)
     gatherer_->release_all();  // also waits for prefetches nobody used
   else if (stage_ == 3)
@@ -369,6 +416,7 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
   reduce_gradients();
   share_tied_gradient();
   if (stage_ >= 2) release_gradients();
+  held_gradient_bytes_ = 0;  // shard-only: every gradient was packed and freed
   // Loss scaling: the norm of the true gradients (a power-of-two scale
   // divides exactly).
   const double norm = global_norm() / gradient_scale_;
@@ -505,9 +553,12 @@ MemoryUsage ZeroOptimizer::memory() const {
   MemoryUsage m;
   m.parameter_bytes = bytes((flat_params_.defined() ? layout_.padded() : 0) + param_shard_.size()) +
                       (gatherer_ ? gatherer_->live_bytes() : 0);
-  m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size());
+  m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size()) +
+                     held_gradient_bytes_;
   m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
-  m.buffer_bytes = bytes(staging_.size() + scattered_.size()) +
+  m.buffer_bytes = bytes(staging_.size() + scattered_.size() +
+                         size_t(received_.defined() ? received_.numel() : 0) +
+                         packed_.size() * layout_.largest_piece() * size_t(dp())) +
                    int64_t(powersgd_ ? powersgd_->state_bytes() : 0);
   return m;
 }

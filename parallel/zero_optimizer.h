@@ -11,6 +11,7 @@
 //   gradient shard    -          -          always           always
 //   AdamW moments     whole      shard      shard            shard
 //   reduce over dp    allreduce  r-scatter  r-scatter        r-scatter
+//   (shard-only gradient memory, below: no flat gradients at stages 2/3)
 //
 // Stage 1 reduce-scatters each bucket (half an allreduce's bytes) into a
 // piece-sized buffer and copies the piece back into the flat gradients,
@@ -27,6 +28,13 @@
 // post hook (LibTorch 1.13 has no post-accumulate-grad tensor hook; a tensor
 // hook would see the gradient before accumulation) that reports the
 // parameter ready once begin_last_micro_batch() has armed the reducer.
+//
+// Shard-only gradient memory (stages 2/3, options.shard_gradient_memory; see
+// zero_shard_gradients.cpp): no flat gradient buffer. Autograd keeps each
+// parameter's gradient of one backward; as each bucket's parameters are all
+// accumulated, the bucket is packed into one of two bucket-sized buffers,
+// the gradients it took are freed, and its reduce-scatter over zero adds
+// the received piece into the gradient shard — every micro-batch.
 //
 // Per-layer ZeRO-3 (options.layer_schedule): the layout's buckets follow the
 // schedule's units, a LayerParameterGatherer materialises units as the model
@@ -118,6 +126,24 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void on_gradient_accumulated(size_t param);
   // Launches what the hooks did not and waits for every bucket.
   void reduce_gradients();
+  // Shard-only gradients (zero_shard_gradients.cpp). On the thread running
+  // backward: packs bucket b from the parameters' gradients into a send
+  // buffer, frees the gradients no other bucket of the round still needs and
+  // queues the bucket's reduction.
+  void stream_bucket(size_t b);
+  // On the comm thread: reduces the packed bucket over zero and adds this
+  // rank's piece into the gradient shard.
+  void reduce_streamed_bucket(size_t b, const float* packed);
+  // The parameters packed only in step(): late gradients, the tied table and,
+  // transitively, whatever shares a bucket with them.
+  std::vector<size_t> deferred_params() const;
+  // Bytes of parameter gradients autograd holds right now (shard-only).
+  int64_t held_gradient_bytes() const;
+  // From a gradient accumulator's pre hook: the next backward is about to
+  // add to parameter `param` (shard-only).
+  void on_gradient_arriving(size_t param);
+  void add_arriving_hook(torch::autograd::Node& accumulator, size_t param);
+  void remove_arriving_hooks();  // the parameters may outlive this optimizer
   bool overlapping() const { return reducer_ && overlap_; }
   double global_norm();
   // The parameter holding flat index `at`.
@@ -168,6 +194,22 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int64_t peak_gathered_bytes_ = 0;  // whole-model gathers (per layer: the gatherer's)
 
   struct GradientReadyHook;
+  struct GradientArrivingHook;
+  // Shard-only gradient memory (see the file comment).
+  bool shard_only_ = false;
+  struct PackedBucket {
+    torch::Tensor data;                 // one bucket's span
+    OrderedCommQueue::Ticket sent = 0;  // its last reduction (0: none)
+  };
+  std::vector<PackedBucket> packed_;  // used in turn
+  size_t next_packed_ = 0;
+  torch::Tensor received_;  // one bucket's reduced piece (comm thread)
+  std::vector<std::vector<size_t>> params_of_bucket_;
+  std::vector<size_t> buckets_per_param_;  // buckets overlapping each parameter
+  std::vector<size_t> unpacked_buckets_;   // per parameter, this round
+  int64_t held_gradient_bytes_ = 0;        // at the last pack
+  // The pre hooks, by accumulator (same order as accumulators_).
+  std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
   bool overlap_ = false;          // reduce on the comm thread during backward
   float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
   std::vector<std::shared_ptr<torch::autograd::Node>>

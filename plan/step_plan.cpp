@@ -258,11 +258,16 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       blocking_per_micro_batch += exposed;
       groups[GroupKind::kZero].exposed_seconds += exposed * m;
     }
-    // All buckets but the last can hide behind the last micro-batch's backward.
+    // All buckets but the last can hide behind the last micro-batch's
+    // backward; with parallel.zero_gradient_memory: shard every micro-batch
+    // reduces its own buckets behind its own backward (a round each).
+    const bool every_backward = dims.zero_stage >= 2 && c.parallel.zero_gradient_memory == "shard";
+    const double rounds = every_backward ? m : 1;
     double dp_exposed = dp_overlappable;
-    if (dp_buckets > 1) {
+    if (double(dp_buckets) > rounds) {
+      const double per_round = dp_overlappable / rounds;
       const double last = dp_overlappable / double(dp_buckets);
-      dp_exposed = last + std::max(0.0, dp_overlappable - last - sp.backward_seconds);
+      dp_exposed = rounds * (last + std::max(0.0, per_round - last - sp.backward_seconds));
     }
     for (auto& [kind, g] : groups)
       if (kind == GroupKind::kDp || kind == GroupKind::kZero) {

@@ -166,6 +166,12 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     runs.insert(runs.end(), params.block.begin(), params.block.end());
   runs.insert(runs.end(), params.head.begin(), params.head.end());
   const bool per_layer = zero == 3 && c.parallel.zero3_gather == "layer";
+  // parallel.zero_gradient_memory: shard reduce-scatters every micro-batch's
+  // buckets, except the tied table's, packed once in step().
+  const bool shard_only = zero >= 2 && c.parallel.zero_gradient_memory == "shard";
+  const auto reductions = [&](const GatherBucket& bucket) {
+    return shard_only && !bucket.tied ? micro_batches : int64_t(1);
+  };
   if (per_layer) {
     // Buckets per unit (parallel::ZeroLayout with units): reduce-scattered
     // once per step; each unit gathered as often as the layer rules say.
@@ -175,7 +181,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     for (const GatherUnit& unit : units.units)
       for (const GatherBucket& bucket : unit.buckets) {
         if (bucket.tied) ++tied_parts[bucket.floats];
-        if (!bucket.tied || tied_reduced_here) ++reduced[{bucket.own, bucket.floats}];
+        if (!bucket.tied || tied_reduced_here)
+          reduced[{bucket.own, bucket.floats}] += reductions(bucket);
         gathered[bucket.floats] += unit.gathers;
       }
     for (const auto& [key, calls] : reduced) {
@@ -201,11 +208,13 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   } else {
     // (own, bucket floats) -> calls; the tied table's buckets the last stage
     // does not reduce are gathered all the same.
-    std::map<std::pair<bool, int64_t>, int64_t> buckets, not_reduced;
+    std::map<std::pair<bool, int64_t>, int64_t> buckets, not_reduced, reduced_calls;
     for (const GatherBucket& bucket :
          zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets) {
       if (bucket.tied) ++tied_parts[bucket.floats];
-      ++(bucket.tied && !tied_reduced_here ? not_reduced : buckets)[{bucket.own, bucket.floats}];
+      const bool reduced = !bucket.tied || tied_reduced_here;
+      ++(reduced ? buckets : not_reduced)[{bucket.own, bucket.floats}];
+      if (reduced) reduced_calls[{bucket.own, bucket.floats}] += reductions(bucket);
     }
     for (const auto& [key, calls] : not_reduced) {
       if (zero == 0) continue;
@@ -232,7 +241,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       MessageClass grads{scatter ? GroupKind::kZero : GroupKind::kDp,
                          scatter ? Op::kReduceScatter : Op::kAllreduce,
                          own ? Role::kEmbeddingGradient : Role::kGradient};
-      grads.calls = calls;
+      grads.calls = reduced_calls[key];
       grads.bytes = floats * int64_t(sizeof(float));
       grads.group_size = dims.dp;
       grads.sent_fraction =

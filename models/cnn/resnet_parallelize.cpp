@@ -159,6 +159,7 @@ std::unique_ptr<TrainModel> parallelize_resnet(const config::Config& config,
   optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
   optimizer_options.zero_stage = int(config.parallel.zero_stage);
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
+  optimizer_options.shard_gradient_memory = config.parallel.zero_gradient_memory == "shard";
   optimizer_options.overlap_grad_reduce =
       t.overlap_grad_reduce && !config.parallel.bidirectional && dims.sp == 1;
   parts.a.optimizer = parallel::make_data_parallel_optimizer(parts.a.stage->param_infos(),

@@ -65,6 +65,11 @@ TEST_F(ConfigTest, InconsistentDataKeysAreRefusedAtTheirKey) {
   expect_error_at("data:\n  kind: indexed\n  paths: x\n  split: [1, 0]\neval:\n  every: 10\n",
                   "split", "data.split", "no documents are held out");
   expect_error_at("parallel:\n  zero3_gather: shard\n", "shard", "parallel.zero3_gather", "layer");
+  expect_error_at("parallel:\n  zero_gradient_memory: half\n", "half",
+                  "parallel.zero_gradient_memory", "full_buffer");
+  expect_error_at("parallel:\n  zero_stage: 1\n  zero_gradient_memory: shard\n",
+                  "zero_gradient_memory", "parallel.zero_gradient_memory",
+                  "needs parallel.zero_stage 2 or 3, got 1");
   expect_error_at("data:\n  kind: sqlite\n", "sqlite", "data.kind", "indexed");
   expect_error_at("eval:\n  batches: 0\n", "batches", "eval.batches", "");
 }

@@ -3,7 +3,8 @@
 // parameters hold their buckets until launch_remaining(), nothing launches
 // while disarmed, a bucket's error reaches wait() naming the bucket and the
 // collective (and stops the buckets after it), and destruction with a
-// collective that never ends returns instead of hanging.
+// collective that never ends returns instead of hanging; every_backward
+// launches each bucket once per backward.
 #include "parallel/gradient_bucket_reducer.h"
 
 #include <gtest/gtest.h>
@@ -88,6 +89,40 @@ TEST(GradientBucketReducer, LateParametersAndUnreportedOnesWaitForLaunchRemainin
   reducer.wait();
   EXPECT_EQ(recorder.snapshot(), (std::vector<size_t>{3, 2, 1, 0}));
   EXPECT_EQ(reducer.take_times().launched_early, 1u);
+}
+
+// Every backward (shard-only ZeRO-2/3): each backward launches every bucket
+// once, without arm(); a parameter unused in one backward leaves its round
+// open until a parameter that already reported arrives again; the late
+// parameter's bucket (last in launch order) goes once, in launch_remaining().
+TEST(GradientBucketReducer, EveryBackwardLaunchesEachBucketOncePerRound) {
+  // Bucket 0 holds the late parameters 0 and 1 and launches last.
+  const std::vector<size_t> order = {3, 2, 1, 0};
+  Recorder recorder;
+  auto options = threaded();
+  options.threaded = false;
+  options.every_backward = true;
+  GradientBucketReducer reducer(kParamsOfBucket, 5, order, /*late=*/{0, 1}, recorder.run(),
+                                options);
+  EXPECT_TRUE(reducer.armed());
+  for (size_t p : {4, 3, 2}) reducer.param_ready(p);  // a whole backward
+  EXPECT_EQ(recorder.snapshot(), (std::vector<size_t>{3, 2, 1}));
+  for (size_t p : {4, 2}) {  // parameter 3 unused: bucket 2 holds the round
+    reducer.param_arriving(p);
+    reducer.param_ready(p);
+  }
+  EXPECT_EQ(recorder.snapshot(), (std::vector<size_t>{3, 2, 1, 3}));
+  reducer.param_arriving(4);  // the next backward: the open round is closed first
+  EXPECT_EQ(recorder.snapshot(), (std::vector<size_t>{3, 2, 1, 3, 2, 1}));
+  reducer.param_ready(4);
+  reducer.launch_remaining();  // the third round's rest, then the late bucket
+  reducer.launch_remaining();  // once per step
+  reducer.wait();
+  EXPECT_EQ(recorder.snapshot(), (std::vector<size_t>{3, 2, 1, 3, 2, 1, 3, 2, 1, 0}));
+  // A bucket without a late parameter may not launch after one with.
+  EXPECT_THROW(
+      GradientBucketReducer(kParamsOfBucket, 5, {0, 3, 2, 1}, {0}, recorder.run(), options),
+      std::invalid_argument);
 }
 
 TEST(GradientBucketReducer, NothingLaunchesWhileDisarmed) {

@@ -1,8 +1,8 @@
 // Plan = measurement for memory: trains a GPT whose activations outweigh its
 // parameters (4 blocks of hidden 64, 128 tokens per sequence, dropout on)
-// for two steps in 11 layouts (recompute none / selective / full, ZeRO 1
-// and 3, dp, tp and pp 1 and 2) with LibTorch's CPU allocations counted
-// (tests/support/counting_allocator.h), and holds every rank's peak to the
+// for two steps in 14 layouts (recompute none / selective / full, ZeRO 1,
+// 2 and 3, ZeRO 2/3 holding only the gradient shard, dp, tp and pp 1 and 2) with LibTorch's CPU
+// allocations counted (tests/support/counting_allocator.h), and holds every rank's peak to the
 // planner's estimate for its pipeline stage (parallel/memory_estimate.h:
 // parameters + gradients + optimizer + activations + buffers + pipeline
 // messages; not the runtime or the communication scratch, which LibTorch
@@ -34,6 +34,7 @@ struct Layout {
   const char* recompute;
   // Held to 10 % unless a reason says otherwise (docs/planner.md).
   double tolerance = 0.10;
+  const char* gradient_memory = "full_buffer";  // parallel.zero_gradient_memory
 };
 
 config::Config measured_config(uint64_t seed, const Layout& l) {
@@ -52,6 +53,7 @@ config::Config measured_config(uint64_t seed, const Layout& l) {
   c.parallel.tensor = l.tp;
   c.parallel.pipeline = l.pp;
   c.parallel.zero_stage = l.zero_stage;
+  c.parallel.zero_gradient_memory = l.gradient_memory;
   c.parallel.dp_bucket_bytes = 64 << 10;
   return c;
 }
@@ -66,6 +68,9 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
       {"dp2 ZeRO-1", 2, 1, 1, 1, "full"},
       {"dp2 ZeRO-3", 2, 1, 1, 3, "none"},
       {"dp2 ZeRO-3", 2, 1, 1, 3, "selective"},
+      {"dp2 ZeRO-2", 2, 1, 1, 2, "none"},
+      {"dp2 ZeRO-2 shard", 2, 1, 1, 2, "none", 0.10, "shard"},
+      {"dp2 ZeRO-3 shard", 2, 1, 1, 3, "none", 0.10, "shard"},
       {"tp2", 1, 2, 1, 0, "none"},
       {"pp2", 1, 1, 2, 0, "none"},
       // Stage 0 (two micro-batches in flight) measures 12 % above the plan:

@@ -58,7 +58,8 @@ struct Variant {
   std::string name = "plain";
   comm::PolicyConfig policy;  // lossless unless a rule says otherwise
   double dropout = 0;
-  std::string precision = "fp32";  // training.precision
+  std::string precision = "fp32";               // training.precision
+  std::string gradient_memory = "full_buffer";  // parallel.zero_gradient_memory (ZeRO 2/3)
   // Plain runs follow the single-rank (float32) model; lossy ones, dropout
   // and 16-bit compute do not.
   bool follows_single_rank() const {
@@ -131,6 +132,7 @@ config::Config test_config(const std::string& checkpoint_dir, const Variant& var
   c.parallel.tensor = layout.tp;
   c.parallel.pipeline = layout.pp;
   c.parallel.zero_stage = layout.zero;
+  c.parallel.zero_gradient_memory = layout.zero >= 2 ? variant.gradient_memory : "full_buffer";
   c.model.layers = 4;  // room for 4 pipeline stages
   c.model.dropout = variant.dropout;
   c.training.precision = variant.precision;
@@ -211,9 +213,9 @@ CaseResult check_case(const Layout& from, const Layout& to, const std::vector<do
     std::printf("case: %s\n", what.c_str());
     std::fflush(stdout);
   }
-  const std::string dir = root + "/" + from.name() + "-" + to.name() + "-" +
-                          std::to_string(variant.dropout) +
-                          std::to_string(variant.policy.rules.size()) + variant.precision;
+  const std::string dir =
+      root + "/" + from.name() + "-" + to.name() + "-" + std::to_string(variant.dropout) +
+      std::to_string(variant.policy.rules.size()) + variant.precision + variant.gradient_memory;
   const std::string dir_a = dir + "/a", dir_b = dir + "/b";
   CaseResult result;
   const auto original = on_ranks_of(from, variant.policy, [&](parallel::ProcessGroups& groups) {
@@ -357,6 +359,21 @@ TEST_F(CheckpointReshard, LossyPolicyWithErrorFeedbackResumesBitExact) {
       EXPECT_EQ(result.resume_notes, "") << l.name();
     }
   }
+}
+
+// ZeRO 2/3 holding only the gradient shard (a reduce-scatter per bucket and
+// micro-batch): plain, and with the topk residuals of every micro-batch's
+// reduce-scatter (the same keys as full_buffer's) saved and restored.
+TEST_F(CheckpointReshard, ShardGradientMemoryResumesBitExact) {
+  Variant shard = plain();
+  shard.name = "zero_gradient_memory shard";
+  shard.gradient_memory = "shard";
+  Variant lossy = error_feedback();
+  lossy.name += ", zero_gradient_memory shard";
+  lossy.gradient_memory = "shard";
+  for (const Layout& l : {Layout{4, 1, 1, 2}, Layout{2, 2, 1, 3}, Layout{2, 1, 2, 3}})
+    check_case(l, l, single_rank_, root_, shard);
+  check_case(Layout{2, 1, 2, 2}, Layout{2, 1, 2, 2}, single_rank_, root_, lossy);
 }
 
 // Without its Q's, residuals and counters the resumed run would warm up

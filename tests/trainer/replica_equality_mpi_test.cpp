@@ -7,7 +7,8 @@
 //
 // Each test trains the tiny GPT for a few steps on one layout, once per
 // policy (zhybrid, mzhybrid, auto, qsgd and topk with error feedback,
-// powersgd) and ZeRO stage (0-3; powersgd 0-1), with every message
+// powersgd) and ZeRO stage (0-3, and 3 holding only the gradient shard;
+// powersgd 0-1), with every message
 // compressed whatever its size and locality, and with a clip low enough that
 // every step is clipped (so the clip factor must agree too). Then every rank
 // sends its optimizer state (master weights and both AdamW moments, the runs
@@ -188,13 +189,15 @@ struct Outcome {
 
 // Trains `layout` under `policy` at ZeRO `stage` and compares the replicas.
 Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
-                          const comm::PolicyConfig& policy, uint64_t seed) {
+                          const comm::PolicyConfig& policy, uint64_t seed,
+                          const std::string& gradient_memory) {
   dims.zero_stage = stage;
   config::Config config = testing::tiny_gpt_config(seed);
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;
   config.parallel.pipeline = dims.pp;
   config.parallel.zero_stage = stage;
+  config.parallel.zero_gradient_memory = gradient_memory;
   config.parallel.dp_bucket_bytes = 2 << 10;  // several buckets, parameters cut across them
   // 36 wide: the tp slices of the attention's bias (54 floats) are no
   // multiple of zfp's blocks of 4, so replicated and sharded values share
@@ -244,11 +247,20 @@ void check_layout(int dp, int tp, int pp) {
   dims.pp = pp;
   const uint64_t seed = testing::test_seed() % 100000;
   for (const auto& policy : policies()) {
+    // ZeRO-3 also holding only the gradient shard (every micro-batch's
+    // buckets reduce-scattered, the exact ones exactly, the tied table once).
+    std::vector<std::pair<int, std::string>> variants;
     for (int stage : policy.zero_stages) {
+      variants.push_back({stage, "full_buffer"});
+      if (stage == 3) variants.push_back({stage, "shard"});
+    }
+    for (const auto& [stage, gradient_memory] : variants) {
       const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
-                               std::to_string(pp) + " ZeRO " + std::to_string(stage) + " " +
-                               policy.name + " (model seed " + std::to_string(seed) + ")";
-      const Outcome outcome = train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed);
+                               std::to_string(pp) + " ZeRO " + std::to_string(stage) +
+                               (gradient_memory == "shard" ? " shard " : " ") + policy.name +
+                               " (model seed " + std::to_string(seed) + ")";
+      const Outcome outcome =
+          train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed, gradient_memory);
       EXPECT_TRUE(outcome.finite) << what;
       EXPECT_GT(outcome.smallest_norm, kClip) << what << ": a step was not clipped";
       if (world_rank() != 0) continue;
