@@ -8,7 +8,7 @@
 # embeddings, learned or rotary positions (no position table), and a
 # pipeline split by parallel.pipeline_balance: auto (the trainer and the plan
 # must derive the same split: each stage's memory is checked), and sequence
-# parallelism (tp2 x pp2, and dp2 x tp2 ZeRO-1 recomputed whole).
+# parallelism (tp2 x pp2, and dp2 x tp2 untied, rotary, recomputed whole).
 # Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
@@ -25,7 +25,7 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
               "2 2 2 0 false" "2 1 2 3 false rotary" "4 1 1 1 true rotary" \
               "2 1 2 1 false learned auto" "1 2 2 0 true learned uniform full 1" \
               "1 2 2 0 true learned uniform none 0 true" \
-              "2 2 1 1 false rotary uniform full 0 true"; do
+              "2 2 1 0 false rotary uniform full 0 true"; do
   set -- $layout
   ranks=$(( $1 * $2 * $3 ))
   position="${6:-learned}"
