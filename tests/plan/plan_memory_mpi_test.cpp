@@ -1,6 +1,6 @@
 // Plan = measurement for memory: trains a GPT whose activations outweigh its
 // parameters (4 blocks of hidden 64, 128 tokens per sequence, dropout on)
-// for two steps in 14 layouts (recompute none / selective / full, ZeRO 1
+// for two steps in 15 layouts (recompute none / selective / full, ZeRO 1
 // and 3, dp, tp and pp 1 and 2, tp2 with sequence parallelism) with LibTorch's CPU allocations
 // counted (tests/support/counting_allocator.h), and holds every rank's peak to the planner's
 // estimate for its pipeline stage (parallel/memory_estimate.h: parameters + gradients + optimizer +
@@ -68,6 +68,7 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
       {"dp2 ZeRO-3", 2, 1, 1, 3, "none"},
       {"dp2 ZeRO-3", 2, 1, 1, 3, "selective"},
       {"tp2", 1, 2, 1, 0, "none"},
+      {"tp2", 1, 2, 1, 0, "selective"},
       {"tp2 SP", 1, 2, 1, 0, "none", 0.10, true},
       {"tp2 SP", 1, 2, 1, 0, "selective", 0.10, true},
       {"tp2 SP", 1, 2, 1, 0, "full", 0.10, true},
