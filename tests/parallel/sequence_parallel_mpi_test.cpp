@@ -9,7 +9,7 @@
 // traffic is all-gathers and reduce-scatters where it was allreduces. Last
 // the Trainer's loss trajectory over 10 steps under tp2, tp4, dp2 x tp2
 // (ZeRO-1, per-layer ZeRO-3), tp2 x pp2 and, on 8 ranks, dp2 x tp2 x pp2
-// (ZeRO-1, ZeRO-3) matches the single-rank run; lossless mpc on tp gives
+// (ZeRO-1, ZeRO-3) matches the single-rank run, in bf16 too; lossless mpc on tp gives
 // the identity codec's bits. Random data from the printed seed
 // (tests/support/test_seed.h).
 #include <gtest/gtest.h>
@@ -394,6 +394,20 @@ TEST(SequenceParallelTraining, NeoxStyleLayoutsMatchTheSingleRankRun) {
       c, {{2, dims_of(1, 2), with_recompute(c, "full"), kTrajectoryTolerance, "tp2 recompute full"},
           {4, dims_of(2, 2, 1, 3), with_zero(c, 3), kZero3Tolerance, "dp2 x tp2 zero3 per layer"},
           {4, dims_of(1, 2, 2), c, kTrajectoryTolerance, "tp2 x pp2"}});
+}
+
+// bf16 compute: the 16-bit activations travel widened to float32 and each
+// reduce-scatter rounds its float32 sum once, as the tp allreduce does;
+// tolerance as mixed_precision_mpi_test's for layouts with tp.
+TEST(SequenceParallelTraining, Bf16ComputeMatchesTheSingleRankRun) {
+  using cmpi::testing::dims_of;
+  using cmpi::testing::with_zero;
+  constexpr double kBf16TensorParallelTolerance = 2e-3;
+  auto c = cmpi::testing::tiny_neox_config(seed());
+  c.training.precision = "bf16";
+  expect_layouts_match(c, {{2, dims_of(1, 2), c, kBf16TensorParallelTolerance, "bf16 tp2"},
+                           {4, dims_of(2, 2, 1, 1), with_zero(c, 1), kBf16TensorParallelTolerance,
+                            "bf16 dp2 x tp2 zero1"}});
 }
 
 // The sequence regions' all-gathers and reduce-scatters take the policy's
