@@ -96,6 +96,10 @@ struct ParallelConfig {
   // Layers per pipeline stage, first stage first; empty = pipeline_balance.
   std::vector<int64_t> stage_layers;
   int64_t dp_bucket_bytes = 25LL << 20;  // gradient bucket for the DP allreduce
+  // Megatron-style sequence parallelism for the GPT (tensor > 1): LayerNorms,
+  // dropouts and residual adds hold 1/tensor of the sequence each, and tp
+  // traffic is all-gather / reduce-scatter instead of allreduce.
+  bool sequence_parallel = false;
   // Two model replicas pipelined in opposite directions over the same pp
   // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
   // rank's micro-batches; their gradients are summed with each other.

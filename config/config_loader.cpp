@@ -116,6 +116,10 @@ void check_resnet(const Config& c) {
     fail_at(c, "training.precision",
             "model.kind resnet trains in fp32 only (mixed precision covers the GPT), got " +
                 c.training.precision);
+  if (c.parallel.sequence_parallel)
+    fail_at(c, "parallel.sequence_parallel",
+            "splits a GPT's token sequence over the tp ranks; model.kind resnet has no tensor "
+            "parallelism (its spatial parallelism is parallel.spatial)");
   if (c.training.on_nonfinite != "abort")
     fail_at(c, "training.on_nonfinite",
             "model.kind resnet supports only abort (a skipped step would still have updated "
@@ -196,6 +200,12 @@ void check_consistency(const Config& c) {
             "model.hidden (" + std::to_string(c.model.hidden) +
                 ") must be divisible by model.heads (" + std::to_string(c.model.heads) + ")");
   if (c.model.kind == "gpt" && c.model.position == "rotary") check_rotary(c);
+  if (c.model.kind == "gpt" && c.parallel.sequence_parallel &&
+      c.model.seq_len % c.parallel.tensor != 0)
+    fail_at(c, "parallel.sequence_parallel",
+            "splits every sequence over the parallel.tensor (" + std::to_string(c.parallel.tensor) +
+                ") ranks, so model.seq_len (" + std::to_string(c.model.seq_len) +
+                ") must be divisible by it");
   if (c.training.global_batch % c.training.micro_batch != 0)
     fail_at(c, "training.global_batch",
             "must be a multiple of training.micro_batch (" +

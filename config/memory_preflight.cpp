@@ -75,6 +75,7 @@ parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
                  : c.training.recompute == "selective" ? parallel::ActivationRecompute::kSelective
                                                        : parallel::ActivationRecompute::kNone;
   in.recompute_layers = c.training.recompute_layers;
+  in.sequence_parallel = c.parallel.sequence_parallel && c.model.kind == "gpt";
   return in;
 }
 

@@ -22,7 +22,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
       attn_dropout_(options.dropout),
       attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
       future_mask_(std::move(future_mask)),
-      block_size_(options.attention_block_size) {
+      block_size_(options.attention_block_size),
+      sequence_parallel_(options.sequence_parallel) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
@@ -31,12 +32,14 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   qkv_options.out_features = 3 * options.hidden;
   qkv_options.buffer_key = buffer_key;
   qkv_options.materialize = options.materialize_parameters;
+  qkv_options.sequence_parallel = options.sequence_parallel;
   qkv = register_module("qkv", parallel::ColumnParallelLinear(qkv_options, tp));
   parallel::ParallelLinearOptions out_options;
   out_options.in_features = options.hidden;
   out_options.out_features = options.hidden;
   out_options.buffer_key = buffer_key + 1;
   out_options.materialize = options.materialize_parameters;
+  out_options.sequence_parallel = options.sequence_parallel;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
   if (options.position == PositionEncoding::kRotary)
@@ -55,9 +58,11 @@ void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptio
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t batch = x.size(0), time = x.size(1);
-  // [B, T, heads, (q k v), head_dim] for this rank's heads.
-  const auto fused = qkv->forward(x).view({batch, time, local_heads_, 3, head_dim_});
+  // [B, T, heads, (q k v), head_dim] for this rank's heads (the whole
+  // sequence, gathered under sequence parallelism).
+  const auto projected = qkv->forward(x);
+  const int64_t batch = projected.size(0), time = projected.size(1);
+  const auto fused = projected.view({batch, time, local_heads_, 3, head_dim_});
   auto heads_first = [&](int64_t which) { return fused.select(3, which).transpose(1, 2); };
   auto q = heads_first(0), k = heads_first(1);  // [B, nh, T, hd]
   const auto v = heads_first(2);
@@ -76,6 +81,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   else
     attended = attend(q, k, v);
   auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
+  if (sequence_parallel_)
+    return dropout_drawn_from(out->forward(y), is_training() ? attn_dropout_ : 0.0,
+                              attn_dropout_generator_);
   return parallel::in_float32(
       out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
 }
@@ -98,13 +106,16 @@ torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torc
   const auto future = future_mask_.narrow(0, 0, time).narrow(1, 0, time);
   auto weights = parallel::scaled_causal_softmax(parallel::mixed_matmul(q, k.transpose(-2, -1)),
                                                  std::sqrt(double(head_dim_)), future);
-  if (is_training() && attn_dropout_ > 0) {
-    weights = parallel::in_float32(weights, [this](const torch::Tensor& in) {
-      auto keep = torch::empty_like(in).bernoulli_(1.0 - attn_dropout_, attn_dropout_generator_);
-      return in * keep / (1.0 - attn_dropout_);
-    });
-  }
+  if (is_training()) weights = dropout_drawn_from(weights, attn_dropout_, attn_dropout_generator_);
   return parallel::mixed_matmul(weights, v);
+}
+
+torch::Tensor dropout_drawn_from(const torch::Tensor& x, double p, at::Generator& generator) {
+  if (p <= 0) return x;
+  return parallel::in_float32(x, [p, &generator](const torch::Tensor& in) {
+    auto keep = torch::empty_like(in).bernoulli_(1.0 - p, generator);
+    return in * keep / (1.0 - p);
+  });
 }
 
 torch::Tensor causal_future_mask(int64_t seq_len) {

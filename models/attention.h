@@ -11,7 +11,12 @@
 // Megatron's model-parallel RNG): the shared global generator would drop the
 // same pattern in different heads on every tp rank. Dropout after the output
 // projection acts on the replicated activation and uses the global generator,
-// identical on every tp rank.
+// identical on every tp rank. Under sequence parallelism (options.
+// sequence_parallel) the input is this rank's part of the sequence: the
+// fused projection all-gathers it, the heads attend over the whole sequence
+// (rotary positions are the gathered sequence's, unchanged), and the output
+// projection reduce-scatters back to this rank's positions, whose dropout then
+// differs per tp rank too and draws from the rank's generator.
 // With rotary positions (options.position) the queries and keys of every head
 // turn by their position before the scores (models/rotary_embedding.h).
 // The causal mask is built once per model (causal_future_mask) and shared by
@@ -45,7 +50,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // `future_mask`: causal_future_mask(options.seq_len), shared.
   CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
                           uint64_t dropout_seed, torch::Tensor future_mask);
-  torch::Tensor forward(const torch::Tensor& x);  // [B, T, H] -> [B, T, H]
+  // [B, T, H] -> [B, T, H]; sequence parallel: [B, T/tp, H] -> [B, T/tp, H].
+  torch::Tensor forward(const torch::Tensor& x);
   // Whether the core is recomputed in backward (selective recomputation;
   // off inside a block that is recomputed whole).
   void set_recompute_core(bool on) { recompute_core_ = on; }
@@ -71,9 +77,14 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Dropout resid_dropout_{nullptr};
   torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal
   int64_t block_size_;         // options.attention_block_size
+  bool sequence_parallel_;
   bool recompute_core_ = false;
 };
 TORCH_MODULE(CausalSelfAttention);
+
+// Inverted dropout of x (in float32 under a 16-bit dtype) drawing its mask
+// from `generator`; x itself when p is 0.
+torch::Tensor dropout_drawn_from(const torch::Tensor& x, double p, at::Generator& generator);
 
 // [seq_len, seq_len] bool, true where a key lies after its query: what the
 // scores mask to -inf. One per model, shared by its attentions.

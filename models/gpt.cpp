@@ -1,5 +1,7 @@
 #include "models/gpt.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -8,6 +10,7 @@
 #include "parallel/layer_gate_ops.h"
 #include "parallel/low_precision_ops.h"
 #include "parallel/process_groups.h"
+#include "parallel/sequence_parallel_ops.h"
 #include "parallel/tensor_parallel_layers.h"
 #include "parallel/unmaterialised.h"
 #include "parallel/vocab_parallel_cross_entropy.h"
@@ -48,10 +51,14 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
                                 std::to_string(options.heads) + ")");
   parallel::tp_split(options.hidden, *tp_, "model.hidden");
   if (stage_.has_embedding || (stage_.has_head && options.tie_embeddings))
-    token_embedding_ =
-        register_module("token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
-                                               options.vocab_size, options.hidden, *tp_,
-                                               kEmbeddingKey, options.materialize_parameters));
+    token_embedding_ = register_module(
+        "token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
+                               options.vocab_size, options.hidden, *tp_, kEmbeddingKey,
+                               options.materialize_parameters, options.sequence_parallel));
+  if (options.sequence_parallel && options.seq_len % tp_->size() != 0)
+    throw std::invalid_argument("model.seq_len (" + std::to_string(options.seq_len) +
+                                ") must be divisible by the tp group size (" +
+                                std::to_string(tp_->size()) + ") under sequence parallelism");
   if (stage_.has_embedding && options.learned_positions()) {
     torch::nn::EmbeddingOptions position(options.seq_len, options.hidden);
     if (!options.materialize_parameters)
@@ -59,6 +66,9 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     position_embedding_ = register_module("position_embedding", torch::nn::Embedding(position));
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
+  if (options.sequence_parallel)
+    embedding_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(
+        parameter_seed(options.seed, "embedding.dropout@tp" + std::to_string(tp_->rank())));
   const auto future_mask = causal_future_mask(options.seq_len);
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
@@ -185,10 +195,23 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   parallel::enter_use(gate_, 0, torch::Tensor());
   auto embedded = token_embedding_->forward(tokens);
   // Rotary positions enter in every attention instead (models/rotary_embedding.h).
-  if (position_embedding_)
+  if (position_embedding_ && options_.sequence_parallel) {
+    const auto shard = parallel::sequence_shard(time, *tp_);
+    const auto table = parallel::sum_gradient_over_tp(position_embedding_->weight, *tp_);
+    embedded =
+        embedded + torch::embedding(
+                       table, torch::arange(shard.first, shard.first + shard.count, torch::kLong));
+  } else if (position_embedding_) {
     embedded = embedded + position_embedding_->forward(torch::arange(time, torch::kLong));
+  }
   // Looked up (and summed over tp) in float32, rounded to the compute dtype.
-  return parallel::leave_use(gate_, 0, dropout_->forward(embedded).to(compute_dtype()));
+  return parallel::leave_use(gate_, 0, embedding_dropout(embedded).to(compute_dtype()));
+}
+
+torch::Tensor GptImpl::embedding_dropout(const torch::Tensor& x) {
+  if (!options_.sequence_parallel) return dropout_->forward(x);
+  return dropout_drawn_from(x, is_training() ? options_.dropout : 0.0,
+                            embedding_dropout_generator_);
 }
 
 torch::ScalarType GptImpl::compute_dtype() const {
@@ -219,8 +242,7 @@ torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tenso
   if (!stage_.has_head) throw std::logic_error("GPT head_loss: this pipeline stage holds no head");
   const auto input = parallel::enter_use(gate_, head_use(), hidden.to(compute_dtype()));
   // Logits in the compute dtype; the cross-entropy in float32.
-  auto logits =
-      parallel::vocab_parallel_logits(final_norm(input), head_weight(), *tp_, head_key(options_));
+  auto logits = logits_of(input);
   auto loss = parallel::vocab_parallel_cross_entropy(logits.to(torch::kFloat), targets, *tp_,
                                                      loss_key(options_))
                   .mean();
@@ -237,8 +259,7 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
   require_whole_model("forward");
   const auto input =
       parallel::enter_use(gate_, head_use(), run_blocks(embed(tokens), block_outputs));
-  auto logits =
-      parallel::vocab_parallel_logits(final_norm(input), head_weight(), *tp_, head_key(options_));
+  auto logits = logits_of(input);
   return parallel::leave_use(gate_, head_use(), logits.to(torch::kFloat));
 }
 
@@ -255,9 +276,18 @@ torch::Tensor GptImpl::tied_embedding_weight() const {
 }
 
 torch::Tensor GptImpl::final_norm(const torch::Tensor& x) {
+  if (options_.sequence_parallel)
+    return parallel::layer_norm(x, parallel::sum_gradient_over_tp(final_norm_->weight, *tp_),
+                                parallel::sum_gradient_over_tp(final_norm_->bias, *tp_),
+                                final_norm_->options.eps());
   if (!parallel::is_low_precision(x)) return final_norm_->forward(x);
   return parallel::layer_norm(x, final_norm_->weight, final_norm_->bias,
                               final_norm_->options.eps());
+}
+
+torch::Tensor GptImpl::logits_of(const torch::Tensor& hidden) {
+  return parallel::vocab_parallel_logits(final_norm(hidden), head_weight(), *tp_,
+                                         head_key(options_), options_.sequence_parallel);
 }
 
 torch::Tensor GptImpl::head_weight() const {
@@ -277,6 +307,8 @@ std::vector<std::pair<std::string, at::Generator>> GptImpl::dropout_generators()
     out.emplace_back(
         "block" + std::to_string(stage_.first_layer + int64_t(i)) + ".attention.dropout",
         blocks_[i]->attention->dropout_generator());
+  if (options_.sequence_parallel && stage_.has_embedding)
+    out.emplace_back("embedding.dropout", embedding_dropout_generator_);
   return out;
 }
 

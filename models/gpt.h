@@ -26,6 +26,18 @@
 // whole (full, 0: all), keep only their inputs and run again in backward
 // (models/recompute.h).
 //
+// Sequence parallel (options.sequence_parallel, Megatron-SP): the embedding
+// reduce-scatters its sum along the sequence, so every tp rank holds positions
+// [r*T/tp, (r+1)*T/tp) of the residual stream from there to the final
+// LayerNorm; run_blocks takes and returns [B, T/tp, H] (what pipeline stages
+// send each other), and the head all-gathers the normalised states before the
+// vocab-parallel logits, so the loss sees the whole sequence. Parameters used
+// on a rank's positions only (LayerNorms, row-parallel biases, the position
+// table) have their gradients summed over tp (parallel/
+// sequence_parallel_ops.h). The dropouts on the residual stream differ per tp
+// rank: the embedding's draws from its own generator ("embedding.dropout",
+// seeded per tp rank), a block's from its attention's.
+//
 // Per-layer ZeRO-3: with a LayerGate set, every piece of forward (embedding,
 // each block, head and loss: the uses of layer_schedule()) is wrapped by
 // parallel::enter_use/leave_use, so the gate gathers a layer's parameters
@@ -63,7 +75,8 @@ class GptImpl : public torch::nn::Module {
   // shape the tp group cannot split (naming the field).
   GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, StagePlan stage = {});
 
-  // tokens [B, T] int64 -> hidden [B, T, H]. Needs stage().has_embedding.
+  // tokens [B, T] int64 -> hidden [B, T, H] (sequence parallel: this rank's
+  // [B, T/tp, H]). Needs stage().has_embedding.
   torch::Tensor embed(const torch::Tensor& tokens);
   // This stage's blocks; appends each block's output (detached) to
   // `block_outputs` if given.
@@ -117,6 +130,9 @@ class GptImpl : public torch::nn::Module {
   size_t head_use() const { return first_block_use() + blocks_.size(); }
   torch::Tensor head_weight() const;                 // the logits' projection table
   torch::Tensor final_norm(const torch::Tensor& x);  // in float32, rounded to x's dtype
+  // The final LayerNorm and the logits' projection: [B, T, V/tp].
+  torch::Tensor logits_of(const torch::Tensor& hidden);
+  torch::Tensor embedding_dropout(const torch::Tensor& x);
 
   GptOptions options_;
   StagePlan stage_;
@@ -127,6 +143,7 @@ class GptImpl : public torch::nn::Module {
   torch::nn::LayerNorm final_norm_{nullptr};
   std::shared_ptr<parallel::VocabParallelEmbeddingImpl> output_head_;  // untied only
   torch::nn::Dropout dropout_{nullptr};
+  at::Generator embedding_dropout_generator_;  // sequence parallel only
   std::vector<ParamLayout> layouts_;
   parallel::LayerGate* gate_ = nullptr;
 };

@@ -63,6 +63,10 @@ struct GptOptions {
   // kFull: the first this many blocks of each pipeline stage are recomputed
   // (0: all of them), as Megatron's recompute_num_layers.
   int64_t recompute_layers = 0;
+  // Megatron-SP (parallel.sequence_parallel): outside the tensor-parallel
+  // layers every tp rank holds 1/tp of the sequence (parallel/
+  // sequence_parallel_ops.h); seq_len must be divisible by the tp size.
+  bool sequence_parallel = false;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
   // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)

@@ -78,6 +78,11 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
                             : t.recompute == "selective" ? Recompute::kSelective
                                                          : Recompute::kNone;
   model_options.recompute_layers = t.recompute_layers;
+  model_options.sequence_parallel = config.parallel.sequence_parallel;
+  if (model_options.sequence_parallel && options.dump_tensors)
+    throw std::invalid_argument(
+        "dumping tensors needs every block's whole output on one rank; "
+        "parallel.sequence_parallel splits them over tp");
   // Per-layer ZeRO-3 generates each rank's shards in the optimizer: the model
   // holds stand-ins, and no rank builds a whole parameter tensor.
   const bool layered_zero3 =
@@ -96,9 +101,14 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
     if (options.dump_tensors)
       throw std::invalid_argument("dumping tensors needs the whole model on one rank (pp = 1), " +
                                   groups.dims().to_string());
+    // Under sequence parallelism a stage sends its tp rank's part of the
+    // sequence to the same tp rank of the next stage.
+    const int64_t positions = config.parallel.sequence_parallel
+                                  ? config.model.seq_len / groups.dims().tp
+                                  : config.model.seq_len;
     parts.pipeline = std::make_unique<parallel::PipelineEngine>(
         groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
-        std::vector<int64_t>{t.micro_batch, config.model.seq_len, config.model.hidden});
+        std::vector<int64_t>{t.micro_batch, positions, config.model.hidden});
     if (tied)
       parts.tied_embedding =
           std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());

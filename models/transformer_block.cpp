@@ -4,13 +4,18 @@
 
 #include "models/recompute.h"
 #include "parallel/low_precision_ops.h"
+#include "parallel/sequence_parallel_ops.h"
 
 namespace cmpi::models {
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
                                            uint64_t buffer_key, uint64_t dropout_seed,
                                            torch::Tensor future_mask)
-    : parallel_residual_(options.parallel_residual), activation_(options.activation) {
+    : tp_(&tp),
+      parallel_residual_(options.parallel_residual),
+      sequence_parallel_(options.sequence_parallel),
+      dropout_p_(options.dropout),
+      activation_(options.activation) {
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
   attention = register_module(
@@ -22,12 +27,14 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
   in_options.out_features = options.mlp_ratio * h;
   in_options.buffer_key = buffer_key + 2;
   in_options.materialize = options.materialize_parameters;
+  in_options.sequence_parallel = options.sequence_parallel;
   fc_in = register_module("fc_in", parallel::ColumnParallelLinear(in_options, tp));
   parallel::ParallelLinearOptions out_options;
   out_options.in_features = options.mlp_ratio * h;
   out_options.out_features = h;
   out_options.buffer_key = buffer_key + 3;
   out_options.materialize = options.materialize_parameters;
+  out_options.sequence_parallel = options.sequence_parallel;
   fc_out = register_module("fc_out", parallel::RowParallelLinear(out_options, tp));
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
 }
@@ -56,11 +63,20 @@ torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
 
 // LayerNorm and dropout in float32 under a 16-bit compute dtype (see
 // parallel/low_precision_ops.h); the plain modules for float32 inputs.
+// Under sequence parallelism the parameters enter through
+// sum_gradient_over_tp (each rank normalises its own positions).
 torch::Tensor TransformerBlockImpl::norm(torch::nn::LayerNorm& layer, const torch::Tensor& x) {
+  if (sequence_parallel_) {
+    const auto weight = parallel::sum_gradient_over_tp(layer->weight, *tp_);
+    const auto bias = parallel::sum_gradient_over_tp(layer->bias, *tp_);
+    return parallel::layer_norm(x, weight, bias, layer->options.eps());
+  }
   if (!parallel::is_low_precision(x)) return layer->forward(x);
   return parallel::layer_norm(x, layer->weight, layer->bias, layer->options.eps());
 }
 torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
+  if (sequence_parallel_)
+    return dropout_drawn_from(x, is_training() ? dropout_p_ : 0.0, attention->dropout_generator());
   return parallel::in_float32(x, [this](const torch::Tensor& in) { return dropout_->forward(in); });
 }
 

@@ -7,7 +7,14 @@
 // parallelism the first MLP linear is column-parallel and the second
 // row-parallel, so the r*H activations stay split and the block
 // communicates twice forward (after attention and after the MLP) and twice
-// backward; the LayerNorms are replicated.
+// backward; the LayerNorms are replicated. Under sequence parallelism
+// (options.sequence_parallel) x, the LayerNorms, the residual adds and the
+// dropouts hold this rank's 1/tp of the sequence; the block communicates
+// an all-gather before each column-parallel linear and a reduce-scatter
+// after each row-parallel one (backward: the converse); the LayerNorms'
+// gradients are summed over tp, and their dropouts differ per tp rank,
+// drawing from the attention's per-rank generator (which recomputation
+// replays and checkpoints save).
 // Recomputed whole (set_recompute(kFull)), the block keeps only its input
 // between forward and backward and runs again in backward, its two tp
 // allreduces included (models/recompute.h); with kSelective only the
@@ -48,7 +55,10 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor compute(const torch::Tensor& x);  // the block's arithmetic
 
   torch::nn::Dropout dropout_{nullptr};
+  comm::Communicator* tp_;
   bool parallel_residual_;
+  bool sequence_parallel_;
+  double dropout_p_;
   MlpActivation activation_;
   bool recompute_whole_ = false;
 };

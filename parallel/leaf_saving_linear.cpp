@@ -11,42 +11,49 @@
 namespace cmpi::parallel {
 namespace {
 
+// The float32 weight rounded to x's 16-bit type and widened back (exact).
+torch::Tensor rounded_like(const torch::Tensor& weight, const torch::Tensor& x) {
+  return weight.to(x.scalar_type()).to(torch::kFloat);
+}
+
 struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight) {
     ctx->save_for_backward({x, weight});
-    if (!is_low_precision(x)) return torch::nn::functional::linear(x, weight);
-    // Float32 products of 16-bit inputs (see low_precision_ops.h).
-    return torch::nn::functional::linear(x.to(torch::kFloat), rounded_like(weight, x));
+    return linear_products(x, weight);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto& x = saved[0];
-    const auto& weight = saved[1];
-    const int64_t out = weight.size(0), in = weight.size(1);
-    torch::Tensor dx, dw;
-    if (!is_low_precision(x)) {
-      const auto& dy = grads[0];
-      if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, weight);
-      if (ctx->needs_input_grad(1)) dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
-      return {dx, dw};
-    }
-    // The output gradient as a 16-bit kernel receives it, widened exactly.
-    const auto dy = grads[0].to(x.scalar_type()).to(torch::kFloat);
-    if (ctx->needs_input_grad(0))
-      dx = torch::matmul(dy, rounded_like(weight, x)).to(x.scalar_type());
-    if (ctx->needs_input_grad(1))
-      dw = dy.reshape({-1, out}).t().mm(x.to(torch::kFloat).reshape({-1, in}));
-    return {dx, dw};
-  }
-  // The float32 weight rounded to x's 16-bit type and widened back (exact).
-  static torch::Tensor rounded_like(const torch::Tensor& weight, const torch::Tensor& x) {
-    return weight.to(x.scalar_type()).to(torch::kFloat);
+    auto gradients = linear_gradients(saved[0], saved[1], grads[0], ctx->needs_input_grad(0),
+                                      ctx->needs_input_grad(1));
+    return {gradients.dx, gradients.dw};
   }
 };
 
 }  // namespace
+
+torch::Tensor linear_products(const torch::Tensor& x, const torch::Tensor& weight) {
+  if (!is_low_precision(x)) return torch::nn::functional::linear(x, weight);
+  // Float32 products of 16-bit inputs (see low_precision_ops.h).
+  return torch::nn::functional::linear(x.to(torch::kFloat), rounded_like(weight, x));
+}
+
+LinearGradients linear_gradients(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& dy, bool want_dx, bool want_dw) {
+  const int64_t out = weight.size(0), in = weight.size(1);
+  LinearGradients g;
+  if (!is_low_precision(x)) {
+    if (want_dx) g.dx = torch::matmul(dy, weight);
+    if (want_dw) g.dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
+    return g;
+  }
+  // The output gradient as a 16-bit kernel receives it, widened exactly.
+  const auto widened = dy.to(x.scalar_type()).to(torch::kFloat);
+  if (want_dx) g.dx = torch::matmul(widened, rounded_like(weight, x)).to(x.scalar_type());
+  if (want_dw) g.dw = widened.reshape({-1, out}).t().mm(x.to(torch::kFloat).reshape({-1, in}));
+  return g;
+}
 
 torch::Tensor leaf_saving_linear_float32(const torch::Tensor& x, const torch::Tensor& weight) {
   return LeafSavingLinear::apply(x, weight);

@@ -30,4 +30,15 @@ torch::Tensor leaf_saving_linear(const torch::Tensor& x, const torch::Tensor& we
 // layer's over tp). The same node as above.
 torch::Tensor leaf_saving_linear_float32(const torch::Tensor& x, const torch::Tensor& weight);
 
+// The node's arithmetic, for nodes that keep their input another way (the
+// sequence-parallel linear saves a part of it and gathers the rest again):
+// x · Wᵀ as float32 products, and the gradients of x (in x's dtype) and of
+// W (float32) for an output gradient dy (undefined where not wanted).
+torch::Tensor linear_products(const torch::Tensor& x, const torch::Tensor& weight);
+struct LinearGradients {
+  torch::Tensor dx, dw;
+};
+LinearGradients linear_gradients(const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& dy, bool want_dx, bool want_dw);
+
 }  // namespace cmpi::parallel

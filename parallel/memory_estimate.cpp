@@ -118,7 +118,11 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
   const Real split = 1 + 2 * r;
   const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
-  const Real stored_block = replicated * h + split * h / tp + core;
+  // Sequence parallel: the replicated tensors (and a block's kept input) hold
+  // 1/tp of the tokens.
+  const Real sequence_split = in.sequence_parallel ? tp : 1;
+  const Real block_input = h / sequence_split;
+  const Real stored_block = replicated * h / sequence_split + split * h / tp + core;
   const Real layers = Real(stage.layers());
   // Per micro-batch in flight: what each block keeps (and of it the core's
   // scores); once per stage: what the recomputation running in backward
@@ -132,15 +136,15 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   } else if (in.recompute == ActivationRecompute::kFull && stage.layers() > 0) {
     const Real whole =
         in.recompute_layers == 0 ? layers : std::min(layers, Real(in.recompute_layers));
-    kept = whole * h + (layers - whole) * stored_block;
+    kept = whole * block_input + (layers - whole) * stored_block;
     kept_scores = (layers - whole) * core;
-    recomputed_block = stored_block - h;
+    recomputed_block = stored_block - block_input;
   }
   // The logits (and what the loss keeps of them) on the last stage, float32
   // whatever the compute dtype.
   const Real head = stage.has_head ? tokens * 2 * vocab / tp * kFloat : 0;
   Real per_micro_batch = tokens * kept * value + head;
-  if (stage.has_embedding) per_micro_batch += tokens * h * value;
+  if (stage.has_embedding) per_micro_batch += tokens * block_input * value;
   Real in_flight = 1;
   if (in.pp > 1)
     in_flight = in.gpipe ? Real(in.micro_batches)
@@ -159,7 +163,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
     e.buffer_bytes += (in.zero_stage == 1 ? 2 : 1) * bucket / dp;
   // One input gradient held after its send, one output gradient received.
-  const Real message = tokens * h * kFloat;
+  const Real message = tokens * block_input * kFloat;
   if (in.pp > 1)
     e.pipeline_send_bytes =
         (stage_index > 0 ? message : 0) + (stage_index + 1 < in.pp ? message : 0);

@@ -29,7 +29,10 @@
 //               them, docs/planner.md) and the attention core's
 //               [heads/tp, seq_len] rows (probabilities; with dropout also
 //               its mask and the dropped probabilities); and the logits
-//               (3 x vocab / tp per token) on the last stage; GPipe keeps every
+//               (3 x vocab / tp per token) on the last stage; under sequence
+//               parallelism (sequence_parallel) the replicated tensors, the
+//               embedding's output and a fully recomputed block's input hold
+//               1/tp of the tokens (so do the pipeline's messages); GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them. With
 //               bf16/fp16 compute the blocks' and the embedding's values take
 //               activation_value_bytes (2) each; the logits stay float32 (the
@@ -49,7 +52,8 @@
 //               gradient sent back, held until the stage's next action
 //               (every stage but the first), and the output gradient
 //               received for the running backward (every stage but the
-//               last); one micro-batch's [micro_batch, seq_len, hidden] each,
+//               last); one micro-batch's [micro_batch, seq_len, hidden] each
+//               (seq_len / tp under sequence parallelism),
 //               however many micro-batches the step has;
 //   scratch     what communication allocates beside the optimizer's state
 //               for the largest gradient reduction: a bucket (MPI's
@@ -102,7 +106,8 @@ struct MemoryEstimateInput {
   bool parallel_residual = false;
   bool dropout = false;  // model.dropout > 0: dropout masks are kept
   ActivationRecompute recompute = ActivationRecompute::kNone;
-  int64_t recompute_layers = 0;  // full: the first this many blocks per stage (0: all)
+  int64_t recompute_layers = 0;    // full: the first this many blocks per stage (0: all)
+  bool sequence_parallel = false;  // parallel.sequence_parallel (see activations)
 };
 
 // What a rank holds before the model exists (see runtime above).

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "parallel/leaf_saving_linear.h"
+#include "parallel/sequence_parallel_ops.h"
 #include "parallel/tensor_parallel_ops.h"
 #include "parallel/unmaterialised.h"
 
@@ -43,7 +44,9 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(const ParallelLinearOptions& 
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  auto y = leaf_saving_linear(copy_to_tp_region(x, *tp_, options_.buffer_key), weight, bias);
+  auto y = options_.sequence_parallel
+               ? sequence_gathered_linear(x, weight, bias, *tp_, options_.buffer_key)
+               : leaf_saving_linear(copy_to_tp_region(x, *tp_, options_.buffer_key), weight, bias);
   return options_.gather_output ? gather_from_tp_region(y, *tp_, options_.buffer_key) : y;
 }
 
@@ -65,16 +68,24 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
       options_.input_is_parallel ? x : scatter_to_tp_region(x, *tp_, options_.buffer_key);
   // The partial products are summed over tp in float32 and rounded to the
   // compute dtype once, after the bias (a no-op for float32 inputs).
-  auto y =
-      reduce_from_tp_region(leaf_saving_linear_float32(input, weight), *tp_, options_.buffer_key);
+  const auto partial = leaf_saving_linear_float32(input, weight);
+  if (options_.sequence_parallel) {
+    auto y = reduce_scatter_to_sequence_region(partial, *tp_, options_.buffer_key);
+    if (bias.defined()) y = y + sum_gradient_over_tp(bias, *tp_);
+    return y.to(input.scalar_type());
+  }
+  auto y = reduce_from_tp_region(partial, *tp_, options_.buffer_key);
   if (bias.defined()) y = y + bias;
   return y.to(input.scalar_type());
 }
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,
                                                        comm::Communicator& tp, uint64_t buffer_key,
-                                                       bool materialize)
-    : vocab_size_(vocab_size), buffer_key_(buffer_key), tp_(&tp) {
+                                                       bool materialize, bool sequence_parallel)
+    : vocab_size_(vocab_size),
+      buffer_key_(buffer_key),
+      sequence_parallel_(sequence_parallel),
+      tp_(&tp) {
   const int64_t rows = tp_split(vocab_size, tp, "vocab-parallel embedding vocab_size");
   if (hidden <= 0) throw std::invalid_argument("vocab-parallel embedding hidden must be positive");
   first_id_ = int64_t(tp.rank()) * rows;
@@ -98,11 +109,14 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
   // Masked positions look up row 0 and are zeroed, so row 0's gradient gets
   // nothing from them.
   auto rows_out = torch::embedding(weight, local_ids).masked_fill(~mine.unsqueeze(-1), 0.0);
-  return reduce_from_tp_region(rows_out, *tp_, buffer_key_);
+  return sequence_parallel_ ? reduce_scatter_to_sequence_region(rows_out, *tp_, buffer_key_)
+                            : reduce_from_tp_region(rows_out, *tp_, buffer_key_);
 }
 
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
-                                    comm::Communicator& tp, uint64_t buffer_key) {
+                                    comm::Communicator& tp, uint64_t buffer_key,
+                                    bool sequence_parallel) {
+  if (sequence_parallel) return sequence_gathered_linear(hidden, weight_shard, {}, tp, buffer_key);
   return leaf_saving_linear(copy_to_tp_region(hidden, tp, buffer_key), weight_shard);
 }
 

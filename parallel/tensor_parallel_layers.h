@@ -16,6 +16,16 @@
 // vocab_parallel_logits  h · W_shardᵀ for a vocab-split table: each rank's
 //   slice of the logits (h enters through copy_to_tp_region).
 //
+// With sequence_parallel (parallel/sequence_parallel_ops.h) the layers face
+// sequence regions instead of replicated activations: a column-parallel
+// layer's input and the logits' hidden states hold this rank's part of the
+// sequence and are all-gathered (gradient: reduce-scattered) in place of
+// copy_to_tp_region, keeping only that part for backward
+// (sequence_gathered_linear); a row-parallel layer and the embedding reduce-scatter
+// their partial sums along the sequence in place of the allreduce, and the
+// row-parallel bias, added to this rank's positions only, has its gradient
+// summed over tp.
+//
 // Parameters hold this rank's shard only; their gradients are the shard of
 // the unsharded layer's gradients. With one tp rank the layers are the plain
 // ones and send nothing.
@@ -38,6 +48,9 @@ struct ParallelLinearOptions {
   // RowParallelLinear only: false when the input is full and must be split here.
   bool input_is_parallel = true;
   uint64_t buffer_key = 0;  // error-feedback key of this layer's traffic
+  // The input (column-parallel) or output (row-parallel) is a sequence
+  // region: [B, T/tp, ...] on each rank.
+  bool sequence_parallel = false;
   // false: the parameters are unmaterialised() stand-ins of the right shape
   // (ZeRO-3 fills its shards itself and never builds the whole tensors).
   bool materialize = true;
@@ -73,10 +86,13 @@ TORCH_MODULE(RowParallelLinear);
 
 class VocabParallelEmbeddingImpl : public torch::nn::Module {
  public:
-  // materialize = false: the table is an unmaterialised() stand-in.
+  // materialize = false: the table is an unmaterialised() stand-in;
+  // sequence_parallel: forward returns this rank's part of the sequence.
   VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden, comm::Communicator& tp,
-                             uint64_t buffer_key = 0, bool materialize = true);
-  // ids [...] int64 in [0, vocab) -> [..., hidden]. An id outside the
+                             uint64_t buffer_key = 0, bool materialize = true,
+                             bool sequence_parallel = false);
+  // ids [...] int64 in [0, vocab) -> [..., hidden] (sequence_parallel: ids
+  // [B, T] -> [B, T/tp, hidden]). An id outside the
   // vocabulary throws std::invalid_argument (rather than silently embedding
   // to zeros).
   torch::Tensor forward(const torch::Tensor& ids);
@@ -90,13 +106,17 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   int64_t vocab_size_;
   int64_t first_id_;
   uint64_t buffer_key_;
+  bool sequence_parallel_;
   comm::Communicator* tp_;
 };
 TORCH_MODULE(VocabParallelEmbedding);
 
 // hidden [..., H], weight_shard [V/tp, H] -> this rank's logits [..., V/tp].
+// sequence_parallel: hidden [B, T/tp, H] (this rank's positions) -> logits
+// [B, T, V/tp] of the whole sequence.
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
-                                    comm::Communicator& tp, uint64_t buffer_key = 0);
+                                    comm::Communicator& tp, uint64_t buffer_key = 0,
+                                    bool sequence_parallel = false);
 
 // The even split of `total` over the tp group; throws std::invalid_argument
 // naming `what` when it does not divide.

@@ -138,6 +138,82 @@ int64_t recomputed_blocks(const config::Config& config, int64_t stage_layers) {
   return first == 0 ? stage_layers : std::min(stage_layers, first);
 }
 
+namespace {
+
+// The activations' tp collectives without sequence parallelism: allreduces
+// after the row-parallel layers and the embedding (a block recomputed whole
+// sends its two forward allreduces again), and backward before the
+// column-parallel layers and the head.
+std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
+                                                  const parallel::ParallelDims& dims,
+                                                  const StageShape& shape, int64_t micro_batches) {
+  const int64_t activation_bytes =
+      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  const int64_t tp_activations =
+      2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
+  MessageClass forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
+  forward.calls = tp_activations * micro_batches;
+  forward.bytes = activation_bytes;
+  forward.group_size = dims.tp;
+  forward.sent_fraction = allreduce_fraction(activation_bytes, dims.tp);
+  forward.per_micro_batch = true;
+  MessageClass backward = forward;
+  backward.role = Role::kActivationGrad;
+  // Two column-parallel inputs per block, and the head's input (the tied
+  // output projection is column-parallel over the vocabulary).
+  backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
+  return {forward, backward};
+}
+
+// With sequence parallelism (parallel/sequence_parallel_ops.h) the same
+// activations travel as reduce-scatters (after the row-parallel layers and
+// the embedding; backward: all-gathers) and all-gathers (before the
+// column-parallel layers and the head, forward and again in backward;
+// backward: reduce-scatters), a block recomputed whole doing its forward
+// four again; and the sequence regions' parameter gradients are summed
+// exactly over tp once per micro-batch: per block its LayerNorms' weights
+// and biases and the row-parallel biases (6 of hidden floats), the final
+// LayerNorm's 2, the position table.
+std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
+                                                    const parallel::ParallelDims& dims,
+                                                    const StageShape& shape,
+                                                    int64_t micro_batches) {
+  const int64_t activation_bytes =
+      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
+  const int64_t embedding = shape.has_embedding ? 1 : 0, head = shape.has_head ? 1 : 0;
+  const auto collective = [&](Op op, Role role, int64_t calls) {
+    MessageClass m{GroupKind::kTp, op, role};
+    m.calls = calls * micro_batches;
+    m.bytes = activation_bytes;
+    m.group_size = dims.tp;
+    m.sent_fraction = ring_share_fraction(dims.tp);
+    m.per_micro_batch = true;
+    return m;
+  };
+  const auto exact_sum = [&](int64_t calls, int64_t floats) {
+    MessageClass m{GroupKind::kTp, Op::kAllreduce, Role::kGradient};
+    m.calls = calls * micro_batches;
+    m.bytes = floats * int64_t(sizeof(float));
+    m.group_size = dims.tp;
+    m.sent_fraction = allreduce_fraction(m.bytes, dims.tp);
+    m.per_micro_batch = true;
+    return m;
+  };
+  const int64_t h = c.model.hidden;
+  std::vector<MessageClass> out = {
+      collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed),
+      collective(Op::kAllgather, Role::kActivation, 2 * (2 * blocks + head) + 2 * recomputed),
+      collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding),
+      collective(Op::kReduceScatter, Role::kActivationGrad, 2 * blocks + head),
+      exact_sum(6 * blocks + 2 * head, h)};
+  if (shape.has_embedding && c.model.position == "learned")
+    out.push_back(exact_sum(1, c.model.seq_len * h));
+  return out;
+}
+
+}  // namespace
+
 std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::ParallelDims& dims,
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
@@ -273,22 +349,10 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   add(loss);
 
   // Tensor parallelism, per micro-batch.
-  // A block recomputed whole sends its two forward allreduces again.
-  int64_t tp_activations =
-      2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
-  MessageClass tp_forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
-  tp_forward.calls = tp_activations * micro_batches;
-  tp_forward.bytes = activation_bytes;
-  tp_forward.group_size = dims.tp;
-  tp_forward.sent_fraction = allreduce_fraction(activation_bytes, dims.tp);
-  tp_forward.per_micro_batch = true;
-  add(tp_forward);
-  MessageClass tp_backward = tp_forward;
-  tp_backward.role = Role::kActivationGrad;
-  // Two column-parallel inputs per block, and the head's input (the tied
-  // output projection is column-parallel over the vocabulary).
-  tp_backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
-  add(tp_backward);
+  if (c.parallel.sequence_parallel && dims.tp > 1)
+    for (const MessageClass& m : sequence_parallel_traffic(c, dims, shape, micro_batches)) add(m);
+  else
+    for (const MessageClass& m : tensor_parallel_traffic(c, dims, shape, micro_batches)) add(m);
   if (shape.has_head) {
     // Vocab-parallel cross entropy: each rank's per-token (max, sum-exp,
     // target logit) gathered over tp.
@@ -310,7 +374,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   if (dims.pp > 1) {
     MessageClass sends{GroupKind::kPp, Op::kSendRecv, Role::kActivation};
     sends.calls = micro_batches * ((stage + 1 < dims.pp ? 1 : 0) + (stage > 0 ? 1 : 0));
-    sends.bytes = activation_bytes;
+    // Sequence parallel: the tp rank's part of the sequence.
+    sends.bytes = c.parallel.sequence_parallel ? activation_bytes / dims.tp : activation_bytes;
     sends.group_size = dims.pp;
     sends.per_micro_batch = true;
     add(sends);

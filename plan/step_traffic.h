@@ -18,10 +18,15 @@
 //         and two activation gradients per block backward (column-parallel
 //         inputs), on the last stage the head's input gradient and the cross
 //         entropy's per-token statistics;
-//         the gradient norm's partial sum;
+//         the gradient norm's partial sum; with parallel.sequence_parallel
+//         the activations as reduce-scatters and all-gathers instead (the
+//         column-parallel inputs gathered a second time in backward) and
+//         the exact tp sums of the sequence regions' parameter gradients
+//         (plan/step_traffic.cpp, sequence_parallel_traffic);
 //   pp    per micro-batch an activation forward and its gradient backward at
-//         each stage boundary, the tied embedding's gradient between the
-//         end stages (tied only), the loss broadcast and the gradient norm.
+//         each stage boundary (1/tp of the sequence with sequence parallelism), the tied
+//         embedding's gradient between the end stages (tied only), the loss broadcast and the
+//         gradient norm.
 // Pipeline stages differ; traffic is computed for one stage at a time.
 #pragma once
 

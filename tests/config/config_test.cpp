@@ -294,6 +294,13 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
       {"model:\n  layers: 2\nparallel:\n  pipeline: 3\n", "pipeline", "parallel.pipeline",
        "every stage needs at least one layer"},
       {"parallel:\n  spatial: 2\n", "spatial", "parallel.spatial", "a GPT needs spatial: 1"},
+      {"model:\n  seq_len: 30\nparallel:\n  tensor: 4\n  sequence_parallel: true\n",
+       "sequence_parallel", "parallel.sequence_parallel",
+       "splits every sequence over the parallel.tensor (4) ranks, so model.seq_len (30) must be "
+       "divisible by it"},
+      {"model:\n  kind: resnet\ndata:\n  kind: images\nparallel:\n  sequence_parallel: true\n",
+       "sequence_parallel", "parallel.sequence_parallel",
+       "model.kind resnet has no tensor parallelism"},
       // head_dim 16 x 0.1 -> 1 dimension: rotary turns pairs.
       {"model:\n  position: rotary\n  rotary_pct: 0.1\n", "rotary_pct", "model.rotary_pct",
        "rotates head_dim x rotary_pct = 16 x 0.1 -> 1 dimensions per head"},

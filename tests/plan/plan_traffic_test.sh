@@ -7,9 +7,10 @@
 # Layouts cover dp, tp, pp, ZeRO 1-3 and their mix, with tied and untied
 # embeddings, learned or rotary positions (no position table), and a
 # pipeline split by parallel.pipeline_balance: auto (the trainer and the plan
-# must derive the same split: each stage's memory is checked), and ZeRO 2/3
+# must derive the same split: each stage's memory is checked), ZeRO 2/3
 # holding only the gradient shard (parallel.zero_gradient_memory: shard: a
-# reduce-scatter per bucket and micro-batch).
+# reduce-scatter per bucket and micro-batch), and sequence parallelism (tp2 x
+# pp2, and dp2 x tp2 untied, rotary, recomputed whole).
 # Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
@@ -17,7 +18,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 rm -rf "$work"; mkdir -p "$work"
 status=0
 # data tensor pipeline zero tie_embeddings [position [pipeline_balance [recompute
-# [recompute_layers [zero_gradient_memory]]]]]
+# [recompute_layers [zero_gradient_memory [sequence_parallel]]]]]]
 # (untied: the token embedding's gradient in buckets of its own, role
 # embedding_gradient, sent block-sparse or by the fallback route as
 # compression.sparse_embedding: auto decides)
@@ -26,7 +27,9 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
               "2 2 2 0 false" "2 1 2 3 false rotary" "4 1 1 1 true rotary" \
               "2 1 2 1 false learned auto" "1 2 2 0 true learned uniform full 1" \
               "4 1 1 2 true learned uniform none 0 shard" "2 1 2 3 true learned uniform none 0 shard" \
-              "2 2 1 3 false rotary uniform none 0 shard"; do
+              "2 2 1 3 false rotary uniform none 0 shard" \
+              "1 2 2 0 true learned uniform none 0 full_buffer true" \
+              "2 2 1 0 false rotary uniform full 0 full_buffer true"; do
   set -- $layout
   ranks=$(( $1 * $2 * $3 ))
   position="${6:-learned}"
@@ -34,8 +37,9 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
         --set parallel.zero_stage="$4" --set model.tie_embeddings="$5" --set model.layers=4
         --set model.position="$position" --set training.global_batch=32 --set training.micro_batch=4
         --set parallel.pipeline_balance="${7:-uniform}" --set training.recompute="${8:-none}"
-        --set training.recompute_layers="${9:-0}" --set parallel.zero_gradient_memory="${10:-full_buffer}")
-  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}${10:-}"
+        --set training.recompute_layers="${9:-0}" --set parallel.zero_gradient_memory="${10:-full_buffer}"
+        --set parallel.sequence_parallel="${11:-false}")
+  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)"
   timeout 120 mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" --config "$config" \
     "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \
     --set run.name="$name" --set log.every=100 > "$work/$name.out" 2>&1 ||

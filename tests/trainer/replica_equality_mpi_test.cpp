@@ -1,5 +1,6 @@
 // Replicas stay equal: a parameter several ranks hold — the LayerNorms, the
-// row-parallel biases and the position table on every tp rank, the tied
+// row-parallel biases and the position table on every tp rank (also under
+// sequence parallelism), the tied
 // embedding on the pipeline's first and last stages, anything on every dp
 // rank under ZeRO 0 — must hold the same bits on all of them after every
 // step, under every compression policy and ZeRO stage, however lossy the dp
@@ -190,9 +191,10 @@ struct Outcome {
 // Trains `layout` under `policy` at ZeRO `stage` and compares the replicas.
 Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
                           const comm::PolicyConfig& policy, uint64_t seed,
-                          const std::string& gradient_memory) {
+                          const std::string& gradient_memory, bool sequence_parallel) {
   dims.zero_stage = stage;
   config::Config config = testing::tiny_gpt_config(seed);
+  config.parallel.sequence_parallel = sequence_parallel;
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;
   config.parallel.pipeline = dims.pp;
@@ -237,7 +239,7 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   return outcome;
 }
 
-void check_layout(int dp, int tp, int pp) {
+void check_layout(int dp, int tp, int pp, bool sequence_parallel = false) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world, dp * tp * pp) << "run this test on " << dp * tp * pp << " ranks";
@@ -256,11 +258,12 @@ void check_layout(int dp, int tp, int pp) {
     }
     for (const auto& [stage, gradient_memory] : variants) {
       const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
-                               std::to_string(pp) + " ZeRO " + std::to_string(stage) +
+                               std::to_string(pp) + (sequence_parallel ? " SP" : "") + " ZeRO " +
+                               std::to_string(stage) +
                                (gradient_memory == "shard" ? " shard " : " ") + policy.name +
                                " (model seed " + std::to_string(seed) + ")";
-      const Outcome outcome =
-          train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed, gradient_memory);
+      const Outcome outcome = train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed,
+                                                gradient_memory, sequence_parallel);
       EXPECT_TRUE(outcome.finite) << what;
       EXPECT_GT(outcome.smallest_norm, kClip) << what << ": a step was not clipped";
       if (world_rank() != 0) continue;
@@ -278,6 +281,13 @@ void check_layout(int dp, int tp, int pp) {
 
 TEST(ReplicaEquality, DataTimesTensor) {
   check_layout(2, 2, 1);
+}
+
+// Sequence parallelism: each tp rank's LayerNorm and bias gradients come
+// from its own positions (through lossy tp all-gathers and reduce-scatters
+// here) and are summed exactly over tp before the dp buckets.
+TEST(ReplicaEquality, DataTimesTensorWithSequenceParallelism) {
+  check_layout(2, 2, 1, true);
 }
 
 TEST(ReplicaEquality, DataTimesPipelineWithTiedEmbedding) {

@@ -1,0 +1,165 @@
+// Each region change is a torch::autograd::Function whose forward and
+// backward call the plain collectives below (the gathered linear also the
+// arithmetic of leaf_saving_linear.h). The collectives work on the
+// rank-major layout the Communicator expects: an allgather returns
+// [tp, B, T/tp, ...] (rank r's block r), moved to [B, tp, T/tp, ...] and
+// joined to [B, T, ...]; a reduce-scatter sends [B, T, ...] cut to
+// [B, tp, T/tp, ...] and moved to [tp, B, T/tp, ...], so block r is rank
+// r's positions. As in tensor_parallel_ops.cpp, a function remembers its tp
+// group by address: ProcessGroups owns the group and outlives every graph.
+#include "parallel/sequence_parallel_ops.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "parallel/leaf_saving_linear.h"
+
+namespace cmpi::parallel {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr int64_t kSequenceDim = 1;
+
+void require_sequence_tensor(const torch::Tensor& x, const char* op) {
+  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
+  const auto type = x.scalar_type();
+  if ((type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf) ||
+      !x.device().is_cpu())
+    throw std::invalid_argument(std::string(op) +
+                                ": expects a float32, bfloat16 or half CPU tensor, got " +
+                                std::string(c10::toString(type)) + " on " + x.device().str());
+  if (x.dim() < 2)
+    throw std::invalid_argument(std::string(op) + ": expects [batch, time, ...], got " +
+                                c10::str(x.sizes()));
+}
+
+void remember_group(AutogradContext* ctx, comm::Communicator& tp, uint64_t buffer_key) {
+  ctx->saved_data["tp"] = int64_t(reinterpret_cast<intptr_t>(&tp));
+  ctx->saved_data["key"] = int64_t(buffer_key);
+}
+
+comm::Communicator& group_of(AutogradContext* ctx) {
+  return *reinterpret_cast<comm::Communicator*>(intptr_t(ctx->saved_data["tp"].toInt()));
+}
+
+uint64_t key_of(AutogradContext* ctx) {
+  return uint64_t(ctx->saved_data["key"].toInt());
+}
+
+struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, comm::Communicator* tp, uint64_t key) {
+    remember_group(ctx, *tp, key);
+    ctx->save_for_backward({x, weight});
+    return linear_products(tp_allgather_sequence(x, *tp, comm::Role::kActivation, key), weight);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    comm::Communicator& tp = group_of(ctx);
+    // The forward's values again: role activation.
+    const auto gathered = tp_allgather_sequence(saved[0], tp, comm::Role::kActivation, key_of(ctx));
+    auto gradients = linear_gradients(gathered, saved[1], grads[0], ctx->needs_input_grad(0),
+                                      ctx->needs_input_grad(1));
+    torch::Tensor dx;
+    if (gradients.dx.defined())
+      dx = tp_reduce_scatter_sequence(gradients.dx, tp, comm::Role::kActivationGrad, key_of(ctx));
+    return {dx, gradients.dw, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct ReduceScatterToSequenceRegion : torch::autograd::Function<ReduceScatterToSequenceRegion> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
+                               uint64_t key) {
+    remember_group(ctx, *tp, key);
+    return tp_reduce_scatter_sequence(x, *tp, comm::Role::kActivation, key);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {
+        tp_allgather_sequence(grads[0], group_of(ctx), comm::Role::kActivationGrad, key_of(ctx)),
+        torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct SumGradientOverTp : torch::autograd::Function<SumGradientOverTp> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& parameter,
+                               comm::Communicator* tp) {
+    remember_group(ctx, *tp, 0);
+    return parameter.detach().clone();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto sum = grads[0].to(torch::kFloat).contiguous().clone();
+    group_of(ctx).exact_allreduce(sum.data_ptr<float>(), size_t(sum.numel()));
+    return {sum.to(grads[0].scalar_type()), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+SequenceShard sequence_shard(int64_t length, const comm::Communicator& tp) {
+  if (length <= 0 || length % tp.size() != 0)
+    throw std::invalid_argument("sequence parallelism: a sequence of " + std::to_string(length) +
+                                " positions does not split evenly over the tp group of " +
+                                std::to_string(tp.size()) + " ranks");
+  const int64_t count = length / tp.size();
+  return {int64_t(tp.rank()) * count, count};
+}
+
+torch::Tensor tp_allgather_sequence(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
+                                    uint64_t buffer_key) {
+  require_sequence_tensor(x, "sequence-parallel allgather");
+  const auto local = x.detach().to(torch::kFloat).contiguous();
+  const int parts = tp.size();
+  auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
+  const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
+  tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
+  std::vector<int64_t> stacked{int64_t(parts)};
+  for (int64_t s : local.sizes()) stacked.push_back(s);
+  std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
+  joined[kSequenceDim] *= parts;
+  return gathered.view(stacked).movedim(0, kSequenceDim).reshape(joined).to(x.scalar_type());
+}
+
+torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communicator& tp,
+                                         comm::Role role, uint64_t buffer_key) {
+  require_sequence_tensor(x, "sequence-parallel reduce-scatter");
+  const int parts = tp.size();
+  const int64_t shard = sequence_shard(x.size(kSequenceDim), tp).count;
+  const auto blocks = x.detach()
+                          .to(torch::kFloat)
+                          .unflatten(kSequenceDim, {int64_t(parts), shard})
+                          .movedim(kSequenceDim, 0)
+                          .contiguous();
+  std::vector<int64_t> local_shape(x.sizes().begin(), x.sizes().end());
+  local_shape[kSequenceDim] = shard;
+  auto out = torch::empty(local_shape, blocks.options());
+  const std::vector<size_t> counts(size_t(parts), size_t(out.numel()));
+  tp.reduce_scatter(blocks.data_ptr<float>(), out.data_ptr<float>(), counts, role, buffer_key);
+  return out.to(x.scalar_type());
+}
+
+torch::Tensor sequence_gathered_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                       const torch::Tensor& bias, comm::Communicator& tp,
+                                       uint64_t buffer_key) {
+  if (tp.size() == 1) return leaf_saving_linear(x, weight, bias);
+  require_sequence_tensor(x, "sequence-parallel linear");
+  // The bias outside the node, as leaf_saving_linear adds it.
+  auto y = SequenceGatheredLinear::apply(x, weight, &tp, buffer_key);
+  if (bias.defined()) y = y + bias;
+  return y.to(x.scalar_type());
+}
+
+torch::Tensor reduce_scatter_to_sequence_region(const torch::Tensor& x, comm::Communicator& tp,
+                                                uint64_t buffer_key) {
+  if (tp.size() == 1) return x;
+  return ReduceScatterToSequenceRegion::apply(x, &tp, buffer_key);
+}
+
+torch::Tensor sum_gradient_over_tp(const torch::Tensor& parameter, comm::Communicator& tp) {
+  if (tp.size() == 1) return parameter;
+  return SumGradientOverTp::apply(parameter, &tp);
+}
+
+}  // namespace cmpi::parallel
