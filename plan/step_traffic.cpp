@@ -29,11 +29,11 @@ double chain_broadcast_fraction(int rank, int root, int n) {
 // What CommStats counts for one allreduce on the group's rank `rank`: the
 // bytes that rank sends in the project's ring (2n - its two segments), the
 // same count whichever algorithm runs it (comm/communicator.cpp).
-double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
+double allreduce_fraction(int64_t bytes, int n, int rank = 0, int64_t word_bytes = 4) {
   if (n < 2 || bytes <= 0) return 0.0;
-  const int64_t elems = bytes / int64_t(sizeof(float));
+  const int64_t elems = bytes / word_bytes;
   auto segment = [&](int j) { return elems / n + (j < elems % n ? 1 : 0); };
-  return double(2 * elems - segment(rank) - segment((rank + 1) % n)) * sizeof(float) /
+  return double(2 * elems - segment(rank) - segment((rank + 1) % n)) * double(word_bytes) /
          double(bytes);
 }
 
@@ -142,8 +142,10 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
+  // Activations and their gradients travel in the compute dtype.
+  const int activation_word_bytes = c.training.precision == "fp32" ? 4 : 2;
   const int64_t activation_bytes =
-      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+      c.training.micro_batch * c.model.seq_len * c.model.hidden * activation_word_bytes;
   std::vector<MessageClass> out;
   auto add = [&](MessageClass m) {
     if (m.calls > 0 && m.group_size > 1) out.push_back(m);
@@ -271,7 +273,9 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   tp_forward.calls = tp_activations * micro_batches;
   tp_forward.bytes = activation_bytes;
   tp_forward.group_size = dims.tp;
-  tp_forward.sent_fraction = allreduce_fraction(activation_bytes, dims.tp);
+  tp_forward.sent_fraction =
+      allreduce_fraction(activation_bytes, dims.tp, 0, activation_word_bytes);
+  tp_forward.word_bytes = activation_word_bytes;
   tp_forward.per_micro_batch = true;
   add(tp_forward);
   MessageClass tp_backward = tp_forward;
@@ -302,6 +306,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     MessageClass sends{GroupKind::kPp, Op::kSendRecv, Role::kActivation};
     sends.calls = micro_batches * ((stage + 1 < dims.pp ? 1 : 0) + (stage > 0 ? 1 : 0));
     sends.bytes = activation_bytes;
+    sends.word_bytes = activation_word_bytes;
     sends.group_size = dims.pp;
     sends.per_micro_batch = true;
     add(sends);
