@@ -142,10 +142,12 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
-  // Activations and their gradients travel in the compute dtype.
+  // Activations and their gradients travel in the compute dtype
+  // (parallel/tensor_parallel_ops.cpp, PipelineEngine::set_wire_dtype).
   const int activation_word_bytes = c.training.precision == "fp32" ? 4 : 2;
-  const int64_t activation_bytes =
-      c.training.micro_batch * c.model.seq_len * c.model.hidden * activation_word_bytes;
+  const int64_t activation_elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t activation_bytes = activation_elems * activation_word_bytes;
+  const int64_t float_activation_bytes = activation_elems * int64_t(sizeof(float));
   std::vector<MessageClass> out;
   auto add = [&](MessageClass m) {
     if (m.calls > 0 && m.group_size > 1) out.push_back(m);
@@ -271,15 +273,20 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
   MessageClass tp_forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
   tp_forward.calls = tp_activations * micro_batches;
-  tp_forward.bytes = activation_bytes;
+  // The forward sums are float32 in every precision: the row-parallel
+  // layers' partial products (rounded to the compute dtype once, after the
+  // sum, as one GEMM would) and the vocab-parallel embedding's rows.
+  tp_forward.bytes = float_activation_bytes;
   tp_forward.group_size = dims.tp;
-  tp_forward.sent_fraction =
-      allreduce_fraction(activation_bytes, dims.tp, 0, activation_word_bytes);
-  tp_forward.word_bytes = activation_word_bytes;
+  tp_forward.sent_fraction = allreduce_fraction(float_activation_bytes, dims.tp);
   tp_forward.per_micro_batch = true;
   add(tp_forward);
   MessageClass tp_backward = tp_forward;
   tp_backward.role = Role::kActivationGrad;
+  tp_backward.bytes = activation_bytes;
+  tp_backward.sent_fraction =
+      allreduce_fraction(activation_bytes, dims.tp, 0, activation_word_bytes);
+  tp_backward.word_bytes = activation_word_bytes;
   // Two column-parallel inputs per block, and the head's input (the tied
   // output projection is column-parallel over the vocabulary).
   tp_backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;

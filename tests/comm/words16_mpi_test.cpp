@@ -121,7 +121,7 @@ TEST(Words16, RawAllgatherAndPointToPointAreBitForBit) {
   const int rank = world_rank(), size = world_size();
   for (WordType type : kTypes) {
     auto comm = make_comm(nullptr);
-    std::vector<size_t> counts(size_t(size));
+    std::vector<size_t> counts(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) counts[size_t(r)] = size_t(17 * r + 3);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
     const auto mine = words_of(rank, counts[size_t(rank)], 2, type);
@@ -174,7 +174,7 @@ TEST(Words16, MpcCarriesWordsLosslesslyAndCountsAgainstTwoBytes) {
   for (WordType type : kTypes) {
     auto comm = make_comm(&mpc);
     // Several chunks, odd counts (a half-filled last pair), and a zero count.
-    std::vector<size_t> counts(size_t(size));
+    std::vector<size_t> counts(static_cast<size_t>(size));
     for (int r = 0; r < size; ++r) counts[size_t(r)] = r == 1 ? 0 : size_t(5001 + 2 * r);
     const size_t total = std::accumulate(counts.begin(), counts.end(), size_t(0));
     auto mine = words_of(rank, counts[size_t(rank)], 5, type);
