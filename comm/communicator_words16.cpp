@@ -26,7 +26,10 @@
 //            and the rule.
 // Stats count raw bytes at 2 per element, so a ratio is against the 16-bit
 // bytes. Error samples (compression.error_sample_rate) are taken on the
-// widened first piece; paired routes are lossless and take none.
+// widened first piece or chunk of allreduces, all-gathers and sends (not of
+// reduce-scatters, whose own block is not contiguous); paired routes are
+// lossless and take none. Preset auto records 16-bit calls but does not
+// probe candidates on them (its probes measure float data).
 #include <mpi.h>
 
 #include <algorithm>
