@@ -6,7 +6,6 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +14,7 @@
 #include "comm/algorithms/chunk_transfer.h"
 #include "comm/algorithms/codec_steps.h"
 #include "comm/call_accounting.h"
+#include "comm/communicator_pending.h"
 #include "comm/node_grouping.h"
 #include "comm/watchdog.h"
 #include "compress/block_sparse_codec.h"
@@ -41,10 +41,10 @@ uint64_t chain_broadcast_bytes(size_t n, int rank, int root, int size) {
 
 }  // namespace
 
-uint64_t ring_allreduce_bytes(size_t n, int rank, int size) {
+uint64_t ring_allreduce_bytes(size_t n, int rank, int size, size_t word_bytes) {
   if (size == 1) return 0;
   auto segment = [&](int j) { return n / size_t(size) + (size_t(j) < n % size_t(size) ? 1 : 0); };
-  return uint64_t(2 * n - segment(rank) - segment((rank + 1) % size)) * sizeof(float);
+  return uint64_t(2 * n - segment(rank) - segment((rank + 1) % size)) * word_bytes;
 }
 
 int mpi_count(size_t n, GroupKind group) {
@@ -53,91 +53,6 @@ int mpi_count(size_t n, GroupKind group) {
                             std::to_string(n) + " elements exceeds INT_MAX");
   return int(n);
 }
-
-// ------------------------------------------------------------ requests
-
-struct Communicator::Request::Pending {
-  virtual ~Pending() = default;
-  // Completes the transfer (receives and decodes what is still to come).
-  virtual void finish() = 0;
-  // Lets go of a transfer that will never be waited for, without blocking:
-  // an error path must not turn into a hang.
-  virtual void abandon() = 0;
-  // The rank of the group the transfer waits for (named on a timeout).
-  virtual int waits_for() const = 0;
-};
-
-namespace {
-
-struct PlainPending final : Communicator::Request::Pending {
-  MPI_Request request = MPI_REQUEST_NULL;
-  bool is_recv = false;
-  size_t expected = 0;
-  int peer = 0, tag = 0;
-  GroupKind group = GroupKind::kWorld;
-  OpCounters* counters = nullptr;
-
-  int waits_for() const override { return peer; }
-  void abandon() override {
-    if (request == MPI_REQUEST_NULL) return;
-    if (is_recv) MPI_Cancel(&request);
-    MPI_Request_free(&request);
-  }
-
-  void finish() override {
-    MPI_Status status;
-    double start = MPI_Wtime();
-    MPI_Wait(&request, &status);
-    double elapsed = MPI_Wtime() - start;
-    counters->seconds += elapsed;
-    counters->wire_seconds += elapsed;
-    if (!is_recv) return;
-    int count = 0;
-    MPI_Get_count(&status, MPI_FLOAT, &count);
-    if (count != int(expected))
-      throw std::runtime_error(
-          std::string("group ") + to_string(group) + ": irecv from rank " + std::to_string(peer) +
-          " tag " + std::to_string(tag) + " expected " + std::to_string(expected) +
-          " floats, the message holds " +
-          (count == MPI_UNDEFINED ? "a non-float payload" : std::to_string(count) + " floats"));
-  }
-};
-
-struct CompressedSendPending final : Communicator::Request::Pending {
-  CompressedContext ctx;
-  std::optional<OutgoingTransfer> out;
-  int dest = 0;
-  int waits_for() const override { return dest; }
-  // The transfer's destructor frees its pending requests and keeps its
-  // buffers alive for MPI.
-  void abandon() override { out.reset(); }
-  void finish() override {
-    double start = MPI_Wtime();
-    out->wait();
-    ctx.counters->seconds += MPI_Wtime() - start;
-    out.reset();
-  }
-};
-
-struct CompressedRecvPending final : Communicator::Request::Pending {
-  CompressedContext ctx;
-  std::optional<IncomingTransfer> in;
-  int source = 0;
-  int waits_for() const override { return source; }
-  float* data = nullptr;
-  void abandon() override { in.reset(); }  // cancels what is still posted
-  void finish() override {
-    double start = MPI_Wtime();
-    while (!in->done()) {
-      size_t k = in->wait_next();
-      in->decode(k, data + in->shape().chunk_offset(k));
-    }
-    ctx.counters->seconds += MPI_Wtime() - start;
-    in.reset();
-  }
-};
-
-}  // namespace
 
 int shared_memory_node(MPI_Comm comm) {
   int rank = 0;

@@ -30,6 +30,13 @@
 // and route them through the same policy to the staged device collectives
 // (comm/device/); see communicator_device.cpp. kHost forwards to the host
 // calls above, so code can pass its buffers' kind through.
+//
+// 16-bit words: the overloads taking uint16_t buffers and a WordType move
+// bf16 or fp16 values as 2-byte words (communicator_words16.cpp): the policy
+// is asked about their real bytes, stats count 2 bytes per element, and the
+// route's codec decides how they travel (raw words; mpc on the words
+// themselves; other codecs on chunk-sized pieces widened to float and
+// rounded back).
 #pragma once
 
 #include <mpi.h>
@@ -49,12 +56,15 @@
 #include "comm/memory_kind.h"
 #include "comm/policy.h"
 #include "compress/cuda/device.h"
+#include "compress/word_type.h"
 
 namespace cmpi::comm {
 
 namespace device {
 class DeviceCollectives;
 }
+
+using compress::WordType;
 
 class Communicator {
  public:
@@ -162,6 +172,35 @@ class Communicator {
   void halo_exchange(const HaloBuffers& buffers, Role role = Role::kHalo, uint64_t buffer_key = 0);
   void barrier();
 
+  // ----------------------------------------------------------- 16-bit words
+  // The calls above on bf16 or fp16 values held as their 16-bit patterns
+  // (`type` says which; kFloat32 is refused: use the float overloads). Same
+  // rules for counts, tags and matching; a 16-bit send is received by a
+  // 16-bit recv of the same type. How the route's codec carries the words
+  // (communicator_words16.cpp):
+  //   no codec, identity, or the cast to this same type: raw words through
+  //     MPI; an allreduce or reduce-scatter sums in float and rounds to the
+  //     16-bit type once per reduction step (with two ranks: a + b rounded
+  //     once, what widening both to float and rounding the sum gives);
+  //   mpc: lossless on the words themselves, two words per 32-bit MPC word,
+  //     except allreduce and reduce-scatter, which sum (next line);
+  //   any other codec (zfp, casts, quantizers, sparsifiers): pieces of a few
+  //     chunks widened to float (exact) in a scratch buffer of that size,
+  //     run through the float algorithm, decoded and rounded back;
+  //   block_sparse: refused (std::invalid_argument naming the group, the
+  //     operation, the role and the rule), as it has no 16-bit path.
+  void allreduce(uint16_t* data, size_t n, WordType type, Role role, uint64_t buffer_key = 0);
+  void reduce_scatter(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                      WordType type, Role role, uint64_t buffer_key = 0);
+  void allgather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
+                 WordType type, Role role, uint64_t buffer_key = 0);
+  void send(const uint16_t* data, size_t n, WordType type, int dest, int tag, Role role,
+            uint64_t buffer_key = 0);
+  void recv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role);
+  Request isend(const uint16_t* data, size_t n, WordType type, int dest, int tag, Role role,
+                uint64_t buffer_key = 0);
+  Request irecv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role);
+
   // Crossover densities calibrated so far for `select: auto` block-sparse
   // allreduces (comm/block_sparse_calibration.h).
   const BlockSparseCalibration& block_sparse_calibration() const {
@@ -234,6 +273,9 @@ class Communicator {
 
  private:
   using Route = PolicySlice::Route;
+  // The 16-bit calls' routing and staging (communicator_words16.cpp).
+  struct Words16;
+  friend struct Words16;
 
   // The route the policy gives a message (raw routes included), or nullptr.
   const Route* find_route(Op op, Role role, size_t bytes, Locality locality) const {
@@ -370,9 +412,9 @@ class Communicator {
 // Collective over `comm`.
 int shared_memory_node(MPI_Comm comm);
 
-// The bytes rank `rank` of `size` sends in a ring allreduce of n floats
-// (what CommStats counts as an allreduce's raw bytes).
-uint64_t ring_allreduce_bytes(size_t n, int rank, int size);
+// The bytes rank `rank` of `size` sends in a ring allreduce of n elements of
+// word_bytes each (what CommStats counts as an allreduce's raw bytes).
+uint64_t ring_allreduce_bytes(size_t n, int rank, int size, size_t word_bytes = sizeof(float));
 
 // Checks n fits an MPI count; throws std::length_error naming the group otherwise.
 int mpi_count(size_t n, GroupKind group);

@@ -109,6 +109,8 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
     parts.pipeline = std::make_unique<parallel::PipelineEngine>(
         groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
         std::vector<int64_t>{t.micro_batch, positions, config.model.hidden});
+    // Stage outputs hold compute-dtype values: they cross at its word size.
+    parts.pipeline->set_wire_dtype(model->compute_dtype());
     if (tied)
       parts.tied_embedding =
           std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());

@@ -146,9 +146,9 @@ parallel::PipelineStageWork GptTrainModel::stage_work(data::Split split, int64_t
   const int64_t seq = config_.model.seq_len;
   auto& model = parts_.model;
   parallel::PipelineStageWork work;
-  // Activations and their gradients cross stages widened to float32 from the
-  // compute dtype (exact; a no-op in fp32): the stage's first block rounds
-  // its input back, losslessly.
+  // Stage outputs are widened to float32 from the compute dtype (exact; a
+  // no-op in fp32), and the stage's first block rounds its input back,
+  // losslessly; the engine sends them in the compute dtype (set_wire_dtype).
   work.embed = [this, &model, split, batch, seq](int64_t m) {
     return model->embed(sample_micro_batch(split, batch, m).narrow(1, 0, seq)).to(torch::kFloat);
   };

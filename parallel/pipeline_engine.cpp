@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -58,23 +59,39 @@ void PipelineEngine::check_shape(const torch::Tensor& tensor, const char* what, 
                            ", expected float " + c10::str(c10::IntArrayRef(shape)));
 }
 
+void PipelineEngine::set_wire_dtype(torch::ScalarType dtype) {
+  word_type_of(dtype, "pipeline engine wire dtype");  // throws for other dtypes
+  wire_dtype_ = dtype;
+}
+
 torch::Tensor PipelineEngine::receive(int64_t micro_batch, int from, bool gradient) {
   // A gradient arrives for this stage's output, an activation as its input.
-  auto tensor = torch::empty(gradient ? output_shape_ : input_shape_, torch::kFloat);
-  pp_.recv(tensor.data_ptr<float>(), size_t(tensor.numel()), from, tag_of(micro_batch),
-           gradient ? comm::Role::kActivationGrad : comm::Role::kActivation);
-  return tensor;
+  const auto role = gradient ? comm::Role::kActivationGrad : comm::Role::kActivation;
+  auto tensor = torch::empty(gradient ? output_shape_ : input_shape_, wire_dtype_);
+  if (wire_dtype_ == torch::kFloat) {
+    pp_.recv(tensor.data_ptr<float>(), size_t(tensor.numel()), from, tag_of(micro_batch), role);
+    return tensor;
+  }
+  pp_.recv(words_of(tensor), size_t(tensor.numel()), word_type_of(wire_dtype_, "pipeline receive"),
+           from, tag_of(micro_batch), role);
+  return tensor.to(torch::kFloat);  // exact
 }
 
 void PipelineEngine::send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
                           Pending& pending) {
   check_shape(tensor, gradient ? "the input gradient" : "the stage output", micro_batch,
               gradient ? input_shape_ : output_shape_);
-  auto contiguous = tensor.detach().contiguous();
-  pending.request =
-      pp_.isend(contiguous.data_ptr<float>(), size_t(contiguous.numel()), to, tag_of(micro_batch),
-                gradient ? comm::Role::kActivationGrad : comm::Role::kActivation,
-                gradient ? kActivationGradKey : kActivationKey);
+  const auto role = gradient ? comm::Role::kActivationGrad : comm::Role::kActivation;
+  const uint64_t key = gradient ? kActivationGradKey : kActivationKey;
+  // Narrowing to a 16-bit wire dtype is exact (set_wire_dtype).
+  auto contiguous = tensor.detach().to(wire_dtype_).contiguous();
+  if (wire_dtype_ == torch::kFloat)
+    pending.request = pp_.isend(contiguous.data_ptr<float>(), size_t(contiguous.numel()), to,
+                                tag_of(micro_batch), role, key);
+  else
+    pending.request =
+        pp_.isend(words_of(contiguous), size_t(contiguous.numel()),
+                  word_type_of(wire_dtype_, "pipeline send"), to, tag_of(micro_batch), role, key);
   pending.keep_alive = std::move(contiguous);
 }
 

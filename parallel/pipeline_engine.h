@@ -77,6 +77,16 @@ class PipelineEngine {
   PipelineEngine(comm::Communicator& pp, std::unique_ptr<PipelineSchedule> schedule,
                  std::vector<int64_t> input_shape, std::vector<int64_t> output_shape);
 
+  // What activations and their gradients travel as: float32 (the default),
+  // or a 16-bit compute dtype (bfloat16, half), sent as 16-bit words. The
+  // stage's tensors stay float32 on both sides; a model that sets a 16-bit
+  // wire dtype promises they hold values of that dtype (the GPT widens its
+  // 16-bit stage output and its first block rounds the input back, so the
+  // input's gradient is a widened 16-bit one too), which makes the narrowing
+  // for the wire exact. Throws std::invalid_argument for any other dtype.
+  void set_wire_dtype(torch::ScalarType dtype);
+  torch::ScalarType wire_dtype() const { return wire_dtype_; }
+
   // Forward and backward of `micro_batches` micro-batches; returns
   // Σ_m loss_m · loss_scale from the last stage, on every stage. Collective
   // over pp. Throws std::logic_error when a function this stage needs is
@@ -114,6 +124,7 @@ class PipelineEngine {
   comm::Communicator& pp_;
   std::unique_ptr<PipelineSchedule> schedule_;
   std::vector<int64_t> input_shape_, output_shape_;
+  torch::ScalarType wire_dtype_ = torch::kFloat;
   int stage_ = 0;
   int stages_ = 1;
   int64_t peak_in_flight_ = 0;

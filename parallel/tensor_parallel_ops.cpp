@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "parallel/tensor_words.h"
+
 namespace cmpi::parallel {
 namespace {
 
@@ -88,30 +90,37 @@ struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
 torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                uint64_t buffer_key) {
   require_float_cpu(x, "tensor-parallel allreduce");
-  // 16-bit values travel widened to float32 (exact) and are summed in float32;
-  // the sum is rounded back once.
-  auto out = x.scalar_type() == torch::kFloat ? x.detach().clone(torch::MemoryFormat::Contiguous)
-                                              : x.detach().to(torch::kFloat).contiguous();
-  tp.allreduce(out.data_ptr<float>(), size_t(out.numel()), role, buffer_key);
-  return out.to(x.scalar_type());
+  auto out = x.detach().clone(torch::MemoryFormat::Contiguous);
+  if (x.scalar_type() == torch::kFloat) {
+    tp.allreduce(out.data_ptr<float>(), size_t(out.numel()), role, buffer_key);
+  } else {
+    // 16-bit values travel as 16-bit words; the sum is taken in float and
+    // rounded once per reduction step (comm/communicator_words16.cpp).
+    tp.allreduce(words_of(out), size_t(out.numel()),
+                 word_type_of(x.scalar_type(), "tensor-parallel allreduce"), role, buffer_key);
+  }
+  return out;
 }
 
 torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key) {
   require_float_cpu(x, "tensor-parallel allgather");
-  // 16-bit values travel widened to float32 (exact either way).
-  const auto local = x.detach().to(torch::kFloat).contiguous();
+  const auto local = x.detach().contiguous();
   const int parts = tp.size();
   auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
   const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
-  tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
+  if (x.scalar_type() == torch::kFloat)
+    tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
+  else  // 16-bit values travel as 16-bit words
+    tp.allgather(words_of(local), words_of(gathered), counts,
+                 word_type_of(x.scalar_type(), "tensor-parallel allgather"), role, buffer_key);
   // [parts, ..., L] -> [..., parts, L] -> [..., parts * L]: rank r's slice
   // lands at columns [r*L, (r+1)*L).
   std::vector<int64_t> stacked{int64_t(parts)};
   for (int64_t s : local.sizes()) stacked.push_back(s);
   std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
   joined.back() *= parts;
-  return gathered.view(stacked).movedim(0, -2).reshape(joined).to(x.scalar_type());
+  return gathered.view(stacked).movedim(0, -2).reshape(joined);
 }
 
 torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communicator& tp) {

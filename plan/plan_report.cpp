@@ -79,7 +79,8 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
   if (p.precision != "fp32")
     out += "precision: " + p.precision +
            " compute: activations 2 bytes a value (logits float32); float32 master weights, "
-           "gradients and AdamW moments; tp/pp activations travel widened to float32\n";
+           "gradients and AdamW moments; pp activations and tp activation gradients travel as "
+           "16-bit words\n";
   if (p.stages.size() > 1)
     out += "pipeline balance: " + p.pipeline_balance + ", layers per stage " +
            parallel::stage_layers_text(p.stage_layers) + "\n";

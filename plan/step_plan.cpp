@@ -194,15 +194,26 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       while (!route.raw() && msg.op == comm::Op::kAllreduce && is_auto_block_sparse(*route.codec))
         route = policy.plan_after(route, msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
       const double sent = msg.sent_bytes();
+      // 16-bit words (msg.word_bytes 2) travel raw under identity or the
+      // cast to their own type; mpc packs the words themselves (its measured
+      // ratio carried over); any other codec runs on the words widened to
+      // float, so its bytes per value are those measured on floats, twice
+      // its ratio against the 16-bit bytes (comm/communicator_words16.cpp).
+      const double widening = 4.0 / double(msg.word_bytes);
+      const auto carries_raw = [&](const compress::CodecSpec& codec) {
+        return msg.word_bytes == 2 &&
+               (codec.name() == "identity" || codec.name() == c.training.precision);
+      };
       const auto price = [&](const compress::CodecSpec* codec) {
         MessageCost cost;
-        if (codec != nullptr) {
+        if (codec != nullptr && !carries_raw(*codec)) {
           const CodecCost& measured = codecs.cost(*codec);
-          cost.ratio = measured.ratio;
+          const double scale = codec->name() == "mpc" ? 1.0 : widening;
+          cost.ratio = measured.ratio * scale;
           cost.rel_error = measured.rel_error;
           cost.codec_seconds =
-              sent / measured.encode_bytes_per_s + sent / measured.decode_bytes_per_s;
-          const double chunk = std::min(double(route.chunk_bytes), double(msg.bytes));
+              scale * (sent / measured.encode_bytes_per_s + sent / measured.decode_bytes_per_s);
+          const double chunk = scale * std::min(double(route.chunk_bytes), double(msg.bytes));
           cost.fill_seconds =
               chunk / measured.encode_bytes_per_s + chunk / measured.decode_bytes_per_s;
         }

@@ -29,11 +29,11 @@ double chain_broadcast_fraction(int rank, int root, int n) {
 // What CommStats counts for one allreduce on the group's rank `rank`: the
 // bytes that rank sends in the project's ring (2n - its two segments), the
 // same count whichever algorithm runs it (comm/communicator.cpp).
-double allreduce_fraction(int64_t bytes, int n, int rank = 0) {
+double allreduce_fraction(int64_t bytes, int n, int rank = 0, int64_t word_bytes = 4) {
   if (n < 2 || bytes <= 0) return 0.0;
-  const int64_t elems = bytes / int64_t(sizeof(float));
+  const int64_t elems = bytes / word_bytes;
   auto segment = [&](int j) { return elems / n + (j < elems % n ? 1 : 0); };
-  return double(2 * elems - segment(rank) - segment((rank + 1) % n)) * sizeof(float) /
+  return double(2 * elems - segment(rank) - segment((rank + 1) % n)) * double(word_bytes) /
          double(bytes);
 }
 
@@ -147,18 +147,27 @@ namespace {
 std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
                                                   const parallel::ParallelDims& dims,
                                                   const StageShape& shape, int64_t micro_batches) {
-  const int64_t activation_bytes =
-      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  // Activation gradients travel in the compute dtype
+  // (parallel/tensor_parallel_ops.cpp); the forward sums are float32 in every
+  // precision: the row-parallel layers' partial products (rounded to the
+  // compute dtype once, after the sum, as one GEMM would) and the
+  // vocab-parallel embedding's rows.
+  const int word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t float_bytes = elems * int64_t(sizeof(float)), grad_bytes = elems * word_bytes;
   const int64_t tp_activations =
       2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
   MessageClass forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
   forward.calls = tp_activations * micro_batches;
-  forward.bytes = activation_bytes;
+  forward.bytes = float_bytes;
   forward.group_size = dims.tp;
-  forward.sent_fraction = allreduce_fraction(activation_bytes, dims.tp);
+  forward.sent_fraction = allreduce_fraction(float_bytes, dims.tp);
   forward.per_micro_batch = true;
   MessageClass backward = forward;
   backward.role = Role::kActivationGrad;
+  backward.bytes = grad_bytes;
+  backward.sent_fraction = allreduce_fraction(grad_bytes, dims.tp, 0, word_bytes);
+  backward.word_bytes = word_bytes;
   // Two column-parallel inputs per block, and the head's input (the tied
   // output projection is column-parallel over the vocabulary).
   backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
@@ -178,6 +187,8 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
                                                     const parallel::ParallelDims& dims,
                                                     const StageShape& shape,
                                                     int64_t micro_batches) {
+  // The sequence-parallel collectives carry float32 in every precision
+  // (16-bit values widened exactly: parallel/sequence_parallel_ops.cpp).
   const int64_t activation_bytes =
       c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
   const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
@@ -218,8 +229,11 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
-  const int64_t activation_bytes =
-      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  // Pipeline messages travel in the compute dtype
+  // (PipelineEngine::set_wire_dtype).
+  const int activation_word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int64_t activation_elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t activation_bytes = activation_elems * activation_word_bytes;
   std::vector<MessageClass> out;
   auto add = [&](MessageClass m) {
     if (m.calls > 0 && m.group_size > 1) out.push_back(m);
@@ -376,6 +390,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     sends.calls = micro_batches * ((stage + 1 < dims.pp ? 1 : 0) + (stage > 0 ? 1 : 0));
     // Sequence parallel: the tp rank's part of the sequence.
     sends.bytes = c.parallel.sequence_parallel ? activation_bytes / dims.tp : activation_bytes;
+    sends.word_bytes = activation_word_bytes;
     sends.group_size = dims.pp;
     sends.per_micro_batch = true;
     add(sends);

@@ -47,6 +47,10 @@ struct MessageClass {
   int64_t bytes = 0;         // the buffer of one call
   double sent_fraction = 1;  // of `bytes`, what this rank sends per call
   int group_size = 1;
+  // Bytes per element: 2 for activations and their gradients under bf16 or
+  // fp16 compute (tp collectives, pp sends), which travel as 16-bit words
+  // (comm/communicator_words16.cpp); 4 for everything else.
+  int word_bytes = 4;
   // Reduced during the last micro-batch's backward (dp/zero gradient buckets
   // with training.overlap_grad_reduce), so it can hide behind compute.
   bool overlaps_backward = false;

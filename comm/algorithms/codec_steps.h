@@ -29,6 +29,9 @@ enum class FeedbackSite : uint8_t {
   // A sparsifier's whole buffer before a block-sparse allreduce of its
   // output (Communicator::allreduce, comm/block_sparse_calibration.h).
   kSparsifiedInput = 9,
+  // One piece of a 16-bit buffer widened to float (communicator_words16.cpp);
+  // the piece's own algorithm adds its sites on top.
+  kWordPiece = 10,
 };
 
 // Residual key for chunk `chunk` of part `part` (segment, peer ...) of the

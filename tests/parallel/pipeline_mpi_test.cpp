@@ -165,6 +165,8 @@ TEST(PipelineEngine, RejectsMissingStageFunctionsAndWrongShapes) {
   EXPECT_THROW(PipelineEngine(groups.pp(), nullptr, {1, 4, 8}), std::invalid_argument);
   EXPECT_THROW(PipelineEngine(groups.pp(), make_pipeline_schedule("gpipe"), {1, 0, 8}),
                std::invalid_argument);
+  EXPECT_THROW(engine.set_wire_dtype(torch::kInt), std::invalid_argument) << "no int words";
+  EXPECT_EQ(engine.wire_dtype(), torch::kFloat);
 }
 
 // Memory measured (every LibTorch CPU allocation counted) over one 1F1B step:

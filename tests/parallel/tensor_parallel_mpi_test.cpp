@@ -101,6 +101,36 @@ TEST_F(WorldTp, ReduceFromRegionSumsForwardAndPassesGradient) {
   EXPECT_TRUE(torch::equal(x.grad(), grad));
 }
 
+// 16-bit tensors travel as 16-bit words (2 bytes a value in the stats), in
+// and out in their dtype; with two ranks the sum is bit for bit what
+// widening to float32, summing and rounding once gives (the path before
+// 16-bit words), with more ranks within a rounding per reduction step.
+TEST_F(WorldTp, SixteenBitTensorsTravelAsWords) {
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    comm::Communicator words{MPI_COMM_WORLD, comm::GroupKind::kTp};
+    const auto x = random_normal({3, 7}, 20 + uint64_t(rank)).to(dtype);
+    const auto summed = tp_allreduce_sum(x, words, comm::Role::kActivation, 0);
+    ASSERT_EQ(summed.scalar_type(), dtype);
+    auto widened_sum = torch::zeros({3, 7});
+    for (int r = 0; r < parts; ++r)
+      widened_sum += random_normal({3, 7}, 20 + uint64_t(r)).to(dtype).to(torch::kFloat);
+    if (parts == 2)
+      EXPECT_TRUE(torch::equal(summed, widened_sum.to(dtype))) << c10::toString(dtype);
+    else
+      EXPECT_LE(max_difference(summed.to(torch::kFloat), widened_sum),
+                0.02 * parts * std::max(1.0, widened_sum.abs().max().item<double>()));
+    EXPECT_EQ(words.stats().at(comm::Op::kAllreduce).raw_bytes,
+              comm::ring_allreduce_bytes(21, rank, parts, 2));
+
+    const auto gathered = tp_allgather_last_dim(x, words, comm::Role::kActivation, 0);
+    ASSERT_EQ(gathered.scalar_type(), dtype);
+    for (int r = 0; r < parts; ++r)
+      EXPECT_TRUE(torch::equal(gathered.narrow(-1, 7 * r, 7),
+                               random_normal({3, 7}, 20 + uint64_t(r)).to(dtype)));
+    EXPECT_EQ(words.stats().at(comm::Op::kAllgather).raw_bytes, uint64_t(21 * (parts - 1) * 2));
+  }
+}
+
 TEST_F(WorldTp, GatherFromRegionConcatenatesLastDimAndSplitsGradient) {
   const auto full = random_normal({3, 2, 4 * parts}, 3);
   auto x = slice_of(full, 2, rank, parts).clone().requires_grad_(true);

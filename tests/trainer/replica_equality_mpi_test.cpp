@@ -14,7 +14,9 @@
 // every step is clipped (so the clip factor must agree too). Then every rank
 // sends its optimizer state (master weights and both AdamW moments, the runs
 // it owns) to rank 0, which compares every element that more than one rank
-// holds, keyed by global parameter name and tp slice, bit for bit.
+// holds, keyed by global parameter name and tp slice, bit for bit. The bf16
+// case runs the presets, which compress tp/pp traffic, under 16-bit compute,
+// where that traffic travels as 16-bit words (ZeRO 1 only, to stay short).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -191,10 +193,12 @@ struct Outcome {
 // Trains `layout` under `policy` at ZeRO `stage` and compares the replicas.
 Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
                           const comm::PolicyConfig& policy, uint64_t seed,
-                          const std::string& gradient_memory, bool sequence_parallel) {
+                          const std::string& gradient_memory, bool sequence_parallel,
+                          const std::string& precision) {
   dims.zero_stage = stage;
   config::Config config = testing::tiny_gpt_config(seed);
   config.parallel.sequence_parallel = sequence_parallel;
+  config.training.precision = precision;
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;
   config.parallel.pipeline = dims.pp;
@@ -239,7 +243,15 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   return outcome;
 }
 
-void check_layout(int dp, int tp, int pp, bool sequence_parallel = false) {
+// The policies a 16-bit run checks: those that compress tp/pp traffic.
+std::vector<Policy> bf16_policies() {
+  return {{"zhybrid", preset("zhybrid"), {1}},
+          {"mzhybrid", preset("mzhybrid"), {1}},
+          {"auto", preset("auto"), {1}}};
+}
+
+void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
+                  const std::string& precision = "fp32") {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world, dp * tp * pp) << "run this test on " << dp * tp * pp << " ranks";
@@ -248,7 +260,7 @@ void check_layout(int dp, int tp, int pp, bool sequence_parallel = false) {
   dims.tp = tp;
   dims.pp = pp;
   const uint64_t seed = testing::test_seed() % 100000;
-  for (const auto& policy : policies()) {
+  for (const auto& policy : precision == "fp32" ? policies() : bf16_policies()) {
     // ZeRO-3 also holding only the gradient shard (every micro-batch's
     // buckets reduce-scattered, the exact ones exactly, the tied table once).
     std::vector<std::pair<int, std::string>> variants;
@@ -260,10 +272,10 @@ void check_layout(int dp, int tp, int pp, bool sequence_parallel = false) {
       const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
                                std::to_string(pp) + (sequence_parallel ? " SP" : "") + " ZeRO " +
                                std::to_string(stage) +
-                               (gradient_memory == "shard" ? " shard " : " ") + policy.name +
-                               " (model seed " + std::to_string(seed) + ")";
+                               (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " +
+                               precision + " (model seed " + std::to_string(seed) + ")";
       const Outcome outcome = train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed,
-                                                gradient_memory, sequence_parallel);
+                                                gradient_memory, sequence_parallel, precision);
       EXPECT_TRUE(outcome.finite) << what;
       EXPECT_GT(outcome.smallest_norm, kClip) << what << ": a step was not clipped";
       if (world_rank() != 0) continue;
@@ -296,6 +308,10 @@ TEST(ReplicaEquality, DataTimesPipelineWithTiedEmbedding) {
 
 TEST(ReplicaEquality, DataTimesTensorTimesPipeline) {
   check_layout(2, 2, 2);
+}
+
+TEST(ReplicaEquality, Bf16DataTimesTensorTimesPipeline) {
+  check_layout(2, 2, 2, false, "bf16");
 }
 
 }  // namespace
