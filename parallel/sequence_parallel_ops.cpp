@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parallel/leaf_saving_linear.h"
+#include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -110,16 +111,20 @@ SequenceShard sequence_shard(int64_t length, const comm::Communicator& tp) {
 torch::Tensor tp_allgather_sequence(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key) {
   require_sequence_tensor(x, "sequence-parallel allgather");
-  const auto local = x.detach().to(torch::kFloat).contiguous();
+  const auto local = x.detach().contiguous();
   const int parts = tp.size();
   auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
   const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
-  tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
+  if (x.scalar_type() == torch::kFloat)
+    tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
+  else  // 16-bit values travel as 16-bit words (parallel/tensor_words.h)
+    tp.allgather(words_of(local), words_of(gathered), counts,
+                 word_type_of(x.scalar_type(), "sequence-parallel allgather"), role, buffer_key);
   std::vector<int64_t> stacked{int64_t(parts)};
   for (int64_t s : local.sizes()) stacked.push_back(s);
   std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
   joined[kSequenceDim] *= parts;
-  return gathered.view(stacked).movedim(0, kSequenceDim).reshape(joined).to(x.scalar_type());
+  return gathered.view(stacked).movedim(0, kSequenceDim).reshape(joined);
 }
 
 torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communicator& tp,
@@ -128,7 +133,6 @@ torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communica
   const int parts = tp.size();
   const int64_t shard = sequence_shard(x.size(kSequenceDim), tp).count;
   const auto blocks = x.detach()
-                          .to(torch::kFloat)
                           .unflatten(kSequenceDim, {int64_t(parts), shard})
                           .movedim(kSequenceDim, 0)
                           .contiguous();
@@ -136,8 +140,16 @@ torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communica
   local_shape[kSequenceDim] = shard;
   auto out = torch::empty(local_shape, blocks.options());
   const std::vector<size_t> counts(size_t(parts), size_t(out.numel()));
-  tp.reduce_scatter(blocks.data_ptr<float>(), out.data_ptr<float>(), counts, role, buffer_key);
-  return out.to(x.scalar_type());
+  if (x.scalar_type() == torch::kFloat) {
+    tp.reduce_scatter(blocks.data_ptr<float>(), out.data_ptr<float>(), counts, role, buffer_key);
+  } else {
+    // 16-bit values travel as 16-bit words, summed in float and rounded once
+    // per reduction step, as tp_allreduce_sum's (comm/communicator_words16.cpp).
+    tp.reduce_scatter(words_of(blocks), words_of(out), counts,
+                      word_type_of(x.scalar_type(), "sequence-parallel reduce-scatter"), role,
+                      buffer_key);
+  }
+  return out;
 }
 
 torch::Tensor sequence_gathered_linear(const torch::Tensor& x, const torch::Tensor& weight,

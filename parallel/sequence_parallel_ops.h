@@ -35,8 +35,9 @@
 // Forward traffic names comm::Role::kActivation and backward traffic
 // kActivationGrad (as tensor_parallel_ops.h), so the policy and the
 // compressed ring algorithms treat the allgathers and reduce-scatters like
-// today's tp allreduces. 16-bit tensors travel widened to float32 (exact),
-// and a reduce-scatter's sum is rounded once. With one tp rank nothing is
+// today's tp allreduces. Each travels in the dtype it is given: 16-bit
+// tensors as 16-bit words (parallel/tensor_words.h), a reduce-scatter of
+// them summed in float32 and rounded once per reduction step. With one tp rank nothing is
 // sent. The sequence length must be divisible by the tp size
 // (std::invalid_argument otherwise; the config loader refuses such a config
 // first, at parallel.sequence_parallel).

@@ -187,16 +187,21 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
                                                     const parallel::ParallelDims& dims,
                                                     const StageShape& shape,
                                                     int64_t micro_batches) {
-  // The sequence-parallel collectives carry float32 in every precision
-  // (16-bit values widened exactly: parallel/sequence_parallel_ops.cpp).
-  const int64_t activation_bytes =
-      c.training.micro_batch * c.model.seq_len * c.model.hidden * int64_t(sizeof(float));
+  // Each collective carries the dtype it is given
+  // (parallel/sequence_parallel_ops.cpp): the forward reduce-scatters sum
+  // float32 partial products (and the embedding's float32 rows), so their
+  // backward all-gathers carry float32 gradients; the gathered linears'
+  // inputs are LayerNorm outputs in the compute dtype, and so are the
+  // gradients their backward reduce-scatters.
+  const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int compute_word_bytes = c.training.precision == "fp32" ? 4 : 2;
   const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
   const int64_t embedding = shape.has_embedding ? 1 : 0, head = shape.has_head ? 1 : 0;
-  const auto collective = [&](Op op, Role role, int64_t calls) {
+  const auto collective = [&](Op op, Role role, int64_t calls, int word_bytes) {
     MessageClass m{GroupKind::kTp, op, role};
     m.calls = calls * micro_batches;
-    m.bytes = activation_bytes;
+    m.bytes = elems * word_bytes;
+    m.word_bytes = word_bytes;
     m.group_size = dims.tp;
     m.sent_fraction = ring_share_fraction(dims.tp);
     m.per_micro_batch = true;
@@ -213,10 +218,11 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   };
   const int64_t h = c.model.hidden;
   std::vector<MessageClass> out = {
-      collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed),
-      collective(Op::kAllgather, Role::kActivation, 2 * (2 * blocks + head) + 2 * recomputed),
-      collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding),
-      collective(Op::kReduceScatter, Role::kActivationGrad, 2 * blocks + head),
+      collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed, 4),
+      collective(Op::kAllgather, Role::kActivation, 2 * (2 * blocks + head) + 2 * recomputed,
+                 compute_word_bytes),
+      collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding, 4),
+      collective(Op::kReduceScatter, Role::kActivationGrad, 2 * blocks + head, compute_word_bytes),
       exact_sum(6 * blocks + 2 * head, h)};
   if (shape.has_embedding && c.model.position == "learned")
     out.push_back(exact_sum(1, c.model.seq_len * h));
