@@ -35,7 +35,8 @@ no DDP wrapper, the plain PyTorch eager step (bench/train/compute_parity.py comp
 one-rank cmpi-train).
 
 Writes, on rank 0, <out>/metrics.jsonl (one line per step: step, loss, lr, grad_norm,
-tokens_per_s, step_ms, raw_bytes, wire_bytes, as cmpi-train's) and <out>/summary.json.
+tokens_per_s, step_ms, cpu_ms (the process's CPU time over the step), raw_bytes, wire_bytes,
+as cmpi-train's) and <out>/summary.json.
 The batch is drawn before a step's clock starts (the port of the sampler is Python).
 """
 
