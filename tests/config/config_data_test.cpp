@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "config/config_loader.h"
 #include "data/byte_to_unicode.h"
 #include "tests/config/config_test_support.h"
-#include "config/config_loader.h"
 
 namespace cmpi::config {
 namespace {
