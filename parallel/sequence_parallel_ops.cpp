@@ -6,7 +6,7 @@
 // joined to [B, T, ...]; a reduce-scatter sends [B, T, ...] cut to
 // [B, tp, T/tp, ...] and moved to [tp, B, T/tp, ...], so block r is rank
 // r's positions. As in tensor_parallel_ops.cpp, a function remembers its tp
-// group by address: ProcessGroups owns the group and outlives every graph.
+// group by address (parallel/tp_autograd_context.h).
 #include "parallel/sequence_parallel_ops.h"
 
 #include <stdexcept>
@@ -15,6 +15,7 @@
 
 #include "parallel/leaf_saving_linear.h"
 #include "parallel/tensor_words.h"
+#include "parallel/tp_autograd_context.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -25,48 +26,28 @@ using torch::autograd::variable_list;
 constexpr int64_t kSequenceDim = 1;
 
 void require_sequence_tensor(const torch::Tensor& x, const char* op) {
-  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
-  const auto type = x.scalar_type();
-  if ((type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf) ||
-      !x.device().is_cpu())
-    throw std::invalid_argument(std::string(op) +
-                                ": expects a float32, bfloat16 or half CPU tensor, got " +
-                                std::string(c10::toString(type)) + " on " + x.device().str());
-  if (x.dim() < 2)
-    throw std::invalid_argument(std::string(op) + ": expects [batch, time, ...], got " +
-                                c10::str(x.sizes()));
-}
-
-void remember_group(AutogradContext* ctx, comm::Communicator& tp, uint64_t buffer_key) {
-  ctx->saved_data["tp"] = int64_t(reinterpret_cast<intptr_t>(&tp));
-  ctx->saved_data["key"] = int64_t(buffer_key);
-}
-
-comm::Communicator& group_of(AutogradContext* ctx) {
-  return *reinterpret_cast<comm::Communicator*>(intptr_t(ctx->saved_data["tp"].toInt()));
-}
-
-uint64_t key_of(AutogradContext* ctx) {
-  return uint64_t(ctx->saved_data["key"].toInt());
+  require_travelling_tensor(x, op, 2, "[batch, time, ...]");
 }
 
 struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, comm::Communicator* tp, uint64_t key) {
-    remember_group(ctx, *tp, key);
+    remember_tp_group(ctx, *tp, key);
     ctx->save_for_backward({x, weight});
     return linear_products(tp_allgather_sequence(x, *tp, comm::Role::kActivation, key), weight);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    comm::Communicator& tp = group_of(ctx);
+    comm::Communicator& tp = remembered_tp_group(ctx);
     // The forward's values again: role activation.
-    const auto gathered = tp_allgather_sequence(saved[0], tp, comm::Role::kActivation, key_of(ctx));
+    const auto gathered =
+        tp_allgather_sequence(saved[0], tp, comm::Role::kActivation, remembered_buffer_key(ctx));
     auto gradients = linear_gradients(gathered, saved[1], grads[0], ctx->needs_input_grad(0),
                                       ctx->needs_input_grad(1));
     torch::Tensor dx;
     if (gradients.dx.defined())
-      dx = tp_reduce_scatter_sequence(gradients.dx, tp, comm::Role::kActivationGrad, key_of(ctx));
+      dx = tp_reduce_scatter_sequence(gradients.dx, tp, comm::Role::kActivationGrad,
+                                      remembered_buffer_key(ctx));
     return {dx, gradients.dw, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -74,25 +55,25 @@ struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear
 struct ReduceScatterToSequenceRegion : torch::autograd::Function<ReduceScatterToSequenceRegion> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
                                uint64_t key) {
-    remember_group(ctx, *tp, key);
+    remember_tp_group(ctx, *tp, key);
     return tp_reduce_scatter_sequence(x, *tp, comm::Role::kActivation, key);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {
-        tp_allgather_sequence(grads[0], group_of(ctx), comm::Role::kActivationGrad, key_of(ctx)),
-        torch::Tensor(), torch::Tensor()};
+    return {tp_allgather_sequence(grads[0], remembered_tp_group(ctx), comm::Role::kActivationGrad,
+                                  remembered_buffer_key(ctx)),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
 struct SumGradientOverTp : torch::autograd::Function<SumGradientOverTp> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& parameter,
                                comm::Communicator* tp) {
-    remember_group(ctx, *tp, 0);
+    remember_tp_group(ctx, *tp, 0);
     return parameter.detach().clone();
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto sum = grads[0].to(torch::kFloat).contiguous().clone();
-    group_of(ctx).exact_allreduce(sum.data_ptr<float>(), size_t(sum.numel()));
+    remembered_tp_group(ctx).exact_allreduce(sum.data_ptr<float>(), size_t(sum.numel()));
     return {sum.to(grads[0].scalar_type()), torch::Tensor()};
   }
 };

@@ -1,13 +1,13 @@
 // Each pair is a torch::autograd::Function whose forward and backward call
-// the plain helpers below. AutogradContext::saved_data only holds IValues, so
-// a function remembers its tp group by address (an integer): the group is
-// owned by ProcessGroups, which outlives every graph built over it.
+// the plain helpers below; a function remembers its tp group by address
+// (parallel/tp_autograd_context.h).
 #include "parallel/tensor_parallel_ops.h"
 
 #include <stdexcept>
 #include <string>
 
 #include "parallel/tensor_words.h"
+#include "parallel/tp_autograd_context.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -16,37 +16,18 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 void require_float_cpu(const torch::Tensor& x, const char* op) {
-  if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
-  const auto type = x.scalar_type();
-  if ((type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf) ||
-      !x.device().is_cpu())
-    throw std::invalid_argument(
-        std::string(op) + ": expects a float32, bfloat16 or half CPU tensor, got " +
-        std::string(c10::toString(x.scalar_type())) + " on " + x.device().str());
-  if (x.dim() == 0) throw std::invalid_argument(std::string(op) + ": expects at least one dim");
-}
-
-void remember_group(AutogradContext* ctx, comm::Communicator& tp, uint64_t buffer_key) {
-  ctx->saved_data["tp"] = int64_t(reinterpret_cast<intptr_t>(&tp));
-  ctx->saved_data["key"] = int64_t(buffer_key);
-}
-
-comm::Communicator& group_of(AutogradContext* ctx) {
-  return *reinterpret_cast<comm::Communicator*>(intptr_t(ctx->saved_data["tp"].toInt()));
-}
-
-uint64_t key_of(AutogradContext* ctx) {
-  return uint64_t(ctx->saved_data["key"].toInt());
+  require_travelling_tensor(x, op, 1, "at least one dim");
 }
 
 struct CopyToRegion : torch::autograd::Function<CopyToRegion> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
                                uint64_t key) {
-    remember_group(ctx, *tp, key);
+    remember_tp_group(ctx, *tp, key);
     return x;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {tp_allreduce_sum(grads[0], group_of(ctx), comm::Role::kActivationGrad, key_of(ctx)),
+    return {tp_allreduce_sum(grads[0], remembered_tp_group(ctx), comm::Role::kActivationGrad,
+                             remembered_buffer_key(ctx)),
             torch::Tensor(), torch::Tensor()};
   }
 };
@@ -64,24 +45,25 @@ struct ReduceFromRegion : torch::autograd::Function<ReduceFromRegion> {
 struct GatherFromRegion : torch::autograd::Function<GatherFromRegion> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
                                uint64_t key) {
-    remember_group(ctx, *tp, key);
+    remember_tp_group(ctx, *tp, key);
     return tp_allgather_last_dim(x, *tp, comm::Role::kActivation, key);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {tp_own_slice_last_dim(grads[0], group_of(ctx)), torch::Tensor(), torch::Tensor()};
+    return {tp_own_slice_last_dim(grads[0], remembered_tp_group(ctx)), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
 struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
                                uint64_t key) {
-    remember_group(ctx, *tp, key);
+    remember_tp_group(ctx, *tp, key);
     return tp_own_slice_last_dim(x, *tp);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {
-        tp_allgather_last_dim(grads[0], group_of(ctx), comm::Role::kActivationGrad, key_of(ctx)),
-        torch::Tensor(), torch::Tensor()};
+    return {tp_allgather_last_dim(grads[0], remembered_tp_group(ctx), comm::Role::kActivationGrad,
+                                  remembered_buffer_key(ctx)),
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
