@@ -162,11 +162,12 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // gather in place.
   if ((in.zero_stage == 1 || in.zero_stage == 2) && in.dp > 1)
     e.buffer_bytes += (in.zero_stage == 1 ? 2 : 1) * bucket / dp;
-  // One input gradient held after its send, one output gradient received.
-  const Real message = tokens * block_input * kFloat;
+  // One input gradient held after its send, in the compute dtype it travels
+  // in (PipelineEngine::set_wire_dtype), and one output gradient received,
+  // widened to float32 for the stage's backward.
+  const Real sent = tokens * block_input * value, received = tokens * block_input * kFloat;
   if (in.pp > 1)
-    e.pipeline_send_bytes =
-        (stage_index > 0 ? message : 0) + (stage_index + 1 < in.pp ? message : 0);
+    e.pipeline_send_bytes = (stage_index > 0 ? sent : 0) + (stage_index + 1 < in.pp ? received : 0);
   if (in.dp > 1) e.scratch_bytes = std::min(Real(in.bucket_bytes), param_bytes);
   return e;
 }

@@ -35,9 +35,10 @@
 //               1/tp of the tokens (so do the pipeline's messages); GPipe keeps every
 //               micro-batch of the step, 1F1B at most `pipeline` of them. With
 //               bf16/fp16 compute the blocks' and the embedding's values take
-//               activation_value_bytes (2) each; the logits stay float32 (the
-//               cross-entropy runs in float32), and so do the pipeline's
-//               messages (16-bit values travel widened).
+//               activation_value_bytes (2) each, and so does the gradient a
+//               stage holds after sending it (16-bit words on the wire; a
+//               received one is widened to float32); the logits stay float32
+//               (the cross-entropy runs in float32).
 //               Recomputation (recompute): selective drops the core's rows
 //               from every block and adds one block's back for the
 //               recomputation running in backward; full keeps only the input

@@ -181,8 +181,10 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
 }
 
 // 16-bit compute halves the activations a middle stage keeps (blocks only)
-// and leaves the float32 masters, gradients and moments, and the float32
-// pipeline messages, as they were; the head stage's logits stay float32.
+// and the gradient a stage holds after sending it back (16-bit words on the
+// wire), and leaves the float32 masters, gradients and moments, and the
+// received gradient (widened to float32), as they were; the head stage's
+// logits stay float32.
 TEST(MemoryEstimate, SixteenBitComputeHalvesBlockActivationsOnly) {
   auto c = small_gpt();
   const auto fp32 = config::estimate_stage_memory(c, layout(1, 1, 4));
@@ -195,8 +197,12 @@ TEST(MemoryEstimate, SixteenBitComputeHalvesBlockActivationsOnly) {
   EXPECT_LT(double(bf16[3].activation_bytes), double(fp32[3].activation_bytes));
   for (size_t s = 0; s < 4; ++s) {
     EXPECT_EQ(double(bf16[s].state()), double(fp32[s].state())) << "stage " << s;
-    EXPECT_EQ(double(bf16[s].pipeline_send_bytes), double(fp32[s].pipeline_send_bytes));
   }
+  const double message =
+      double(c.training.micro_batch * c.model.seq_len * c.model.hidden) * sizeof(float);
+  EXPECT_EQ(double(bf16[0].pipeline_send_bytes), message) << "receives only";
+  EXPECT_EQ(double(bf16[1].pipeline_send_bytes), message / 2 + message);
+  EXPECT_EQ(double(bf16[3].pipeline_send_bytes), message / 2) << "sends only";
 }
 
 }  // namespace
