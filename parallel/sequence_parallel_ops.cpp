@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parallel/leaf_saving_linear.h"
+#include "parallel/tensor_parallel_ops.h"
 #include "parallel/tensor_words.h"
 #include "parallel/tp_autograd_context.h"
 
@@ -92,20 +93,7 @@ SequenceShard sequence_shard(int64_t length, const comm::Communicator& tp) {
 torch::Tensor tp_allgather_sequence(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key) {
   require_sequence_tensor(x, "sequence-parallel allgather");
-  const auto local = x.detach().contiguous();
-  const int parts = tp.size();
-  auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
-  const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
-  if (x.scalar_type() == torch::kFloat)
-    tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
-  else  // 16-bit values travel as 16-bit words (parallel/tensor_words.h)
-    tp.allgather(words_of(local), words_of(gathered), counts,
-                 word_type_of(x.scalar_type(), "sequence-parallel allgather"), role, buffer_key);
-  std::vector<int64_t> stacked{int64_t(parts)};
-  for (int64_t s : local.sizes()) stacked.push_back(s);
-  std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
-  joined[kSequenceDim] *= parts;
-  return gathered.view(stacked).movedim(0, kSequenceDim).reshape(joined);
+  return tp_allgather_along(x, kSequenceDim, tp, role, buffer_key, "sequence-parallel allgather");
 }
 
 torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communicator& tp,

@@ -84,9 +84,8 @@ torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, c
   return out;
 }
 
-torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
-                                    uint64_t buffer_key) {
-  require_float_cpu(x, "tensor-parallel allgather");
+torch::Tensor tp_allgather_along(const torch::Tensor& x, int64_t dim, comm::Communicator& tp,
+                                 comm::Role role, uint64_t buffer_key, const char* what) {
   const auto local = x.detach().contiguous();
   const int parts = tp.size();
   auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
@@ -94,15 +93,21 @@ torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& 
   if (x.scalar_type() == torch::kFloat)
     tp.allgather(local.data_ptr<float>(), gathered.data_ptr<float>(), counts, role, buffer_key);
   else  // 16-bit values travel as 16-bit words
-    tp.allgather(words_of(local), words_of(gathered), counts,
-                 word_type_of(x.scalar_type(), "tensor-parallel allgather"), role, buffer_key);
-  // [parts, ..., L] -> [..., parts, L] -> [..., parts * L]: rank r's slice
-  // lands at columns [r*L, (r+1)*L).
+    tp.allgather(words_of(local), words_of(gathered), counts, word_type_of(x.scalar_type(), what),
+                 role, buffer_key);
+  // [parts, ..., L, ...] -> [..., parts, L, ...] -> [..., parts * L, ...]:
+  // rank r's block lands at [r*L, (r+1)*L) along `dim`.
   std::vector<int64_t> stacked{int64_t(parts)};
   for (int64_t s : local.sizes()) stacked.push_back(s);
   std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
-  joined.back() *= parts;
-  return gathered.view(stacked).movedim(0, -2).reshape(joined);
+  joined[size_t(dim)] *= parts;
+  return gathered.view(stacked).movedim(0, dim).reshape(joined);
+}
+
+torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
+                                    uint64_t buffer_key) {
+  require_float_cpu(x, "tensor-parallel allgather");
+  return tp_allgather_along(x, x.dim() - 1, tp, role, buffer_key, "tensor-parallel allgather");
 }
 
 torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communicator& tp) {

@@ -39,6 +39,12 @@ torch::Tensor scatter_to_tp_region(const torch::Tensor& x, comm::Communicator& t
 // other tensor-parallel code that communicates outside autograd.
 torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                uint64_t buffer_key = 0);
+// The concatenation along `dim` (0 <= dim < x.dim()) of every tp rank's x
+// (same shape on every rank), in rank order; 16-bit tensors travel as
+// 16-bit words, `what` names the call in errors. The last-dim and the
+// sequence-parallel allgathers are this along their dimension.
+torch::Tensor tp_allgather_along(const torch::Tensor& x, int64_t dim, comm::Communicator& tp,
+                                 comm::Role role, uint64_t buffer_key, const char* what);
 torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key = 0);
 torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communicator& tp);
