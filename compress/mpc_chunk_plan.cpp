@@ -15,15 +15,16 @@
 // [b, 32) and the stage-3 start c, minimizing the summed cost. For fixed
 // (a, b) the best c is the one minimizing the suffix sum of the planes' cost
 // change when lagged (zero for whole planes), so with running minima over c
-// the search is O(33 * kMaxBytePlanes) per candidate, not O(33^3).
+// the search is O(33 * kMaxBytePlanes) per candidate, not O(33^3). The
+// search is mpc_split_search.h's, which the device coder runs too.
 #include "compress/mpc_chunk_plan.h"
 
 #include <algorithm>
 #include <cstring>
 #include <iterator>
-#include <limits>
 
 #include "compress/bit_transpose.h"
+#include "compress/mpc_split_search.h"
 #include "compress/word_differencing.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -36,13 +37,6 @@ namespace {
 
 constexpr size_t kSampleBlocks = 64;
 static_assert(kSampleBlocks < 256, "per-byte zero counters must not carry");
-
-struct PlaneStats {
-  // [0: as transposed and oriented, 1: minus the plane below][plane]
-  uint32_t nonzero_words[2][32] = {};
-  uint32_t nonzero_bytes[2][32] = {};
-  uint32_t blocks = 0;
-};
 
 // Bit j set where byte j of x is zero (SWAR; exact, no carries across bytes).
 uint32_t zero_byte_flags(uint32_t x) {
@@ -68,8 +62,8 @@ struct ZeroCounts {
   uint32_t byte_counters[2][32] = {};
 };
 
-PlaneStats stats_from(const ZeroCounts& zeros, uint32_t blocks) {
-  PlaneStats stats;
+MpcPlanStats stats_from(const ZeroCounts& zeros, uint32_t blocks) {
+  MpcPlanStats stats;
   stats.blocks = blocks;
   for (int v = 0; v < 2; ++v) {
     for (unsigned j = 0; j < 32; ++j) {
@@ -82,8 +76,8 @@ PlaneStats stats_from(const ZeroCounts& zeros, uint32_t blocks) {
 
 // planes: `sampled` transposed blocks; valid[s]: the lanes of block s that
 // hold values (the reference flips only those, as padding stays zero).
-PlaneStats plane_stats_scalar(const uint32_t* planes, size_t sampled, uint32_t reference,
-                              const uint32_t* valid) {
+MpcPlanStats plane_stats_scalar(const uint32_t* planes, size_t sampled, uint32_t reference,
+                                const uint32_t* valid) {
   ZeroCounts zeros;
   for (size_t s = 0; s < sampled; ++s, planes += 32) {
     uint32_t oriented[32];
@@ -106,9 +100,9 @@ void count_ones_scalar(const uint32_t* planes, size_t sampled, uint32_t* ones) {
 }
 
 #ifdef CMPI_HAVE_X86_VARIANTS
-__attribute__((target("avx2"))) PlaneStats plane_stats_avx2(const uint32_t* planes, size_t sampled,
-                                                            uint32_t reference,
-                                                            const uint32_t* valid) {
+__attribute__((target("avx2"))) MpcPlanStats plane_stats_avx2(const uint32_t* planes,
+                                                              size_t sampled, uint32_t reference,
+                                                              const uint32_t* valid) {
   const __m256i zero = _mm256_setzero_si256();
   const __m256i byte_one = _mm256_set1_epi8(1);
   const __m256i shift_up_one = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6);
@@ -164,82 +158,10 @@ __attribute__((target("avx2"))) void count_ones_avx2(const uint32_t* planes, siz
 }
 #endif
 
-struct Estimate {
-  MpcChunkPlan plan;
-  int64_t bits = std::numeric_limits<int64_t>::max();
-};
-
-// The best stage-3/stage-4 split for the planes described by `stats`.
-Estimate best_split(const PlaneStats& stats, unsigned stride, uint32_t reference) {
-  const int64_t blocks = stats.blocks;
-  int64_t byte_cost[32][2], word_cost[32][2];
-  for (unsigned j = 0; j < 32; ++j) {
-    for (int v = 0; v < 2; ++v) {
-      byte_cost[j][v] = 4 * blocks + 8 * int64_t{stats.nonzero_bytes[v][j]};
-      word_cost[j][v] = blocks + 32 * int64_t{stats.nonzero_words[v][j]};
-    }
-  }
-  // Prefix sums of the unlagged costs; suffix sums of the lag changes.
-  int64_t byte_prefix[33] = {}, word_prefix[33] = {};
-  int64_t byte_lag_suffix[33] = {}, word_lag_suffix[33] = {};
-  for (unsigned j = 0; j < 32; ++j) {
-    byte_prefix[j + 1] = byte_prefix[j] + byte_cost[j][0];
-    word_prefix[j + 1] = word_prefix[j] + word_cost[j][0];
-  }
-  for (unsigned j = 32; j-- > 0;) {
-    byte_lag_suffix[j] = byte_lag_suffix[j + 1] + byte_cost[j][1] - byte_cost[j][0];
-    word_lag_suffix[j] = word_lag_suffix[j + 1] + word_cost[j][1] - word_cost[j][0];
-  }
-  // min over c in [from, 32] of word_lag_suffix[c] (c = 32: nothing lagged).
-  int64_t word_lag_min[33];
-  unsigned word_lag_arg[33];
-  word_lag_min[32] = 0;
-  word_lag_arg[32] = 32;
-  for (unsigned c = 32; c-- > 1;) {
-    const bool better = word_lag_suffix[c] <= word_lag_min[c + 1];
-    word_lag_min[c] = better ? word_lag_suffix[c] : word_lag_min[c + 1];
-    word_lag_arg[c] = better ? c : word_lag_arg[c + 1];
-  }
-  word_lag_min[0] = word_lag_min[1];
-  word_lag_arg[0] = word_lag_arg[1];
-
-  Estimate best;
-  for (unsigned b = 0; b <= 32; ++b) {
-    // Running min over c in [max(a, 1), b) of byte_lag_suffix[c].
-    int64_t byte_lag_min = std::numeric_limits<int64_t>::max();
-    unsigned byte_lag_arg = 0;
-    const unsigned a_min = b > kMaxBytePlanes ? b - kMaxBytePlanes : 0;
-    for (unsigned a = b + 1; a-- > a_min;) {
-      if (a >= 1 && a < b && byte_lag_suffix[a] < byte_lag_min) {
-        byte_lag_min = byte_lag_suffix[a];
-        byte_lag_arg = a;
-      }
-      // Lagging from c >= b changes word planes only; from c < b also the
-      // byte planes [max(c, a), b).
-      int64_t lag = word_lag_min[b];
-      unsigned first_lagged = word_lag_arg[b];
-      if (byte_lag_min != std::numeric_limits<int64_t>::max()) {
-        const int64_t through_bytes = byte_lag_min - byte_lag_suffix[b] + word_lag_suffix[b];
-        if (through_bytes < lag) {
-          lag = through_bytes;
-          first_lagged = byte_lag_arg;
-        }
-      }
-      const int64_t bits = 32 * blocks * a + (byte_prefix[b] - byte_prefix[a]) +
-                           (word_prefix[32] - word_prefix[b]) + lag;
-      if (bits < best.bits) {
-        best.bits = bits;
-        best.plan = MpcChunkPlan{stride, reference, first_lagged, a, b};
-      }
-    }
-  }
-  return best;
-}
-
 // Stage 1 and the transposition on the sampled blocks, the majority
 // reference, and the statistics of each plane.
-Estimate estimate(const AliasedWord* w, size_t words, unsigned stride, SimdLevel level,
-                  uint32_t* planes) {
+MpcPlanEstimate estimate(const AliasedWord* w, size_t words, unsigned stride, SimdLevel level,
+                         uint32_t* planes) {
   const size_t nblocks = (words + 31) / 32;
   const size_t step = (nblocks + kSampleBlocks - 1) / kSampleBlocks;
   size_t sampled = 0;
@@ -268,13 +190,13 @@ Estimate estimate(const AliasedWord* w, size_t words, unsigned stride, SimdLevel
     if (2 * ones[j] > values) reference |= 1u << j;
 
 #ifdef CMPI_HAVE_X86_VARIANTS
-  const PlaneStats stats = level == SimdLevel::kAvx2
-                               ? plane_stats_avx2(planes, sampled, reference, valid)
-                               : plane_stats_scalar(planes, sampled, reference, valid);
+  const MpcPlanStats stats = level == SimdLevel::kAvx2
+                                 ? plane_stats_avx2(planes, sampled, reference, valid)
+                                 : plane_stats_scalar(planes, sampled, reference, valid);
 #else
-  const PlaneStats stats = plane_stats_scalar(planes, sampled, reference, valid);
+  const MpcPlanStats stats = plane_stats_scalar(planes, sampled, reference, valid);
 #endif
-  return best_split(stats, stride, reference);
+  return mpc_best_split(stats, stride, reference);
 }
 
 }  // namespace
@@ -318,9 +240,9 @@ MpcChunkPlan choose_mpc_plan(const float* in, size_t words, unsigned dim, SimdLe
 
   alignas(32) uint32_t planes[32 * kSampleBlocks];
   const auto* w = reinterpret_cast<const AliasedWord*>(in);
-  Estimate best;
+  MpcPlanEstimate best{MpcChunkPlan{}, kMpcNoEstimate};
   for (size_t i = 0; i < count; ++i) {
-    Estimate e = estimate(w, words, strides[i], level, planes);
+    MpcPlanEstimate e = estimate(w, words, strides[i], level, planes);
     if (e.bits < best.bits) best = e;
   }
   return best.plan;

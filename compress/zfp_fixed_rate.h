@@ -26,8 +26,9 @@
 //
 // Two implementations: reference:: (zfp_fixed_rate_reference.cpp), a
 // bit-at-a-time transcription of the steps above, and the fast coder
-// (zfp_fixed_rate_fast.cpp, table-driven, block arithmetic in SIMD); tests
-// check both against libzfp bit for bit.
+// (zfp_fixed_rate_fast.h: table-driven, block arithmetic in SIMD; its
+// encoder and decoder in zfp_fixed_rate_fast_encode.cpp and _decode.cpp);
+// tests check both against libzfp bit for bit.
 #pragma once
 
 #include <cstddef>

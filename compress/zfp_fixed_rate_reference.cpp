@@ -1,6 +1,6 @@
 // ZFP fixed-rate coding of 1-D floats, the readable reference: every step of
 // zfp_fixed_rate.h written out plainly, one bit at a time, in the order libzfp
-// reads and writes them. The fast coder (zfp_fixed_rate_fast.cpp) must give
+// reads and writes them. The fast coder (zfp_fixed_rate_fast.h) must give
 // the same bytes and floats; tests check this file against libzfp itself.
 //
 // How it works: the stream is cut into blocks of exactly maxbits bits. The

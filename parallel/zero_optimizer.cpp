@@ -21,11 +21,16 @@
 //   5. stages 1/2: allgather each bucket's updated pieces over zero; the own
 //      piece is restored afterwards so a lossy weight rule never perturbs the
 //      master copy. Stage 3 gathers in the next before_forward().
+// This file: construction, the reduction's set-up (hooks on the gradient
+// accumulators), the per-step entry points and checkpoint state. Elsewhere:
+// the buffers, their gathers (step 5; stage 3's before forward), releases
+// and memory (zero_buffers.cpp); step 2 (zero_gradient_reduction.cpp;
+// shard-only: zero_shard_gradients.cpp); steps 3 and 4 (zero_update.cpp).
 #include "parallel/zero_optimizer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cstdio>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -33,19 +38,11 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <cstdio>
-
 #include "comm/communicator.h"
-#include "compress/nonfinite.h"
 #include "parallel/process_groups.h"
-#include "parallel/unmaterialised.h"
 
 namespace cmpi::parallel {
 namespace {
-
-// Error-feedback keys: gradient buckets use their index, weight buckets this
-// offset plus their index, so a lossy rule never mixes their residuals.
-constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
 
 // tp_replicas: tp > 1, so every parameter not tensor_parallel is held by
 // every tp rank and is reduced exactly (data_parallel_optimizer.h).
@@ -114,12 +111,6 @@ std::vector<size_t> unit_ends_of(const DataParallelOptimizerOptions& options) {
   return gathers_per_layer(options) ? options.layer_schedule.unit_ends : std::vector<size_t>{};
 }
 
-double sum_of_squares(const float* data, size_t n) {
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) sum += double(data[i]) * double(data[i]);
-  return sum;
-}
-
 }  // namespace
 
 ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
@@ -185,26 +176,6 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
   set_up_reduction();
   note_memory();
-}
-
-void ZeroOptimizer::fill_param_shard_per_layer() {
-  param_shard_.assign(layout_.shard_size(), 0.0f);
-  for (const auto& s : layout_.owned_segments()) {
-    const size_t offset = s.flat_offset - layout_.offsets()[s.param];
-    float* out = param_shard_.data() + s.shard_offset;
-    if (options_.initial_values) {
-      options_.initial_values(s.param, offset, s.length, out);
-      continue;
-    }
-    const auto& tensor = params_[s.param].tensor;
-    if (!is_materialised(tensor))
-      throw std::invalid_argument("ZeRO-3: parameter " + params_[s.param].name +
-                                  " has no values and no initial_values were given");
-    const auto values = tensor.detach().contiguous();
-    std::memcpy(out, values.data_ptr<float>() + offset, s.length * sizeof(float));
-  }
-  for (size_t i = 0; i < params_.size(); ++i)
-    params_[i].tensor.set_data(unmaterialised(shapes_[i]));
 }
 
 // Fires after AccumulateGrad has added this backward's gradient to .grad().
@@ -338,16 +309,6 @@ ZeroOptimizer::~ZeroOptimizer() {
   }
 }
 
-torch::Tensor ZeroOptimizer::param_view(size_t i) const {
-  return flat_params_.narrow(0, int64_t(layout_.offsets()[i]), int64_t(layout_.params()[i].numel))
-      .view(shapes_[i]);
-}
-
-torch::Tensor ZeroOptimizer::grad_view(size_t i) const {
-  return flat_grads_.narrow(0, int64_t(layout_.offsets()[i]), int64_t(layout_.params()[i].numel))
-      .view(shapes_[i]);
-}
-
 // ------------------------------------------------------------ per step
 
 void ZeroOptimizer::zero_grad() {
@@ -477,198 +438,6 @@ void ZeroOptimizer::load_state(int64_t steps, const StateSource& source) {
       source(s.param, StateKind::kValues, offset, s.length, param_shard_.data() + s.shard_offset);
     source(s.param, StateKind::kExpAvg, offset, s.length, exp_avg_.data() + s.shard_offset);
     source(s.param, StateKind::kExpAvgSq, offset, s.length, exp_avg_sq_.data() + s.shard_offset);
-  }
-}
-
-void ZeroOptimizer::copy_flat_to_param_shard() {
-  const float* flat = flat_params_.data_ptr<float>();
-  for (const auto& b : layout_.buckets())
-    std::memcpy(param_shard_.data() + b.shard_offset,
-                flat + b.start + size_t(layout_.dp_rank()) * b.piece, b.piece * sizeof(float));
-}
-
-// ------------------------------------------------------------ buffers
-
-void ZeroOptimizer::gather_parameters() {
-  flat_params_ = torch::empty({int64_t(layout_.padded())}, torch::kFloat);
-  float* flat = flat_params_.data_ptr<float>();
-  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
-    const auto& bucket = layout_.buckets()[b];
-    if (dp() == 1) {
-      std::memcpy(flat + bucket.start, param_shard_.data() + bucket.shard_offset,
-                  bucket.piece * sizeof(float));
-      continue;
-    }
-    std::fill(counts_.begin(), counts_.end(), bucket.piece);
-    groups_.zero().allgather(param_shard_.data() + bucket.shard_offset, flat + bucket.start,
-                             counts_, comm::Role::kWeight, kWeightKeyBase + b);
-  }
-  for (size_t i = 0; i < params_.size(); ++i) params_[i].tensor.set_data(param_view(i));
-  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, int64_t(layout_.padded() * sizeof(float)));
-  note_memory();
-}
-
-int64_t ZeroOptimizer::peak_gathered_parameter_bytes() const {
-  return gatherer_ ? gatherer_->peak_bytes() : peak_gathered_bytes_;
-}
-
-void ZeroOptimizer::release_parameters() {
-  for (auto& p : params_) {
-    p.tensor.mutable_grad() = torch::Tensor();
-    p.tensor.set_data(torch::empty({0}, torch::kFloat));
-  }
-  flat_params_ = torch::Tensor();
-}
-
-void ZeroOptimizer::attach_gradients() {
-  if (!flat_grads_.defined()) {
-    flat_grads_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
-    note_memory();
-  }
-  // Stage 3 between steps, gathering per model: nothing to attach to. Per
-  // layer the gradients stay attached whatever the parameters hold.
-  if (!flat_params_.defined() && !per_layer_) return;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    auto& grad = params_[i].tensor.mutable_grad();
-    const float* expected = flat_grads_.data_ptr<float>() + layout_.offsets()[i];
-    if (grad.defined() && grad.data_ptr<float>() == expected) continue;
-    auto view = grad_view(i);
-    if (grad.defined()) view.add_(grad.reshape(shapes_[i]));
-    grad = view;
-  }
-}
-
-void ZeroOptimizer::release_gradients() {
-  for (auto& p : params_)
-    if (p.tensor.grad().defined()) p.tensor.mutable_grad() = torch::Tensor();
-  flat_grads_ = torch::Tensor();
-}
-
-void ZeroOptimizer::note_memory() {
-  peak_bytes_ = std::max(peak_bytes_, memory().total());
-}
-
-MemoryUsage ZeroOptimizer::memory() const {
-  const auto bytes = [](size_t elements) { return int64_t(elements * sizeof(float)); };
-  MemoryUsage m;
-  m.parameter_bytes = bytes((flat_params_.defined() ? layout_.padded() : 0) + param_shard_.size()) +
-                      (gatherer_ ? gatherer_->live_bytes() : 0);
-  m.gradient_bytes = bytes((flat_grads_.defined() ? layout_.padded() : 0) + grad_shard_.size()) +
-                     held_gradient_bytes_;
-  m.optimizer_bytes = bytes(exp_avg_.size() + exp_avg_sq_.size());
-  m.buffer_bytes = bytes(staging_.size() + scattered_.size() +
-                         size_t(received_.defined() ? received_.numel() : 0) +
-                         packed_.size() * layout_.largest_piece() * size_t(dp())) +
-                   int64_t(powersgd_ ? powersgd_->state_bytes() : 0);
-  return m;
-}
-
-// ------------------------------------------------------------ communication
-// The gradient reductions (PowerSGD's set-up, each bucket's path, the exact
-// sums and the tied table's sharing) are in zero_gradient_reduction.cpp.
-
-void ZeroOptimizer::allgather_parameters() {
-  if (dp() == 1) return;
-  float* flat = flat_params_.data_ptr<float>();
-  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
-    const auto& bucket = layout_.buckets()[b];
-    float* own = flat + bucket.start + size_t(layout_.dp_rank()) * bucket.piece;
-    std::memcpy(staging_.data(), own, bucket.piece * sizeof(float));
-    std::fill(counts_.begin(), counts_.end(), bucket.piece);
-    groups_.zero().allgather(staging_.data(), flat + bucket.start, counts_, comm::Role::kWeight,
-                             kWeightKeyBase + b);
-    std::memcpy(own, staging_.data(), bucket.piece * sizeof(float));
-  }
-}
-
-// After an allreduce a rank holds the whole reduced gradient, so the norm
-// needs no dp traffic; after a reduce-scatter only its pieces (in its shard,
-// or in place in the flat gradients at ZeRO-1), whose squares are summed over
-// the zero group first.
-double ZeroOptimizer::global_norm() {
-  const bool sharded_grads = stage_ >= 2;
-  const bool partial = reduction_ != Reduction::kAllreduce;
-  const float* grads = sharded_grads ? grad_shard_.data() : flat_grads_.data_ptr<float>();
-  const auto& segments = partial ? layout_.owned_segments() : layout_.whole_segments();
-  double tensor_parallel = 0, replicated = 0;
-  for (const auto& s : segments) {
-    const auto& param = layout_.params()[s.param];
-    if (param.counted_elsewhere) continue;
-    const double squares =
-        sum_of_squares(grads + (sharded_grads ? s.shard_offset : s.flat_offset), s.length);
-    (param.tensor_parallel ? tensor_parallel : replicated) += squares;
-  }
-  if (partial && dp() > 1) {
-    float sums[2] = {float(tensor_parallel), float(replicated)};
-    groups_.zero().allreduce(sums, 2, comm::Role::kOther);
-    tensor_parallel = sums[0];
-    replicated = sums[1];
-  }
-  if (groups_.tp().size() > 1) {
-    float sum = float(tensor_parallel);
-    groups_.tp().allreduce(&sum, 1, comm::Role::kOther);
-    tensor_parallel = sum;
-  }
-  double total = tensor_parallel + replicated;
-  if (groups_.pp().size() > 1) {
-    float sum = float(total);
-    groups_.pp().allreduce(&sum, 1, comm::Role::kOther);
-    total = sum;
-  }
-  return std::sqrt(total);
-}
-
-const std::string& ZeroOptimizer::param_at(size_t at) const {
-  const auto& offsets = layout_.offsets();
-  const size_t i = size_t(std::upper_bound(offsets.begin(), offsets.end(), at) - offsets.begin());
-  return layout_.params()[i == 0 ? 0 : i - 1].name;
-}
-
-NonfiniteGradients ZeroOptimizer::locate_nonfinite_gradients() const {
-  NonfiniteGradients found;
-  std::string reduced;
-  if (reduction_ == Reduction::kAllreduce) {
-    const size_t bad = compress::first_nonfinite(flat_grads_.data_ptr<float>(), layout_.padded());
-    if (bad < layout_.padded()) reduced = param_at(bad);
-  } else {
-    // Only this rank's pieces were reduced (in the shard, or in place).
-    const bool in_shard = stage_ >= 2;
-    const float* grads = in_shard ? grad_shard_.data() : flat_grads_.data_ptr<float>();
-    size_t first = kAllFinite;
-    for (const auto& s : layout_.owned_segments()) {
-      const size_t bad =
-          compress::first_nonfinite(grads + (in_shard ? s.shard_offset : s.flat_offset), s.length);
-      if (bad < s.length) first = std::min(first, s.flat_offset + bad);
-    }
-    if (first != kAllFinite) reduced = param_at(first);
-  }
-  if (dp() == 1) {
-    found.own_param = reduced;  // nothing was reduced: the own gradient is what is held
-    return found;
-  }
-  found.reduced_param = reduced;
-  const size_t own = *std::min_element(own_nonfinite_at_.begin(), own_nonfinite_at_.end());
-  if (own != kAllFinite) found.own_param = param_at(own);
-  return found;
-}
-
-// ------------------------------------------------------------ update
-
-void ZeroOptimizer::scale_gradients(float factor) {
-  float* grads = stage_ >= 2 ? grad_shard_.data() : flat_grads_.data_ptr<float>();
-  const size_t n = stage_ >= 2 ? grad_shard_.size() : layout_.padded();
-  for (size_t i = 0; i < n; ++i) grads[i] *= factor;
-}
-
-void ZeroOptimizer::update(double lr) {
-  const AdamWStep step(options_.adamw, lr, steps_);
-  float* params = stage_ == 3 ? param_shard_.data() : flat_params_.data_ptr<float>();
-  float* grads = stage_ >= 2 ? grad_shard_.data() : flat_grads_.data_ptr<float>();
-  for (const auto& s : segments_) {
-    const size_t param_at = stage_ == 3 ? s.shard_offset : s.flat_offset;
-    const size_t grad_at = stage_ >= 2 ? s.shard_offset : s.flat_offset;
-    adamw_update(step, layout_.params()[s.param].weight_decay, params + param_at, grads + grad_at,
-                 exp_avg_.data() + s.shard_offset, exp_avg_sq_.data() + s.shard_offset, s.length);
   }
 }
 

@@ -90,6 +90,10 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   const ZeroLayout& layout() const { return layout_; }
 
  private:
+  // Error-feedback keys: gradient buckets use their index, weight buckets this
+  // offset plus their index, so a lossy rule never mixes their residuals.
+  static constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
+
   int dp() const { return layout_.dp(); }
   // Views of the flat buffers for parameter i.
   torch::Tensor param_view(size_t i) const;

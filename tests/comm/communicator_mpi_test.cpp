@@ -19,6 +19,7 @@
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
+#include "tests/comm/communicator_test_support.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 
@@ -27,14 +28,16 @@ namespace {
 
 constexpr size_t kFrameAndHeader = 48 + 48;  // chunk frame + codec payload header
 
+using communicator_testing::everything_through;
+using communicator_testing::make_comm;
+using communicator_testing::uneven;
 using testing::world_rank;
 using testing::world_size;
 
 // The data rank `rank` contributes to a call identified by `salt`; every rank
 // can regenerate every other rank's data, so expectations need no MPI.
 std::vector<float> data_of(int rank, size_t n, uint64_t salt) {
-  std::mt19937_64 gen(cmpi::testing::test_seed() ^ (salt * 0x9e3779b97f4a7c15ull) ^
-                      (uint64_t(rank + 1) << 40));
+  std::mt19937_64 gen = communicator_testing::rank_generator(rank, salt);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> v(n);
   for (float& x : v) x = dist(gen) * 4.0f + 1.0f;
@@ -48,35 +51,8 @@ std::vector<float> smooth_of(int rank, size_t n) {
   return v;
 }
 
-std::unique_ptr<Communicator> make_comm(const Policy* policy) {
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  if (policy == nullptr) return std::make_unique<Communicator>(comm, GroupKind::kWorld);
-  return std::make_unique<Communicator>(comm, GroupKind::kWorld,
-                                        std::make_unique<PolicySlice>(*policy, GroupKind::kWorld));
-}
-
-// One rule for every message, whatever its size.
-PolicyConfig everything_through(compress::CodecSpec codec, int64_t chunk_bytes) {
-  PolicyConfig config;
-  PolicyRule rule;
-  rule.match.min_bytes = 0;
-  rule.codec = std::move(codec);
-  rule.origin = "test rule";
-  config.rules.push_back(rule);
-  config.chunk_bytes = chunk_bytes;
-  return config;
-}
-
 bool have_codec(const std::string& name) {
   return compress::CodecRegistry::with_builtin_codecs().contains(name);
-}
-
-// Uneven counts per rank (some zero when n is small).
-std::vector<size_t> uneven(size_t n, int ranks, int shift) {
-  std::vector<size_t> counts(ranks, 0);
-  for (size_t i = 0; i < n; ++i) counts[(i * 7 + size_t(shift)) % size_t(ranks)] += 1;
-  return counts;
 }
 
 void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& want,

@@ -19,6 +19,7 @@
 #include "comm/communicator.h"
 #include "comm/policy.h"
 #include "compress/cuda/device.h"
+#include "tests/comm/communicator_test_support.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm::device_testing {
@@ -30,8 +31,7 @@ using compress::cuda::StreamId;
 // Smooth values plus noise (mpc and zfp compress them; sums round), which
 // every rank can regenerate for any rank.
 inline std::vector<float> data_of(int rank, size_t n, uint64_t salt) {
-  std::mt19937_64 gen(cmpi::testing::test_seed() ^ (salt * 0x9e3779b97f4a7c15ull) ^
-                      (uint64_t(rank + 1) << 40));
+  std::mt19937_64 gen = communicator_testing::rank_generator(rank, salt);
   std::normal_distribution<float> noise(0.0f, 0.01f);
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i)
@@ -99,11 +99,7 @@ inline void expect_same_bits(const std::vector<float>& got, const std::vector<fl
     }
 }
 
-inline std::vector<size_t> uneven(size_t n, int ranks, int shift) {
-  std::vector<size_t> counts(size_t(ranks), 0);
-  for (size_t i = 0; i < n; ++i) counts[(i * 7 + size_t(shift)) % size_t(ranks)] += 1;
-  return counts;
-}
+using communicator_testing::uneven;
 
 inline uint64_t group_sum(uint64_t mine) {
   unsigned long long in = mine, out = 0;

@@ -18,12 +18,15 @@
 #include "comm/communicator.h"
 #include "comm/policy.h"
 #include "compress/word_type.h"
+#include "tests/comm/communicator_test_support.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
 namespace {
 
+using communicator_testing::everything_through;
+using communicator_testing::make_comm;
 using compress::WordType;
 using testing::world_rank;
 using testing::world_size;
@@ -33,8 +36,7 @@ constexpr WordType kTypes[] = {WordType::kBFloat16, WordType::kFloat16};
 // Rank `rank`'s values for call `salt` as words of `type`: any rank can
 // regenerate any other's.
 std::vector<uint16_t> words_of(int rank, size_t n, uint64_t salt, WordType type) {
-  std::mt19937_64 gen(cmpi::testing::test_seed() ^ (salt * 0x9e3779b97f4a7c15ull) ^
-                      (uint64_t(rank + 1) << 40));
+  std::mt19937_64 gen = communicator_testing::rank_generator(rank, salt);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<uint16_t> v(n);
   for (size_t i = 0; i < n; ++i)
@@ -47,25 +49,6 @@ std::vector<float> widened(const std::vector<uint16_t>& words, WordType type) {
   std::vector<float> out(words.size());
   compress::widen_words(words.data(), words.size(), type, out.data());
   return out;
-}
-
-std::unique_ptr<Communicator> make_comm(const Policy* policy) {
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-  if (policy == nullptr) return std::make_unique<Communicator>(comm, GroupKind::kWorld);
-  return std::make_unique<Communicator>(comm, GroupKind::kWorld,
-                                        std::make_unique<PolicySlice>(*policy, GroupKind::kWorld));
-}
-
-PolicyConfig everything_through(compress::CodecSpec codec, int64_t chunk_bytes) {
-  PolicyConfig config;
-  PolicyRule rule;
-  rule.match.min_bytes = 0;
-  rule.codec = std::move(codec);
-  rule.origin = "test rule";
-  config.rules.push_back(rule);
-  config.chunk_bytes = chunk_bytes;
-  return config;
 }
 
 // Every rank's result equals rank 0's, bit for bit.

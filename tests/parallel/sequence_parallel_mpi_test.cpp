@@ -28,6 +28,7 @@
 #include "models/gpt.h"
 #include "parallel/process_groups.h"
 #include "parallel/sequence_parallel_ops.h"
+#include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
@@ -37,43 +38,14 @@ namespace {
 
 using testing::world_rank;
 using testing::world_size;
-
-constexpr double kTolerance = 1e-5;
-
-uint64_t seed() {
-  return cmpi::testing::test_seed() % 100000;
-}
-
-// Same values on every rank for the same `stream`.
-torch::Tensor random_normal(std::vector<int64_t> shape, uint64_t stream) {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed() * 7919 + stream);
-  return torch::randn(shape, generator);
-}
-
-torch::Tensor random_ids(std::vector<int64_t> shape, int64_t vocab, uint64_t stream) {
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed() * 7919 + stream);
-  return torch::randint(vocab, shape, generator, torch::kLong);
-}
-
-torch::Tensor slice_of(const torch::Tensor& full, int64_t dim, int rank, int parts) {
-  return full.chunk(parts, dim)[size_t(rank)];
-}
-
-// |a - b| <= tolerance * max(1, max|b|), elementwise maximum.
-#define EXPECT_TENSOR_NEAR(a, b, what)                                              \
-  do {                                                                              \
-    const auto actual_ = (a).detach(), expected_ = (b).detach();                    \
-    ASSERT_EQ(actual_.sizes(), expected_.sizes()) << (what);                        \
-    const double scale_ = std::max(1.0, expected_.abs().max().item<double>());      \
-    EXPECT_LE((actual_ - expected_).abs().max().item<double>(), kTolerance* scale_) \
-        << (what) << " on rank " << world_rank() << " (seed " << seed() << ")";     \
-  } while (0)
-
-struct WorldTp : ::testing::Test {
-  comm::Communicator tp{MPI_COMM_WORLD, comm::GroupKind::kTp};
-  int rank = tp.rank();
-  int parts = tp.size();
-};
+using tp_testing::by_name;
+using tp_testing::kTolerance;
+using tp_testing::random_ids;
+using tp_testing::random_normal;
+using tp_testing::seed;
+using tp_testing::slice_of;
+using tp_testing::tp_dims;
+using tp_testing::WorldTp;
 
 // ---------------------------------------------------------------- ops
 
@@ -141,14 +113,7 @@ TEST_F(WorldTp, ParameterGradientIsSummedOverTpWithTheSameBitsEverywhere) {
 // ---------------------------------------------------------------- the GPT
 
 models::GptOptions gpt2_style() {
-  models::GptOptions o;
-  o.vocab_size = 64;
-  o.seq_len = 16;
-  o.layers = 2;
-  o.hidden = 32;
-  o.heads = 4;
-  o.seed = seed();
-  return o;
+  return tp_testing::tiny_gpt_options();
 }
 
 models::GptOptions neox_style() {
@@ -159,18 +124,6 @@ models::GptOptions neox_style() {
   o.activation = models::MlpActivation::kGeluTanh;
   o.init = models::InitScheme::kNeox;
   return o;
-}
-
-std::map<std::string, torch::Tensor> by_name(const std::vector<ParamInfo>& infos) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& info : infos) out[info.name] = info.tensor;
-  return out;
-}
-
-ParallelDims tp_dims(int tp) {
-  ParallelDims dims;
-  dims.tp = tp;
-  return dims;
 }
 
 // The whole world's tp shards of the model with sequence parallelism against
@@ -190,17 +143,8 @@ void expect_matches_single_rank(models::GptOptions options, const std::string& w
   ProcessGroups groups(MPI_COMM_WORLD, tp_dims(world_size()));
   const int rank = groups.tp().rank(), parts = groups.tp().size();
   models::Gpt model(options, groups);
-  auto loss = model->loss(tokens, targets);
-  EXPECT_NEAR(loss.item<double>(), single_loss.item<double>(),
-              kTolerance * std::abs(single_loss.item<double>()));
-  loss.backward();
-  for (const auto& layout : model->layouts()) {
-    const auto& full_grad = single_params.at(layout.name).grad();
-    EXPECT_TENSOR_NEAR(
-        layout.tensor.grad(),
-        layout.split_dim >= 0 ? slice_of(full_grad, layout.split_dim, rank, parts) : full_grad,
-        layout.name + " gradient");
-  }
+  tp_testing::expect_shards_match_single_rank(model, tokens, targets, single_loss, single_params,
+                                              rank, parts);
 }
 
 TEST(SequenceParallelGpt, LossAndGradientsMatchTheSingleRankModel) {
@@ -254,20 +198,11 @@ TEST(SequenceParallelGpt, DropoutKeepsReplicatedGradientsIdenticalAndRepeats) {
     model->train();
     auto loss = model->loss(tokens, targets);
     loss.backward();
-    std::vector<float> out = {loss.item<float>()};
-    for (const auto& info : model->param_infos())
-      if (!info.tensor_parallel) out.push_back(info.tensor.grad().abs().sum().item<float>());
-    return out;
+    return tp_testing::loss_and_replicated_gradient_sums(loss, model->param_infos());
   };
   const auto mine = run();
   EXPECT_EQ(run(), mine) << "the same seed draws the same masks";
-  std::vector<float> all(mine.size() * size_t(world_size()));
-  MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT,
-                MPI_COMM_WORLD);
-  for (int r = 1; r < world_size(); ++r)
-    for (size_t i = 0; i < mine.size(); ++i)
-      EXPECT_EQ(all[size_t(r) * mine.size() + i], all[i])
-          << (i == 0 ? "loss" : "replicated gradient #" + std::to_string(i)) << " on rank " << r;
+  tp_testing::expect_same_on_every_rank(mine);
 }
 
 // One forward and backward: without sequence parallelism the tp group

@@ -27,6 +27,7 @@
 #include "parallel/tensor_parallel_layers.h"
 #include "parallel/tensor_parallel_ops.h"
 #include "parallel/vocab_parallel_cross_entropy.h"
+#include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
@@ -36,46 +37,16 @@ namespace {
 
 using testing::world_rank;
 using testing::world_size;
-
-constexpr double kTolerance = 1e-5;
-
-// Same values on every rank for the same `stream` (the seed is shared).
-torch::Tensor random_normal(std::vector<int64_t> shape, uint64_t stream) {
-  auto generator =
-      at::make_generator<at::CPUGeneratorImpl>(cmpi::testing::test_seed() * 7919 + stream);
-  return torch::randn(shape, generator);
-}
-
-torch::Tensor random_ids(std::vector<int64_t> shape, int64_t vocab, uint64_t stream) {
-  auto generator =
-      at::make_generator<at::CPUGeneratorImpl>(cmpi::testing::test_seed() * 7919 + stream);
-  return torch::randint(vocab, shape, generator, torch::kLong);
-}
-
-torch::Tensor slice_of(const torch::Tensor& full, int64_t dim, int rank, int parts) {
-  return full.chunk(parts, dim)[size_t(rank)];
-}
-
-double max_difference(const torch::Tensor& a, const torch::Tensor& b) {
-  if (a.sizes() != b.sizes()) return INFINITY;
-  return (a - b).abs().max().item<double>();
-}
-
-// |a - b| <= tolerance * max(1, max|b|), elementwise maximum.
-#define EXPECT_TENSOR_NEAR(a, b, what)                                                        \
-  do {                                                                                        \
-    const auto expected_ = (b).detach();                                                      \
-    const double scale_ = std::max(1.0, expected_.abs().max().item<double>());                \
-    EXPECT_LE(max_difference((a).detach(), expected_), kTolerance* scale_)                    \
-        << (what) << ": shapes " << (a).sizes() << " vs " << expected_.sizes() << " on rank " \
-        << world_rank();                                                                      \
-  } while (0)
-
-struct WorldTp : ::testing::Test {
-  comm::Communicator tp{MPI_COMM_WORLD, comm::GroupKind::kTp};
-  int rank = tp.rank();
-  int parts = tp.size();
-};
+using tp_testing::by_name;
+using tp_testing::kTolerance;
+using tp_testing::max_difference;
+using tp_testing::random_ids;
+using tp_testing::random_normal;
+using tp_testing::seed;
+using tp_testing::slice_of;
+using tp_testing::tiny_gpt_options;
+using tp_testing::tp_dims;
+using tp_testing::WorldTp;
 
 // ---------------------------------------------------------------- ops
 
@@ -367,31 +338,8 @@ TEST_F(WorldTp, VocabParallelCrossEntropyRejectsBadTargets) {
 
 // ---------------------------------------------------------------- the GPT
 
-models::GptOptions tiny_gpt(int64_t layers = 2) {
-  models::GptOptions o;
-  o.vocab_size = 64;
-  o.seq_len = 16;
-  o.layers = layers;
-  o.hidden = 32;
-  o.heads = 4;
-  o.seed = cmpi::testing::test_seed() % 100000;
-  return o;
-}
-
-ParallelDims tp_dims(int tp) {
-  ParallelDims dims;
-  dims.tp = tp;
-  return dims;
-}
-
-std::map<std::string, torch::Tensor> by_name(const std::vector<ParamInfo>& infos) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& info : infos) out[info.name] = info.tensor;
-  return out;
-}
-
 TEST(TensorParallelGpt, ShardsLossAndGradientsMatchTheSingleRankModel) {
-  const auto options = tiny_gpt();
+  const auto options = tiny_gpt_options();
   const auto tokens = random_ids({2, 16}, options.vocab_size, 70);
   const auto targets = random_ids({2, 16}, options.vocab_size, 71);
 
@@ -413,17 +361,8 @@ TEST(TensorParallelGpt, ShardsLossAndGradientsMatchTheSingleRankModel) {
         layout.split_dim >= 0 ? slice_of(full, layout.split_dim, rank, parts) : full;
     EXPECT_TRUE(torch::equal(layout.tensor, expected)) << "initial shard = slice of 1-rank weight";
   }
-  auto loss = model->loss(tokens, targets);
-  EXPECT_NEAR(loss.item<double>(), single_loss.item<double>(),
-              kTolerance * std::abs(single_loss.item<double>()));
-  loss.backward();
-  for (const auto& layout : model->layouts()) {
-    const auto& full_grad = single_params.at(layout.name).grad();
-    EXPECT_TENSOR_NEAR(
-        layout.tensor.grad(),
-        layout.split_dim >= 0 ? slice_of(full_grad, layout.split_dim, rank, parts) : full_grad,
-        layout.name + " gradient");
-  }
+  tp_testing::expect_shards_match_single_rank(model, tokens, targets, single_loss, single_params,
+                                              rank, parts);
   EXPECT_NEAR(tensor_parallel_grad_norm(model->param_infos(), groups.tp()), single_norm,
               kTolerance * single_norm)
       << "the global norm counts every tp shard once";
@@ -431,7 +370,7 @@ TEST(TensorParallelGpt, ShardsLossAndGradientsMatchTheSingleRankModel) {
 
 TEST(TensorParallelGpt, ParamInfosMarkShardsAndWeightDecay) {
   ProcessGroups groups(MPI_COMM_WORLD, tp_dims(world_size()));
-  models::Gpt model(tiny_gpt(), groups);
+  models::Gpt model(tiny_gpt_options(), groups);
   const std::map<std::string, std::pair<bool, bool>> expected = {
       // name: {tensor_parallel, weight_decay}
       {"token_embedding.weight", {true, true}},      {"position_embedding.weight", {false, false}},
@@ -458,7 +397,7 @@ TEST(TensorParallelGpt, ParamInfosMarkShardsAndWeightDecay) {
 // Two pipeline-stage pieces chained by hand equal the whole model; the
 // head-only stage starts with the same tied table as the embedding stage.
 TEST(TensorParallelGpt, StagePiecesChainToTheWholeModel) {
-  const auto options = tiny_gpt(3);
+  const auto options = tiny_gpt_options(3);
   const auto tokens = random_ids({2, 12}, options.vocab_size, 80);
   const auto targets = random_ids({2, 12}, options.vocab_size, 81);
   ProcessGroups groups(MPI_COMM_WORLD, tp_dims(world_size()));
@@ -497,7 +436,7 @@ TEST(TensorParallelGpt, StagePiecesChainToTheWholeModel) {
 // LayerNorm gradients) must stay identical on every tp rank; only dropout
 // inside the tp region (attention probabilities) may differ per rank.
 TEST(TensorParallelGpt, DropoutKeepsReplicasIdenticalAcrossTp) {
-  auto options = tiny_gpt();
+  auto options = tiny_gpt_options();
   options.dropout = 0.2;
   const auto tokens = random_ids({2, 16}, options.vocab_size, 90);
   const auto targets = random_ids({2, 16}, options.vocab_size, 91);
@@ -507,16 +446,8 @@ TEST(TensorParallelGpt, DropoutKeepsReplicasIdenticalAcrossTp) {
   model->train();
   auto loss = model->loss(tokens, targets);
   loss.backward();
-  std::vector<float> mine = {loss.item<float>()};
-  for (const auto& info : model->param_infos())
-    if (!info.tensor_parallel) mine.push_back(info.tensor.grad().abs().sum().item<float>());
-  std::vector<float> all(mine.size() * size_t(world_size()));
-  MPI_Allgather(mine.data(), int(mine.size()), MPI_FLOAT, all.data(), int(mine.size()), MPI_FLOAT,
-                MPI_COMM_WORLD);
-  for (int r = 1; r < world_size(); ++r)
-    for (size_t i = 0; i < mine.size(); ++i)
-      EXPECT_EQ(all[size_t(r) * mine.size() + i], all[i])
-          << (i == 0 ? "loss" : "replicated gradient #" + std::to_string(i)) << " on rank " << r;
+  tp_testing::expect_same_on_every_rank(
+      tp_testing::loss_and_replicated_gradient_sums(loss, model->param_infos()));
   model->eval();
   auto eval_loss = model->loss(tokens, targets).item<double>();
   EXPECT_NE(eval_loss, loss.item<double>()) << "dropout is active in training mode";
@@ -531,24 +462,18 @@ config::Config small_config(uint64_t seed) {
   return c;
 }
 
-ParallelDims dims_of(int dp, int tp) {
-  ParallelDims dims;
-  dims.dp = dp;
-  dims.tp = tp;
-  return dims;
-}
-
 constexpr double kTrajectoryTolerance = 1e-4;  // relative, per step
 
 // Splits the world into groups of `size` consecutive ranks and trains on each.
 std::vector<double> train_in_groups_of(int size, const config::Config& config, int dp, int tp,
                                        const comm::PolicyConfig& policy = {}) {
-  return cmpi::testing::train_in_groups_of(size, config, dims_of(dp, tp), policy).losses;
+  return cmpi::testing::train_in_groups_of(size, config, cmpi::testing::dims_of(dp, tp), policy)
+      .losses;
 }
 
 TEST(TensorParallelTraining, LossTrajectoryMatchesSingleRank) {
   using cmpi::testing::expect_same_trajectory;
-  const auto config = small_config(cmpi::testing::test_seed() % 100000);
+  const auto config = small_config(seed());
   const std::vector<double> reference = cmpi::testing::single_rank_losses(config);
   EXPECT_LT(reference.back(), reference.front()) << "the 1-rank run should learn";
 
@@ -565,7 +490,7 @@ TEST(TensorParallelTraining, LossTrajectoryMatchesSingleRank) {
 // mpc is lossless: the compressed tp path with mpc gives the same bits as
 // with the identity codec on the same algorithms.
 TEST(TensorParallelTraining, LosslessMpcOnTpIsBitIdenticalToIdentity) {
-  auto config = small_config(cmpi::testing::test_seed() % 100000 + 17);
+  auto config = small_config(seed() + 17);
   config.training.steps = 4;
   const auto identity = train_in_groups_of(
       2, config, 1, 2, cmpi::testing::every_message_of({comm::GroupKind::kTp}, "identity"));
