@@ -100,6 +100,14 @@ struct ParallelConfig {
   // dropouts and residual adds hold 1/tensor of the sequence each, and tp
   // traffic is all-gather / reduce-scatter instead of allreduce.
   bool sequence_parallel = false;
+  // The dtype the forward tp sums travel and add in (GPT, tensor > 1): the
+  // row-parallel layers' partial products, the vocab-parallel embedding's
+  // rows and, with sequence_parallel, their reduce-scatters. "float32":
+  // summed unrounded, rounded to the compute dtype once after the bias;
+  // "compute": each rank's part rounded to training.precision's dtype and
+  // summed as 16-bit words (2 bytes a value; the bias added after the sum).
+  // The same thing under fp32 compute and with tensor 1.
+  std::string tp_forward_sum = "float32";
   // Two model replicas pipelined in opposite directions over the same pp
   // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
   // rank's micro-batches; their gradients are summed with each other.

@@ -221,6 +221,7 @@ void read_parallel(MapReader r, ParallelConfig& parallel) {
   r.read_size("dp_bucket_bytes", parallel.dp_bucket_bytes);
   r.read("bidirectional", parallel.bidirectional);
   r.read("sequence_parallel", parallel.sequence_parallel);
+  r.read("tp_forward_sum", parallel.tp_forward_sum, {"float32", "compute"});
   r.read("spatial_slicing", parallel.spatial_slicing, {"square", "vertical", "horizontal"});
   r.read("spatial_stages", parallel.spatial_stages, IntRange{0, kMaxRanks});
   r.finish();
@@ -247,6 +248,7 @@ void write_parallel(YAML::Emitter& out, const ParallelConfig& parallel) {
   put(out, "spatial_stages", int64_t(parallel.spatial_stages));
   put(out, "bidirectional", parallel.bidirectional);
   put(out, "sequence_parallel", parallel.sequence_parallel);
+  put(out, "tp_forward_sum", parallel.tp_forward_sum);
 }
 
 // -------------------------------------------------------------- training

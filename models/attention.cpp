@@ -40,6 +40,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   out_options.buffer_key = buffer_key + 1;
   out_options.materialize = options.materialize_parameters;
   out_options.sequence_parallel = options.sequence_parallel;
+  out_options.sum_in_input_dtype = options.tp_sums_in_compute_dtype;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
   if (options.position == PositionEncoding::kRotary)

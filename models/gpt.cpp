@@ -54,7 +54,8 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     token_embedding_ = register_module(
         "token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
                                options.vocab_size, options.hidden, *tp_, kEmbeddingKey,
-                               options.materialize_parameters, options.sequence_parallel));
+                               options.materialize_parameters, options.sequence_parallel,
+                               options.tp_sums_in_compute_dtype ? compute_dtype() : torch::kFloat));
   if (options.sequence_parallel && options.seq_len % tp_->size() != 0)
     throw std::invalid_argument("model.seq_len (" + std::to_string(options.seq_len) +
                                 ") must be divisible by the tp group size (" +
@@ -204,7 +205,8 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   } else if (position_embedding_) {
     embedded = embedded + position_embedding_->forward(torch::arange(time, torch::kLong));
   }
-  // Looked up (and summed over tp) in float32, rounded to the compute dtype.
+  // Looked up (and summed over tp) in float32, rounded to the compute dtype
+  // (tp_sums_in_compute_dtype: rounded before the tp sum, which is exact).
   return parallel::leave_use(gate_, 0, embedding_dropout(embedded).to(compute_dtype()));
 }
 

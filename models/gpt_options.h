@@ -67,6 +67,11 @@ struct GptOptions {
   // layers every tp rank holds 1/tp of the sequence (parallel/
   // sequence_parallel_ops.h); seq_len must be divisible by the tp size.
   bool sequence_parallel = false;
+  // parallel.tp_forward_sum: compute: the row-parallel layers' partial
+  // products and the vocab-parallel embedding's rows are rounded to the
+  // compute dtype on each tp rank and summed in it (16-bit words) instead of
+  // in float32; the row-parallel bias is still added once, after the sum.
+  bool tp_sums_in_compute_dtype = false;
   // Initial weights are a function of (seed, parameter name) alone.
   uint64_t seed = 0;
   // false: parameters are unmaterialised stand-ins (parallel/unmaterialised.h)

@@ -79,6 +79,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
                                                          : Recompute::kNone;
   model_options.recompute_layers = t.recompute_layers;
   model_options.sequence_parallel = config.parallel.sequence_parallel;
+  model_options.tp_sums_in_compute_dtype = config.parallel.tp_forward_sum == "compute";
   if (model_options.sequence_parallel && options.dump_tensors)
     throw std::invalid_argument(
         "dumping tensors needs every block's whole output on one rank; "

@@ -35,6 +35,7 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
   out_options.buffer_key = buffer_key + 3;
   out_options.materialize = options.materialize_parameters;
   out_options.sequence_parallel = options.sequence_parallel;
+  out_options.sum_in_input_dtype = options.tp_sums_in_compute_dtype;
   fc_out = register_module("fc_out", parallel::RowParallelLinear(out_options, tp));
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
 }

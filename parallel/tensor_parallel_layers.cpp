@@ -67,8 +67,13 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const auto input =
       options_.input_is_parallel ? x : scatter_to_tp_region(x, *tp_, options_.buffer_key);
   // The partial products are summed over tp in float32 and rounded to the
-  // compute dtype once, after the bias (a no-op for float32 inputs).
-  const auto partial = leaf_saving_linear_float32(input, weight);
+  // compute dtype once, after the bias (a no-op for float32 inputs); or, in
+  // the input's dtype, each rank's product rounded first and the bias added
+  // (in float32) to the rounded sum. One rank's product is the sum itself:
+  // rounding it before the bias would only round twice.
+  const bool round_first = options_.sum_in_input_dtype && tp_->size() > 1;
+  const auto partial =
+      round_first ? leaf_saving_linear(input, weight) : leaf_saving_linear_float32(input, weight);
   if (options_.sequence_parallel) {
     auto y = reduce_scatter_to_sequence_region(partial, *tp_, options_.buffer_key);
     if (bias.defined()) y = y + sum_gradient_over_tp(bias, *tp_);
@@ -81,10 +86,12 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,
                                                        comm::Communicator& tp, uint64_t buffer_key,
-                                                       bool materialize, bool sequence_parallel)
+                                                       bool materialize, bool sequence_parallel,
+                                                       torch::ScalarType sum_dtype)
     : vocab_size_(vocab_size),
       buffer_key_(buffer_key),
       sequence_parallel_(sequence_parallel),
+      sum_dtype_(sum_dtype),
       tp_(&tp) {
   const int64_t rows = tp_split(vocab_size, tp, "vocab-parallel embedding vocab_size");
   if (hidden <= 0) throw std::invalid_argument("vocab-parallel embedding hidden must be positive");
@@ -108,9 +115,14 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
   const auto local_ids = (ids - first_id_).masked_fill(~mine, 0);
   // Masked positions look up row 0 and are zeroed, so row 0's gradient gets
   // nothing from them.
-  auto rows_out = torch::embedding(weight, local_ids).masked_fill(~mine.unsqueeze(-1), 0.0);
-  return sequence_parallel_ ? reduce_scatter_to_sequence_region(rows_out, *tp_, buffer_key_)
-                            : reduce_from_tp_region(rows_out, *tp_, buffer_key_);
+  // A 16-bit sum_dtype: each token's row is rounded on the one rank that
+  // holds it, the others add zeros, so the 16-bit sum is that rounded row.
+  const auto rows_out =
+      torch::embedding(weight, local_ids).masked_fill(~mine.unsqueeze(-1), 0.0).to(sum_dtype_);
+  const auto summed = sequence_parallel_
+                          ? reduce_scatter_to_sequence_region(rows_out, *tp_, buffer_key_)
+                          : reduce_from_tp_region(rows_out, *tp_, buffer_key_);
+  return summed.to(weight.scalar_type());
 }
 
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,

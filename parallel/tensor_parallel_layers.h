@@ -9,10 +9,17 @@
 //   holds W[:, r*in/tp ..] and multiplies its slice of the input (already
 //   split, e.g. a ColumnParallelLinear's output, unless input_is_parallel is
 //   false); the partial products are summed with reduce_from_tp_region and
-//   the (replicated) bias is added once, after the sum.
+//   the (replicated) bias is added once, after the sum. The sum is float32,
+//   rounded to the input's dtype once after the bias, unless
+//   sum_in_input_dtype: then each rank's product is rounded to the input's
+//   dtype first and the group sums those (16-bit words under 16-bit
+//   compute: half the bytes, one more rounding, as Megatron-LM sums bf16).
 // VocabParallelEmbedding  table [vocab, hidden] split by rows: rank r looks
 //   up the ids in its range, writes zeros for the others, and the group sums
-//   (reduce_from_tp_region), so every rank ends with the full embedding.
+//   (reduce_from_tp_region), so every rank ends with the full embedding: in
+//   float32, or with sum_dtype bfloat16/half, each rank's rows rounded to it
+//   and summed as 16-bit words (exact: one rank holds each token's row),
+//   the result widened back to float32.
 // vocab_parallel_logits  h · W_shardᵀ for a vocab-split table: each rank's
 //   slice of the logits (h enters through copy_to_tp_region).
 //
@@ -47,6 +54,10 @@ struct ParallelLinearOptions {
   bool gather_output = false;
   // RowParallelLinear only: false when the input is full and must be split here.
   bool input_is_parallel = true;
+  // RowParallelLinear only: round each rank's partial product to the input's
+  // dtype and sum in it (parallel.tp_forward_sum: compute) rather than in
+  // float32. A no-op for float32 inputs and with one tp rank.
+  bool sum_in_input_dtype = false;
   uint64_t buffer_key = 0;  // error-feedback key of this layer's traffic
   // The input (column-parallel) or output (row-parallel) is a sequence
   // region: [B, T/tp, ...] on each rank.
@@ -87,10 +98,13 @@ TORCH_MODULE(RowParallelLinear);
 class VocabParallelEmbeddingImpl : public torch::nn::Module {
  public:
   // materialize = false: the table is an unmaterialised() stand-in;
-  // sequence_parallel: forward returns this rank's part of the sequence.
+  // sequence_parallel: forward returns this rank's part of the sequence;
+  // sum_dtype: the dtype the rows are rounded to and summed over tp in
+  // (float32: unrounded; the output is float32 either way).
   VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden, comm::Communicator& tp,
                              uint64_t buffer_key = 0, bool materialize = true,
-                             bool sequence_parallel = false);
+                             bool sequence_parallel = false,
+                             torch::ScalarType sum_dtype = torch::kFloat);
   // ids [...] int64 in [0, vocab) -> [..., hidden] (sequence_parallel: ids
   // [B, T] -> [B, T/tp, hidden]). An id outside the
   // vocabulary throws std::invalid_argument (rather than silently embedding
@@ -107,6 +121,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   int64_t first_id_;
   uint64_t buffer_key_;
   bool sequence_parallel_;
+  torch::ScalarType sum_dtype_;
   comm::Communicator* tp_;
 };
 TORCH_MODULE(VocabParallelEmbedding);

@@ -80,7 +80,10 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
     out += "precision: " + p.precision +
            " compute: activations 2 bytes a value (logits float32); float32 master weights, "
            "gradients and AdamW moments; pp activations and tp activation gradients travel as "
-           "16-bit words\n";
+           "16-bit words; tp forward sums " +
+           (p.tp_forward_sum == "compute" ? std::string("too (parallel.tp_forward_sum: compute)")
+                                          : std::string("in float32")) +
+           "\n";
   if (p.stages.size() > 1)
     out += "pipeline balance: " + p.pipeline_balance + ", layers per stage " +
            parallel::stage_layers_text(p.stage_layers) + "\n";

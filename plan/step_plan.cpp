@@ -139,6 +139,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   StepPlan plan;
   plan.preset = c.compression.preset;
   plan.precision = c.training.precision;
+  plan.tp_forward_sum = c.parallel.tp_forward_sum;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = config::estimate_memory(c, dims);

@@ -140,6 +140,12 @@ int64_t recomputed_blocks(const config::Config& config, int64_t stage_layers) {
 
 namespace {
 
+// Bytes a value of the forward tp sums (parallel.tp_forward_sum): float32,
+// or the compute dtype's 2 under 16-bit compute with `compute`.
+int forward_sum_word_bytes(const config::Config& c) {
+  return c.parallel.tp_forward_sum == "compute" && c.training.precision != "fp32" ? 2 : 4;
+}
+
 // The activations' tp collectives without sequence parallelism: allreduces
 // after the row-parallel layers and the embedding (a block recomputed whole
 // sends its two forward allreduces again), and backward before the
@@ -148,20 +154,21 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
                                                   const parallel::ParallelDims& dims,
                                                   const StageShape& shape, int64_t micro_batches) {
   // Activation gradients travel in the compute dtype
-  // (parallel/tensor_parallel_ops.cpp); the forward sums are float32 in every
-  // precision: the row-parallel layers' partial products (rounded to the
-  // compute dtype once, after the sum, as one GEMM would) and the
-  // vocab-parallel embedding's rows.
+  // (parallel/tensor_parallel_ops.cpp); the forward sums (the row-parallel
+  // layers' partial products and the vocab-parallel embedding's rows) are
+  // float32, or in the compute dtype with parallel.tp_forward_sum: compute.
   const int word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int sum_word_bytes = forward_sum_word_bytes(c);
   const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
-  const int64_t float_bytes = elems * int64_t(sizeof(float)), grad_bytes = elems * word_bytes;
+  const int64_t sum_bytes = elems * sum_word_bytes, grad_bytes = elems * word_bytes;
   const int64_t tp_activations =
       2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
   MessageClass forward{GroupKind::kTp, Op::kAllreduce, Role::kActivation};
   forward.calls = tp_activations * micro_batches;
-  forward.bytes = float_bytes;
+  forward.bytes = sum_bytes;
+  forward.word_bytes = sum_word_bytes;
   forward.group_size = dims.tp;
-  forward.sent_fraction = allreduce_fraction(float_bytes, dims.tp);
+  forward.sent_fraction = allreduce_fraction(sum_bytes, dims.tp, 0, sum_word_bytes);
   forward.per_micro_batch = true;
   MessageClass backward = forward;
   backward.role = Role::kActivationGrad;
@@ -190,11 +197,13 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   // Each collective carries the dtype it is given
   // (parallel/sequence_parallel_ops.cpp): the forward reduce-scatters sum
   // float32 partial products (and the embedding's float32 rows), so their
-  // backward all-gathers carry float32 gradients; the gathered linears'
+  // backward all-gathers carry float32 gradients — both in the compute
+  // dtype with parallel.tp_forward_sum: compute; the gathered linears'
   // inputs are LayerNorm outputs in the compute dtype, and so are the
   // gradients their backward reduce-scatters.
   const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
   const int compute_word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int sum_word_bytes = forward_sum_word_bytes(c);
   const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
   const int64_t embedding = shape.has_embedding ? 1 : 0, head = shape.has_head ? 1 : 0;
   const auto collective = [&](Op op, Role role, int64_t calls, int word_bytes) {
@@ -218,10 +227,11 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   };
   const int64_t h = c.model.hidden;
   std::vector<MessageClass> out = {
-      collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed, 4),
+      collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed,
+                 sum_word_bytes),
       collective(Op::kAllgather, Role::kActivation, 2 * (2 * blocks + head) + 2 * recomputed,
                  compute_word_bytes),
-      collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding, 4),
+      collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding, sum_word_bytes),
       collective(Op::kReduceScatter, Role::kActivationGrad, 2 * blocks + head, compute_word_bytes),
       exact_sum(6 * blocks + 2 * head, h)};
   if (shape.has_embedding && c.model.position == "learned")

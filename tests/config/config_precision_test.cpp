@@ -48,6 +48,21 @@ TEST_F(PrecisionConfigTest, BadValuesNameTheKeyAndTheLine) {
   EXPECT_NE(min.find("must not exceed training.loss_scale_initial"), std::string::npos) << min;
 }
 
+// parallel.tp_forward_sum: float32 by default; compute is accepted in any
+// precision and layout (under fp32 and with tensor 1 it is the same thing).
+TEST_F(PrecisionConfigTest, TpForwardSumDefaultsToFloat32AndNamesTheKeyWhenWrong) {
+  EXPECT_EQ(load_config(write("{}")).parallel.tp_forward_sum, "float32");
+  EXPECT_EQ(load_config(write("parallel:\n  tensor: 2\n  tp_forward_sum: compute\n"))
+                .parallel.tp_forward_sum,
+            "compute");
+  EXPECT_EQ(load_config(write("{}"), {"parallel.tp_forward_sum=compute"}).parallel.tp_forward_sum,
+            "compute");
+  const std::string path = (dir_ / "run.yaml").string();
+  const std::string message = load_error("parallel:\n  tp_forward_sum: bf16\n");
+  EXPECT_EQ(message.rfind(path + ":2: parallel.tp_forward_sum: ", 0), 0u) << message;
+  EXPECT_NE(message.find("float32, compute"), std::string::npos) << message;
+}
+
 TEST_F(PrecisionConfigTest, ResnetRefuses16BitCompute) {
   const std::string message = load_error("model:\n  kind: resnet\ntraining:\n  precision: bf16\n");
   EXPECT_NE(message.find("training.precision"), std::string::npos) << message;

@@ -45,6 +45,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.parallel.zero_gradient_memory, b.parallel.zero_gradient_memory);
   EXPECT_EQ(a.parallel.schedule, b.parallel.schedule);
   EXPECT_EQ(a.parallel.dp_bucket_bytes, b.parallel.dp_bucket_bytes);
+  EXPECT_EQ(a.parallel.tp_forward_sum, b.parallel.tp_forward_sum);
   EXPECT_EQ(a.training.steps, b.training.steps);
   EXPECT_EQ(a.training.global_batch, b.training.global_batch);
   EXPECT_EQ(a.training.micro_batch, b.training.micro_batch);
@@ -114,7 +115,7 @@ model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ra
         rotary_pct: 0.5, rotary_base: 500.5, parallel_residual: true,
         mlp_activation: gelu_tanh, init: neox}
 parallel: {data: 3, tensor: 2, pipeline: 5, spatial: 1, zero_stage: 3, schedule: gpipe,
-           dp_bucket_bytes: 25MB, zero_gradient_memory: shard}
+           dp_bucket_bytes: 25MB, zero_gradient_memory: shard, tp_forward_sum: compute}
 training: {steps: 77, global_batch: 90, micro_batch: 5, lr: 0.00123456789012345, min_lr: 1e-7,
            warmup_steps: 7, weight_decay: 0.3, beta1: 0.85, beta2: 0.975, eps: 3e-9,
            grad_clip: 0.5, threads: 3, overlap_grad_reduce: false}

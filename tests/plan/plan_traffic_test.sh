@@ -9,8 +9,10 @@
 # pipeline split by parallel.pipeline_balance: auto (the trainer and the plan
 # must derive the same split: each stage's memory is checked), ZeRO 2/3
 # holding only the gradient shard (parallel.zero_gradient_memory: shard: a
-# reduce-scatter per bucket and micro-batch), and sequence parallelism (tp2 x
-# pp2, and dp2 x tp2 untied, rotary, recomputed whole).
+# reduce-scatter per bucket and micro-batch), sequence parallelism (tp2 x
+# pp2, and dp2 x tp2 untied, rotary, recomputed whole), and the forward tp
+# sums in bf16 (parallel.tp_forward_sum: compute: 2 bytes a value, with and
+# without sequence parallelism).
 # Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
@@ -18,7 +20,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 rm -rf "$work"; mkdir -p "$work"
 status=0
 # data tensor pipeline zero tie_embeddings [position [pipeline_balance [recompute
-# [recompute_layers [zero_gradient_memory [sequence_parallel [precision]]]]]]]
+# [recompute_layers [zero_gradient_memory [sequence_parallel [precision
+# [tp_forward_sum]]]]]]]]
 # (bf16: tp/pp activations as 16-bit words)
 # (untied: the token embedding's gradient in buckets of its own, role
 # embedding_gradient, sent block-sparse or by the fallback route as
@@ -32,7 +35,9 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
               "1 2 2 0 true learned uniform none 0 full_buffer true" \
               "2 2 1 0 false rotary uniform full 0 full_buffer true" \
               "2 2 2 1 true learned uniform none 0 full_buffer false bf16" \
-              "1 2 2 0 true learned uniform none 0 full_buffer true bf16"; do
+              "1 2 2 0 true learned uniform none 0 full_buffer true bf16" \
+              "2 2 2 1 true learned uniform none 0 full_buffer false bf16 compute" \
+              "2 2 1 0 false rotary uniform full 0 full_buffer true bf16 compute"; do
   set -- $layout
   ranks=$(( $1 * $2 * $3 ))
   position="${6:-learned}"
@@ -41,8 +46,9 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
         --set model.position="$position" --set training.global_batch=32 --set training.micro_batch=4
         --set parallel.pipeline_balance="${7:-uniform}" --set training.recompute="${8:-none}"
         --set training.recompute_layers="${9:-0}" --set parallel.zero_gradient_memory="${10:-full_buffer}"
-        --set parallel.sequence_parallel="${11:-false}" --set training.precision="${12:-fp32}")
-  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)${12:-}"
+        --set parallel.sequence_parallel="${11:-false}" --set training.precision="${12:-fp32}"
+        --set parallel.tp_forward_sum="${13:-float32}")
+  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)${12:-}${13:-}"
   timeout 120 mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" --config "$config" \
     "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \
     --set run.name="$name" --set log.every=100 > "$work/$name.out" 2>&1 ||

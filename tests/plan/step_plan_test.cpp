@@ -1,15 +1,20 @@
 // The planner's step model (plan/step_plan.h) and memory estimate
 // (parallel/memory_estimate.h) on layouts whose answer follows from the model
 // by hand: a node's uplink shared by the ranks of one stage, the time-sharing
-// bound of ranks on fewer cores, and the optimizer state a rank holds.
+// bound of ranks on fewer cores, the optimizer state a rank holds, and the
+// forward tp sums' bytes under parallel.tp_forward_sum.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "config/config.h"
 #include "config/memory_preflight.h"
 #include "parallel/parallel_dims.h"
 #include "plan/step_plan.h"
+#include "plan/step_traffic.h"
 
 namespace cmpi::plan {
 namespace {
@@ -146,6 +151,49 @@ TEST(StepPlan, PresetAutoIsPricedAtTheCandidateItsModelWouldChoose) {
   const StepPlan fast = step_of("auto");
   EXPECT_EQ(dp_codecs(fast), "auto: raw");
   EXPECT_NEAR(fast.step_seconds, step_of("none").step_seconds, 1e-9);
+}
+
+// Bytes one rank sends per step on tp, by (op, role).
+std::map<std::pair<comm::Op, comm::Role>, double> tp_bytes(const config::Config& c,
+                                                           const parallel::ParallelDims& d) {
+  std::map<std::pair<comm::Op, comm::Role>, double> out;
+  for (const MessageClass& m : step_traffic(c, d, 0))
+    if (m.group == comm::GroupKind::kTp) out[{m.op, m.role}] += m.sent_bytes();
+  return out;
+}
+
+// parallel.tp_forward_sum: compute halves the forward sums (allreduces, or
+// under sequence parallelism the reduce-scatters and their gradients'
+// all-gathers) under bf16 and changes nothing else; under fp32 nothing.
+TEST(StepTraffic, ForwardSumsInTheComputeDtypeHalveOnlyTheirBytes) {
+  const auto d = layout(1, 2, 1);
+  for (bool sequence_parallel : {false, true}) {
+    SCOPED_TRACE(sequence_parallel ? "sequence parallel" : "allreduce");
+    auto c = small_gpt();
+    c.parallel.sequence_parallel = sequence_parallel;
+    EXPECT_EQ(tp_bytes(c, d), [&] {
+      auto compute = c;
+      compute.parallel.tp_forward_sum = "compute";
+      return tp_bytes(compute, d);
+    }()) << "fp32";
+    c.training.precision = "bf16";
+    const auto float32 = tp_bytes(c, d);
+    c.parallel.tp_forward_sum = "compute";
+    const auto compute = tp_bytes(c, d);
+    const std::set<std::pair<comm::Op, comm::Role>> halved =
+        sequence_parallel ? std::set<std::pair<comm::Op, comm::Role>>{{comm::Op::kReduceScatter,
+                                                                       comm::Role::kActivation},
+                                                                      {comm::Op::kAllgather,
+                                                                       comm::Role::kActivationGrad}}
+                          : std::set<std::pair<comm::Op, comm::Role>>{
+                                {comm::Op::kAllreduce, comm::Role::kActivation}};
+    ASSERT_EQ(float32.size(), compute.size());
+    for (const auto& [key, bytes] : float32) {
+      SCOPED_TRACE(std::string(comm::to_string(key.first)) + " " + comm::to_string(key.second));
+      ASSERT_GT(bytes, 0);
+      EXPECT_DOUBLE_EQ(compute.at(key), halved.count(key) ? bytes / 2 : bytes);
+    }
+  }
 }
 
 TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {

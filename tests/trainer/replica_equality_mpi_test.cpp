@@ -16,7 +16,8 @@
 // it owns) to rank 0, which compares every element that more than one rank
 // holds, keyed by global parameter name and tp slice, bit for bit. The bf16
 // case runs the presets, which compress tp/pp traffic, under 16-bit compute,
-// where that traffic travels as 16-bit words (ZeRO 1 only, to stay short).
+// where that traffic travels as 16-bit words (ZeRO 1 only, to stay short),
+// and again with the forward tp sums in bf16 (parallel.tp_forward_sum).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -194,11 +195,12 @@ struct Outcome {
 Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
                           const comm::PolicyConfig& policy, uint64_t seed,
                           const std::string& gradient_memory, bool sequence_parallel,
-                          const std::string& precision) {
+                          const std::string& precision, const std::string& tp_forward_sum) {
   dims.zero_stage = stage;
   config::Config config = testing::tiny_gpt_config(seed);
   config.parallel.sequence_parallel = sequence_parallel;
   config.training.precision = precision;
+  config.parallel.tp_forward_sum = tp_forward_sum;
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;
   config.parallel.pipeline = dims.pp;
@@ -251,7 +253,8 @@ std::vector<Policy> bf16_policies() {
 }
 
 void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
-                  const std::string& precision = "fp32") {
+                  const std::string& precision = "fp32",
+                  const std::string& tp_forward_sum = "float32") {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world, dp * tp * pp) << "run this test on " << dp * tp * pp << " ranks";
@@ -269,13 +272,14 @@ void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
       if (stage == 3) variants.push_back({stage, "shard"});
     }
     for (const auto& [stage, gradient_memory] : variants) {
-      const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
-                               std::to_string(pp) + (sequence_parallel ? " SP" : "") + " ZeRO " +
-                               std::to_string(stage) +
-                               (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " +
-                               precision + " (model seed " + std::to_string(seed) + ")";
-      const Outcome outcome = train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed,
-                                                gradient_memory, sequence_parallel, precision);
+      const std::string what =
+          "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" + std::to_string(pp) +
+          (sequence_parallel ? " SP" : "") + " ZeRO " + std::to_string(stage) +
+          (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " + precision +
+          " tp_forward_sum " + tp_forward_sum + " (model seed " + std::to_string(seed) + ")";
+      const Outcome outcome =
+          train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed, gradient_memory,
+                            sequence_parallel, precision, tp_forward_sum);
       EXPECT_TRUE(outcome.finite) << what;
       EXPECT_GT(outcome.smallest_norm, kClip) << what << ": a step was not clipped";
       if (world_rank() != 0) continue;
@@ -312,6 +316,14 @@ TEST(ReplicaEquality, DataTimesTensorTimesPipeline) {
 
 TEST(ReplicaEquality, Bf16DataTimesTensorTimesPipeline) {
   check_layout(2, 2, 2, false, "bf16");
+}
+
+// parallel.tp_forward_sum: compute: the forward tp sums travel as bf16
+// words too, through the presets' tp routes, with and without sequence
+// parallelism; every tp rank must still get the same bits.
+TEST(ReplicaEquality, Bf16ForwardSumsDataTimesTensor) {
+  check_layout(2, 2, 1, false, "bf16", "compute");
+  check_layout(2, 2, 1, true, "bf16", "compute");
 }
 
 }  // namespace
