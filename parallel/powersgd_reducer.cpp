@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/clock.h"
 #include "comm/communicator.h"
 #include "compress/nonfinite.h"
 #include "compress/splitmix64.h"
@@ -84,7 +85,10 @@ PowerSgdReducer::PowerSgdReducer(std::vector<PowerSgdTensor> tensors,
     const bool saves = rank * (x.rows + x.cols) < x.rows * x.cols;
     if (!saves && !options_.low_rank_everywhere) continue;
     rank_of_[t] = rank;
-    if (options_.settings.error_feedback) residual_[t].assign(x.rows * x.cols, 0.0f);
+    if (options_.settings.error_feedback) {
+      residual_[t].assign(x.rows * x.cols, 0.0f);
+      scratch_.resize(std::max(scratch_.size(), x.rows * x.cols));
+    }
     reset_q(t);
   }
 }
@@ -175,6 +179,15 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
   }
   p_message_.resize(raw_floats + p_floats);
   q_message_.resize(q_floats);
+  auto phase_start = comm::Clock::now();
+
+  // D_w of tensor t: with error feedback the residual's buffer, which
+  // becomes M_w + e_w here and e_w again in step 5 (one pass fewer over the
+  // matrix than writing D_w into the gradient and the residual next to it);
+  // without, the gradient itself.
+  const auto dense = [&](size_t t) {
+    return residual_[t].empty() ? flat + tensors_[t].offset : residual_[t].data();
+  };
 
   // 1-2: error feedback, then P_w = D_w Q after the raw tensors.
   size_t at = 0;
@@ -188,18 +201,21 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     const size_t r = rank_of_[t];
     if (r == 0) continue;
     const PowerSgdTensor& x = tensors_[t];
-    float* d = flat + x.offset;
+    float* d = dense(t);
     if (!residual_[t].empty()) {
-      const float* e = residual_[t].data();
-      for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += e[i];
+      // e + M: the same bits as M + e (addition commutes exactly).
+      const float* m = flat + x.offset;
+      for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += m[i];
     }
     auto p = matrix(p_message_.data() + at, x.rows, r);
     torch::mm_out(p, matrix(d, x.rows, x.cols), matrix(q_[t].data(), x.cols, r));
     at += x.rows * r;
   }
+  double encode_seconds = comm::seconds_since(phase_start);
 
   // 3: the raw tensors and the P's, summed in one message.
   dp_.allreduce(p_message_.data(), p_message_.size(), comm::Role::kGradient, bucket);
+  phase_start = comm::Clock::now();
   at = 0;
   for (size_t t : list)
     if (rank_of_[t] == 0) {
@@ -209,6 +225,7 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     }
   const size_t p_begin = at;
   const bool finite = compress::first_nonfinite(p_message_.data() + p_begin, p_floats) == p_floats;
+  double decode_seconds = 0;
 
   if (!finite) {
     // Every rank got the same sum, so every rank takes this branch.
@@ -220,6 +237,7 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       std::fill(residual_[t].begin(), residual_[t].end(), 0.0f);
       reset_q(t);
     }
+    encode_seconds += comm::seconds_since(phase_start);
   } else {
     // 4-5: orthonormal P^, local Q_w = D_w^T P^, residual e_w = D_w - P^ Q_w^T.
     size_t q_at = 0;
@@ -230,20 +248,25 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       float* p_data = p_message_.data() + at;
       orthonormalize_columns(p_data, x.rows, r);
       auto p = matrix(p_data, x.rows, r);
-      auto d = matrix(flat + x.offset, x.rows, x.cols);
+      auto d = matrix(dense(t), x.rows, x.cols);
       auto q = matrix(q_message_.data() + q_at, x.cols, r);
       torch::mm_out(q, d.t(), p);
       if (!residual_[t].empty()) {
-        auto e = matrix(residual_[t].data(), x.rows, x.cols);
-        torch::mm_out(e, p, q.t());
-        torch::sub_out(e, d, e);
+        // The product is rounded to float before the subtraction, as
+        // e_w = D_w - fl(P^ Q_w^T) is defined; the scratch is at most the
+        // largest matrix and mostly still in cache when subtracted.
+        auto projected = matrix(scratch_.data(), x.rows, x.cols);
+        torch::mm_out(projected, p, q.t());
+        torch::sub_out(d, d, projected);
       }
       at += x.rows * r;
       q_at += x.cols * r;
     }
+    encode_seconds += comm::seconds_since(phase_start);
 
     // 6-7: Q summed; the result P^ Q^T replaces the gradient.
     dp_.allreduce(q_message_.data(), q_message_.size(), comm::Role::kGradient, bucket);
+    phase_start = comm::Clock::now();
     at = p_begin;
     q_at = 0;
     for (size_t t : list) {
@@ -261,10 +284,13 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       at += x.rows * r;
       q_at += x.cols * r;
     }
+    decode_seconds = comm::seconds_since(phase_start);
   }
 
   // What the full bucket would have cost in the ring allreduce, so that the
-  // dp allreduce counters' ratio() is PowerSGD's compression.
+  // dp allreduce counters' ratio() is PowerSGD's compression; the reducer's
+  // own arithmetic is the codec time of this compressed call (inside its
+  // seconds, as a codec's is inside a compressed ring's).
   const int rank = dp_.rank(), size = dp_.size();
   comm::OpCounters& counters = dp_.stats().at(comm::Op::kAllreduce);
   const uint64_t full = comm::ring_allreduce_bytes(full_floats, rank, size);
@@ -272,6 +298,9 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
   if (finite) sent += comm::ring_allreduce_bytes(q_message_.size(), rank, size);
   if (full > sent) counters.raw_bytes += full - sent;
   counters.compressed_calls += 1;
+  counters.encode_seconds += encode_seconds;
+  counters.decode_seconds += decode_seconds;
+  counters.seconds += encode_seconds + decode_seconds;
 }
 
 }  // namespace cmpi::parallel

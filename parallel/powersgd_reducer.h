@@ -23,7 +23,14 @@
 // Both allreduces go through the dp Communicator (role gradient, so CommStats
 // counts them); afterwards this reducer adds to the allreduce counters' raw
 // bytes what the full bucket would have cost, so their ratio() is the
-// compression PowerSGD achieved on the wire.
+// compression PowerSGD achieved on the wire, and its own arithmetic as codec
+// time (encode: steps 1-2 and 4-5; decode: step 7), inside the counters'
+// seconds as a codec's time is inside a compressed ring's.
+//
+// Memory passes: with error feedback, D_w is formed in the residual's buffer
+// (e_w += M_w) and step 5 subtracts P^ Q_w^T from it in place, so the
+// gradient buffer is read once and written once (step 7); the results are
+// the bits of forming D_w in the gradient buffer.
 //
 // Non-finite values: if allreduce #1 returns NaN or infinity (every rank sees
 // the same), the matrices' results are set to NaN (the optimizer then skips
@@ -123,6 +130,7 @@ class PowerSgdReducer {
   uint64_t q_draws_ = 0;               // random Q's drawn so far (same on every rank)
   std::vector<float> p_message_;       // allreduce #1: raw tensors, then the P's
   std::vector<float> q_message_;       // allreduce #2: the Q's
+  std::vector<float> scratch_;         // P^ Q_w^T of one matrix (the largest), step 5
 };
 
 }  // namespace cmpi::parallel
