@@ -459,7 +459,7 @@ class Runner:
         """The DDP peer reads the same resolved config as cmpi-train (dp = all nodes, no TP/PP)."""
         sets = self.common_sets() + ["parallel.data=auto", "parallel.tensor=1", "parallel.pipeline=1",
                                      "parallel.zero_stage=0"]
-        cmd = [cell.get("trainer", self.trainer), "--config", self.config]
+        cmd = [self.trainer, "--config", self.config]
         for s in sets:
             cmd += ["--set", s]
         cmd.append("--print-config")
