@@ -85,10 +85,7 @@ PowerSgdReducer::PowerSgdReducer(std::vector<PowerSgdTensor> tensors,
     const bool saves = rank * (x.rows + x.cols) < x.rows * x.cols;
     if (!saves && !options_.low_rank_everywhere) continue;
     rank_of_[t] = rank;
-    if (options_.settings.error_feedback) {
-      residual_[t].assign(x.rows * x.cols, 0.0f);
-      scratch_.resize(std::max(scratch_.size(), x.rows * x.cols));
-    }
+    if (options_.settings.error_feedback) residual_[t].assign(x.rows * x.cols, 0.0f);
     reset_q(t);
   }
 }
@@ -181,14 +178,6 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
   q_message_.resize(q_floats);
   auto phase_start = comm::Clock::now();
 
-  // D_w of tensor t: with error feedback the residual's buffer, which
-  // becomes M_w + e_w here and e_w again in step 5 (one pass fewer over the
-  // matrix than writing D_w into the gradient and the residual next to it);
-  // without, the gradient itself.
-  const auto dense = [&](size_t t) {
-    return residual_[t].empty() ? flat + tensors_[t].offset : residual_[t].data();
-  };
-
   // 1-2: error feedback, then P_w = D_w Q after the raw tensors.
   size_t at = 0;
   for (size_t t : list)
@@ -201,11 +190,10 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     const size_t r = rank_of_[t];
     if (r == 0) continue;
     const PowerSgdTensor& x = tensors_[t];
-    float* d = dense(t);
+    float* d = flat + x.offset;
     if (!residual_[t].empty()) {
-      // e + M: the same bits as M + e (addition commutes exactly).
-      const float* m = flat + x.offset;
-      for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += m[i];
+      const float* e = residual_[t].data();
+      for (size_t i = 0, n = x.rows * x.cols; i < n; ++i) d[i] += e[i];
     }
     auto p = matrix(p_message_.data() + at, x.rows, r);
     torch::mm_out(p, matrix(d, x.rows, x.cols), matrix(q_[t].data(), x.cols, r));
@@ -248,16 +236,13 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       float* p_data = p_message_.data() + at;
       orthonormalize_columns(p_data, x.rows, r);
       auto p = matrix(p_data, x.rows, r);
-      auto d = matrix(dense(t), x.rows, x.cols);
+      auto d = matrix(flat + x.offset, x.rows, x.cols);
       auto q = matrix(q_message_.data() + q_at, x.cols, r);
       torch::mm_out(q, d.t(), p);
       if (!residual_[t].empty()) {
-        // The product is rounded to float before the subtraction, as
-        // e_w = D_w - fl(P^ Q_w^T) is defined; the scratch is at most the
-        // largest matrix and mostly still in cache when subtracted.
-        auto projected = matrix(scratch_.data(), x.rows, x.cols);
-        torch::mm_out(projected, p, q.t());
-        torch::sub_out(d, d, projected);
+        auto e = matrix(residual_[t].data(), x.rows, x.cols);
+        torch::mm_out(e, p, q.t());
+        torch::sub_out(e, d, e);
       }
       at += x.rows * r;
       q_at += x.cols * r;

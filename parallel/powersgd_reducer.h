@@ -27,11 +27,6 @@
 // time (encode: steps 1-2 and 4-5; decode: step 7), inside the counters'
 // seconds as a codec's time is inside a compressed ring's.
 //
-// Memory passes: with error feedback, D_w is formed in the residual's buffer
-// (e_w += M_w) and step 5 subtracts P^ Q_w^T from it in place, so the
-// gradient buffer is read once and written once (step 7); the results are
-// the bits of forming D_w in the gradient buffer.
-//
 // Non-finite values: if allreduce #1 returns NaN or infinity (every rank sees
 // the same), the matrices' results are set to NaN (the optimizer then skips
 // the step everywhere), their residuals are cleared and Q restarts; the
@@ -130,7 +125,6 @@ class PowerSgdReducer {
   uint64_t q_draws_ = 0;               // random Q's drawn so far (same on every rank)
   std::vector<float> p_message_;       // allreduce #1: raw tensors, then the P's
   std::vector<float> q_message_;       // allreduce #2: the Q's
-  std::vector<float> scratch_;         // P^ Q_w^T of one matrix (the largest), step 5
 };
 
 }  // namespace cmpi::parallel
