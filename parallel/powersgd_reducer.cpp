@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/clock.h"
 #include "comm/communicator.h"
 #include "compress/nonfinite.h"
 #include "compress/splitmix64.h"
@@ -175,6 +176,7 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
   }
   p_message_.resize(raw_floats + p_floats);
   q_message_.resize(q_floats);
+  auto phase_start = comm::Clock::now();
 
   // 1-2: error feedback, then P_w = D_w Q after the raw tensors.
   size_t at = 0;
@@ -197,9 +199,11 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     torch::mm_out(p, matrix(d, x.rows, x.cols), matrix(q_[t].data(), x.cols, r));
     at += x.rows * r;
   }
+  double encode_seconds = comm::seconds_since(phase_start);
 
   // 3: the raw tensors and the P's, summed in one message.
   dp_.allreduce(p_message_.data(), p_message_.size(), comm::Role::kGradient, bucket);
+  phase_start = comm::Clock::now();
   at = 0;
   for (size_t t : list)
     if (rank_of_[t] == 0) {
@@ -209,6 +213,7 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
     }
   const size_t p_begin = at;
   const bool finite = compress::first_nonfinite(p_message_.data() + p_begin, p_floats) == p_floats;
+  double decode_seconds = 0;
 
   if (!finite) {
     // Every rank got the same sum, so every rank takes this branch.
@@ -220,6 +225,7 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       std::fill(residual_[t].begin(), residual_[t].end(), 0.0f);
       reset_q(t);
     }
+    encode_seconds += comm::seconds_since(phase_start);
   } else {
     // 4-5: orthonormal P^, local Q_w = D_w^T P^, residual e_w = D_w - P^ Q_w^T.
     size_t q_at = 0;
@@ -241,9 +247,11 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       at += x.rows * r;
       q_at += x.cols * r;
     }
+    encode_seconds += comm::seconds_since(phase_start);
 
     // 6-7: Q summed; the result P^ Q^T replaces the gradient.
     dp_.allreduce(q_message_.data(), q_message_.size(), comm::Role::kGradient, bucket);
+    phase_start = comm::Clock::now();
     at = p_begin;
     q_at = 0;
     for (size_t t : list) {
@@ -261,10 +269,13 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
       at += x.rows * r;
       q_at += x.cols * r;
     }
+    decode_seconds = comm::seconds_since(phase_start);
   }
 
   // What the full bucket would have cost in the ring allreduce, so that the
-  // dp allreduce counters' ratio() is PowerSGD's compression.
+  // dp allreduce counters' ratio() is PowerSGD's compression; the reducer's
+  // own arithmetic is the codec time of this compressed call (inside its
+  // seconds, as a codec's is inside a compressed ring's).
   const int rank = dp_.rank(), size = dp_.size();
   comm::OpCounters& counters = dp_.stats().at(comm::Op::kAllreduce);
   const uint64_t full = comm::ring_allreduce_bytes(full_floats, rank, size);
@@ -272,6 +283,9 @@ void PowerSgdReducer::reduce_low_rank(size_t bucket, float* flat) {
   if (finite) sent += comm::ring_allreduce_bytes(q_message_.size(), rank, size);
   if (full > sent) counters.raw_bytes += full - sent;
   counters.compressed_calls += 1;
+  counters.encode_seconds += encode_seconds;
+  counters.decode_seconds += decode_seconds;
+  counters.seconds += encode_seconds + decode_seconds;
 }
 
 }  // namespace cmpi::parallel

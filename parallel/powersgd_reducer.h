@@ -23,7 +23,9 @@
 // Both allreduces go through the dp Communicator (role gradient, so CommStats
 // counts them); afterwards this reducer adds to the allreduce counters' raw
 // bytes what the full bucket would have cost, so their ratio() is the
-// compression PowerSGD achieved on the wire.
+// compression PowerSGD achieved on the wire, and its own arithmetic as codec
+// time (encode: steps 1-2 and 4-5; decode: step 7), inside the counters'
+// seconds as a codec's time is inside a compressed ring's.
 //
 // Non-finite values: if allreduce #1 returns NaN or infinity (every rank sees
 // the same), the matrices' results are set to NaN (the optimizer then skips

@@ -261,7 +261,7 @@ class Runner:
 
     def cmpi_command(self, cell, name):
         lay = cell["layout"]
-        cmd = [self.trainer, "--config", self.config]
+        cmd = [cell.get("trainer", self.trainer), "--config", self.config]
         sets = self.common_sets() + [
             f"run.dir={self.runs_dir}", f"run.name={name}",
             "parallel.data=auto", f"parallel.tensor={lay['tp']}", f"parallel.pipeline={lay['pp']}",
@@ -301,12 +301,21 @@ class Runner:
             for pol in self.policies:
                 self.cells.append({"id": f"cmpi/{lay['name']}/{pol['name']}", "system": "cmpi-train",
                                    "layout": lay, "policy": pol, "label": pol["name"]})
+                if a.baseline:
+                    # The same cell on another binary (a build before a change), in the same
+                    # rotation, so that before and after see the same machine noise.
+                    label = f"{pol['name']}-baseline"
+                    self.cells.append({"id": f"cmpi/{lay['name']}/{label}", "system": "cmpi-train",
+                                       "layout": lay, "policy": pol, "label": label,
+                                       "trainer": os.path.abspath(a.baseline)})
         ddp_layout = parse_layout(f"dp{nodes}", nodes)
         for hook in csv_list(a.ddp):
             self.cells.append({"id": f"ddp/{ddp_layout['name']}/{hook}", "system": "pytorch-ddp",
                                "layout": ddp_layout, "hook": hook, "label": hook})
         if not os.access(self.trainer, os.X_OK) and any(c["system"] == "cmpi-train" for c in self.cells):
             sys.exit(f"run_bench: {self.trainer} not found; build it (--build-dir)")
+        if a.baseline and not os.access(a.baseline, os.X_OK):
+            sys.exit(f"run_bench: --baseline {a.baseline} is not an executable cmpi-train")
         self.links = csv_list(a.links)
         try:
             self.schedule = parse_link_schedule(a.link_schedule)
@@ -320,6 +329,7 @@ class Runner:
                 "load_start": loadavg(), "machine": machine_info(),
                 "command": " ".join(shlex.quote(x) for x in sys.argv),
                 "config": self.config, "build_dir": os.path.abspath(a.build_dir),
+                "baseline": os.path.abspath(a.baseline) if a.baseline else "",
                 "links": self.links, "cells": [c["id"] for c in self.cells], "reps": a.reps,
                 "steps": a.steps, "warmup": a.warmup, "nodes": nodes, "delay": a.delay,
                 "sets": list(a.set), "link_schedule": a.link_schedule, "dataset": self.dataset_prefix,
@@ -618,6 +628,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"),
                     help="build directory holding trainer/cmpi-train (default: %(default)s)")
+    ap.add_argument("--baseline", default="", metavar="PATH",
+                    help="another cmpi-train binary (e.g. a copy of the build before a change): every "
+                         "cmpi-train cell also runs on it, as policy LABEL-baseline, in the same rotation")
     ap.add_argument("--out", default=None, help="output directory (default: runs/bench-train-<UTC time>)")
     ap.add_argument("--config", default=os.path.join(HERE, "gpt-3m.yaml"), help="base config")
     ap.add_argument("--links", default=DEFAULT_LINKS, help="comma list of tc rates (default: %(default)s)")

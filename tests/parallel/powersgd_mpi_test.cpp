@@ -4,6 +4,8 @@
 //   starting Q is well conditioned: well_conditioned_draw); rank >= min(n, m) equals the raw sum;
 //   the result has rank <= r; raw tensors (and tensors marked raw) are summed
 //   exactly; start_step steps are raw; without error feedback no residual;
+//   five steps against PowerSGD written out in double; two allreduces per
+//   bucket and step, their bytes and the reducer's codec time in CommStats;
 // - error feedback: over several steps, the sum of the results plus every
 //   rank's residual equals the sum of every gradient;
 // - every rank ends with the same result, bit for bit;
@@ -251,6 +253,113 @@ TEST(PowerSgd, TensorsMarkedRawAreSummedExactly) {
   const auto want = summed(flat).to(torch::kFloat);
   reducer.reduce_bucket(0, flat.data_ptr<float>());
   EXPECT_TRUE(torch::equal(flat.narrow(0, 0, 384), want.narrow(0, 0, 384))) << "seed " << seed;
+}
+
+// Per bucket and step: one allreduce of the raw tensors with the P's, one
+// of the Q's (the warm-up steps: one raw allreduce); CommStats counts
+// exactly those messages as sent, the whole bucket as raw, and the
+// reducer's own arithmetic as codec time inside the calls' seconds.
+TEST(PowerSgd, TwoAllreducesPerBucketAndTheirBytesInCommStats) {
+  const uint64_t seed = cmpi::testing::test_seed() + 29;
+  comm::Communicator dp(MPI_COMM_WORLD, comm::GroupKind::kDp);
+  Layout layout;
+  PowerSgdReducer::Options options;
+  options.settings.rank = 2;
+  options.settings.start_step = 1;
+  // Bucket 0: the 24x16 matrix and the 10-vector; bucket 1: the 12x3 matrix.
+  PowerSgdReducer reducer(layout.tensors, {{0, 1}, {2}}, options, dp);
+  const int rank = dp.rank(), size = dp.size();
+  const auto ring = [&](size_t floats) { return comm::ring_allreduce_bytes(floats, rank, size); };
+  const comm::OpCounters& counters = dp.stats().at(comm::Op::kAllreduce);
+  for (int step = 0; step < 3; ++step) {
+    auto flat = seeded_normal({int64_t(layout.floats)},
+                              seed + 1000 * uint64_t(step) + 100 * uint64_t(world_rank() + 1));
+    dp.stats().reset();
+    reducer.reduce_bucket(0, flat.data_ptr<float>());
+    reducer.reduce_bucket(1, flat.data_ptr<float>());
+    const std::string what = "step " + std::to_string(step) + " seed " + std::to_string(seed);
+    EXPECT_EQ(counters.raw_bytes, ring(394) + ring(36)) << what;
+    if (step == 0) {
+      EXPECT_EQ(counters.calls, 2u) << what;
+      EXPECT_EQ(counters.compressed_calls, 0u) << what;
+      EXPECT_EQ(counters.wire_bytes, ring(394) + ring(36)) << what;
+      EXPECT_EQ(counters.encode_seconds + counters.decode_seconds, 0.0) << what;
+      continue;
+    }
+    EXPECT_EQ(counters.calls, 4u) << what;
+    EXPECT_EQ(counters.compressed_calls, 2u) << what;
+    // P's: 10 raw + 24x2, then 12x2; Q's: 16x2, then 3x2.
+    EXPECT_EQ(counters.wire_bytes, ring(10 + 48) + ring(32) + ring(24) + ring(6)) << what;
+    EXPECT_EQ(reducer.message_floats(0), size_t(10 + 48 + 32)) << what;
+    EXPECT_GT(counters.encode_seconds, 0.0) << what;
+    EXPECT_GT(counters.decode_seconds, 0.0) << what;
+    EXPECT_GE(counters.seconds, counters.encode_seconds + counters.decode_seconds) << what;
+  }
+}
+
+// Modified Gram-Schmidt on the columns of p (double).
+torch::Tensor orthonormal_columns(torch::Tensor p) {
+  p = p.clone();
+  for (int64_t j = 0; j < p.size(1); ++j) {
+    auto column = p.select(1, j);
+    for (int64_t k = 0; k < j; ++k) column -= column.dot(p.select(1, k)) * p.select(1, k);
+    column /= column.norm();
+  }
+  return p;
+}
+
+// Five steps of the reducer (warm start, error feedback) against PowerSGD
+// written out in double on whole tensors: P = sum_w (M_w + e_w) Q, P^ its
+// orthonormal columns, Q_w = D_w^T P^, e_w = D_w - P^ Q_w^T, result P^ sum_w Q_w^T,
+// Q carried to the next step. Results and residuals agree to float rounding.
+TEST(PowerSgd, StepsMatchPowerSgdComputedInDouble) {
+  const uint64_t seed = cmpi::testing::test_seed() + 31;
+  comm::Communicator dp(MPI_COMM_WORLD, comm::GroupKind::kDp);
+  Layout layout;
+  auto reducer = make_reducer(layout, dp, 2);
+  struct Reference {
+    size_t tensor;
+    int64_t rows, cols;
+    torch::Tensor q, residual;
+  };
+  std::vector<Reference> references;
+  for (size_t t : {size_t(0), size_t(2)}) {
+    const auto& x = layout.tensors[t];
+    const auto& q = reducer.q(t);
+    references.push_back(
+        {t, int64_t(x.rows), int64_t(x.cols),
+         torch::from_blob(const_cast<float*>(q.data()), {int64_t(x.cols), 2}).to(torch::kDouble),
+         torch::zeros({int64_t(x.rows), int64_t(x.cols)}, torch::kDouble)});
+  }
+  for (int step = 0; step < 5; ++step) {
+    auto flat = seeded_normal({int64_t(layout.floats)},
+                              seed + 1000 * uint64_t(step) + 100 * uint64_t(world_rank() + 1));
+    const auto gradient = flat.to(torch::kDouble);
+    reducer.reduce_bucket(0, flat.data_ptr<float>());
+    const std::string what = "step " + std::to_string(step) + " seed " + std::to_string(seed);
+    EXPECT_LT(relative_error(flat.narrow(0, 384, 10), summed(gradient.narrow(0, 384, 10))), 1e-6)
+        << what;
+    for (Reference& ref : references) {
+      const auto& x = layout.tensors[ref.tensor];
+      const auto d =
+          gradient.narrow(0, int64_t(x.offset), ref.rows * ref.cols).view({ref.rows, ref.cols}) +
+          ref.residual;
+      const auto p = orthonormal_columns(summed(d.mm(ref.q)));
+      const auto q_local = d.t().mm(p);
+      ref.residual = d - p.mm(q_local.t());
+      ref.q = summed(q_local);
+      const auto result = p.mm(ref.q.t());
+      EXPECT_LT(relative_error(flat.narrow(0, int64_t(x.offset), ref.rows * ref.cols),
+                               result.reshape({-1})),
+                1e-4)
+          << "tensor " << ref.tensor << ", " << what;
+      const auto& e = reducer.residual(ref.tensor);
+      EXPECT_LT(relative_error(torch::from_blob(const_cast<float*>(e.data()), {ref.rows, ref.cols}),
+                               ref.residual),
+                1e-4)
+          << "residual of tensor " << ref.tensor << ", " << what;
+    }
+  }
 }
 
 TEST(PowerSgd, EmbeddingTablesAreTheTokenPositionAndHeadTables) {
