@@ -60,7 +60,7 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
   # the trainer holds by ~20 % (as before 16-bit words on the wire), which
   # is the memory estimate's to settle.
   summary="$work/$name/summary.json"
-  [ "${10:-fp32}" = fp32 ] || summary=""
+  [ "${12:-fp32}" = fp32 ] || summary=""
   python3 "$here/plan_traffic_check.py" "$work/$name/metrics.jsonl" "$work/$name.plan.json" \
     $summary || status=1
 done
