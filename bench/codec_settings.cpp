@@ -34,6 +34,8 @@ std::map<std::string, std::vector<CodecSetting>> settings_table() {
   table["mpc"] = {plain("mpc:dim=1", true), plain("mpc:dim=auto")};
   table["fp16"] = {plain("fp16", true)};
   table["bf16"] = {plain("bf16", true)};
+  table["fp8"] = {plain("fp8:format=e4m3", true), plain("fp8:format=e5m2"),
+                  plain("fp8:format=e4m3,block=32")};
   table["topk"] = {plain("topk:ratio=0.001"), plain("topk:ratio=0.01", true),
                    plain("topk:ratio=0.1")};
   table["sidco"] = {plain("sidco:density=0.001"), plain("sidco:density=0.01", true),

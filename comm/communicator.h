@@ -278,8 +278,9 @@ class Communicator {
   friend struct Words16;
 
   // The route the policy gives a message (raw routes included), or nullptr.
-  const Route* find_route(Op op, Role role, size_t bytes, Locality locality) const {
-    return policy_ ? policy_->route(op, role, bytes, locality) : nullptr;
+  const Route* find_route(Op op, Role role, size_t bytes, Locality locality,
+                          WordType word = WordType::kFloat32) const {
+    return policy_ ? policy_->route(op, role, bytes, locality, word) : nullptr;
   }
   static const Route* compressing(const Route* route) {
     return route != nullptr && route->codec != nullptr ? route : nullptr;

@@ -1,7 +1,8 @@
 // The Communicator's calls on 16-bit words (bf16 or fp16 bit patterns).
 //
-// Routing: the policy is asked about the words' real bytes (2 per element),
-// and the route's codec decides how they travel:
+// Routing: the policy is asked about the words' real bytes (2 per element)
+// and their word type (a rule may match only 16-bit words, or only float32:
+// `match: {word: ...}`), and the route's codec decides how they travel:
 //   raw      no codec, identity, or the cast to the buffer's own type: the
 //            words go through MPI as MPI_UINT16_T. Sums (allreduce,
 //            reduce-scatter) use an MPI operation that widens both operands
@@ -127,7 +128,7 @@ struct Communicator::Words16 {
   static Path path(const Communicator& c, Op op, Role role, size_t words, WordType type,
                    Locality locality) {
     Path p;
-    p.found = c.find_route(op, role, words * kWordBytes, locality);
+    p.found = c.find_route(op, role, words * kWordBytes, locality, type);
     p.staging.type = type;
     const Route* route = compressing(p.found);
     if (route == nullptr) return p;

@@ -4,8 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "compress/fp8_format.h"
+
 namespace cmpi::comm {
 namespace {
+
+using compress::Fp8Format;
 
 constexpr uint64_t kNoMax = std::numeric_limits<uint64_t>::max();
 
@@ -34,10 +38,12 @@ bool whole_floats(int64_t bytes) {
 }
 
 PolicyRule preset_rule(std::vector<GroupKind> groups, std::vector<Role> roles,
-                       compress::CodecSpec codec, bool error_feedback, std::string origin) {
+                       compress::CodecSpec codec, bool error_feedback, std::string origin,
+                       std::vector<WordType> words = {}) {
   PolicyRule rule;
   rule.match.groups = std::move(groups);
   rule.match.roles = std::move(roles);
+  rule.match.words = std::move(words);
   rule.codec = std::move(codec);
   rule.error_feedback = error_feedback;
   rule.origin = std::move(origin);
@@ -46,6 +52,10 @@ PolicyRule preset_rule(std::vector<GroupKind> groups, std::vector<Role> roles,
 
 compress::CodecSpec zfp_rate(int rate) {
   return compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", std::to_string(rate)}});
+}
+
+compress::CodecSpec fp8(compress::Fp8Format format) {
+  return compress::CodecSpec("fp8", {{"format", compress::fp8_format_name(format)}});
 }
 
 std::string rule_name(const PolicyRule& rule, size_t index) {
@@ -108,12 +118,24 @@ std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
   }
   if (preset == "zhybrid") {
     // Rate 8 (4x) on gradients loses too much to leave uncorrected; error
-    // feedback sends what was lost with the next step. Activations get rate
-    // 16 (2x), comparable to the bf16 precision mixed-precision training
-    // already tolerates.
+    // feedback sends what was lost with the next step. tp/pp traffic gets
+    // half the bits of its own width: float32 through zfp rate 16 (2x, an
+    // error comparable to the bf16 precision mixed-precision training
+    // already tolerates); 16-bit words, which zfp rate 16 would not shrink,
+    // through fp8 with a power-of-two scale per 1024 values (2x). As FP8
+    // training does: activations in e4m3 (3 mantissa bits, the precision
+    // the forward values need), their gradients in e5m2 (2 mantissa bits,
+    // the range of gradients that span many binades). The dp rule stays
+    // first: rule indices key checkpointed codec state.
+    const std::vector<WordType> words16 = {WordType::kBFloat16, WordType::kFloat16};
     return {preset_rule(dp_groups, {Role::kGradient}, zfp_rate(8), true,
                         "preset zhybrid: dp gradients"),
-            preset_rule(model_groups, {}, zfp_rate(16), false, "preset zhybrid: tp/pp traffic")};
+            preset_rule(model_groups, {Role::kActivationGrad}, fp8(Fp8Format::kE5M2), false,
+                        "preset zhybrid: tp/pp activation gradients (16-bit words)", words16),
+            preset_rule(model_groups, {}, fp8(Fp8Format::kE4M3), false,
+                        "preset zhybrid: tp/pp 16-bit words", words16),
+            preset_rule(model_groups, {}, zfp_rate(16), false,
+                        "preset zhybrid: tp/pp float32 traffic", {WordType::kFloat32})};
   }
   if (preset == "auto") {
     // The same traffic as the fixed presets; each group picks per (op, role,
@@ -197,6 +219,7 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
     b.ops = mask_of(m.ops, kOpCount);
     b.roles = role_mask_of(m.roles);
     b.localities = mask_of(m.localities, kLocalityCount);
+    b.words = mask_of(m.words, compress::kWordTypeCount);
     b.min_bytes = uint64_t(m.min_bytes >= 0 ? m.min_bytes : config_.min_bytes);
     b.max_bytes = m.max_bytes >= 0 ? uint64_t(m.max_bytes) : kNoMax;
     if (b.max_bytes < b.min_bytes)
@@ -262,26 +285,27 @@ Policy::Policy(PolicyConfig config, compress::CodecRegistry registry)
   }
 }
 
-Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality locality) const {
-  return plan_from(0, group, op, role, bytes, locality);
+Plan Policy::plan(GroupKind group, Op op, Role role, size_t bytes, Locality locality,
+                  WordType word) const {
+  return plan_from(0, group, op, role, bytes, locality, word);
 }
 
 Plan Policy::plan_after(const Plan& decided, GroupKind group, Op op, Role role, size_t bytes,
-                        Locality locality) const {
+                        Locality locality, WordType word) const {
   if (decided.rule < 0) return decided;
   const size_t position =
       size_t(std::find(match_order_.begin(), match_order_.end(), size_t(decided.rule)) -
              match_order_.begin());
-  return plan_from(position + 1, group, op, role, bytes, locality);
+  return plan_from(position + 1, group, op, role, bytes, locality, word);
 }
 
 Plan Policy::plan_from(size_t position, GroupKind group, Op op, Role role, size_t bytes,
-                       Locality locality) const {
+                       Locality locality, WordType word) const {
   for (; position < match_order_.size(); ++position) {
     const size_t i = match_order_[position];
     const Bounds& b = bounds_[i];
     if (!has(b.groups, int(group)) || !has(b.ops, int(op)) || !has(b.roles, int(role)) ||
-        !has(b.localities, int(locality)))
+        !has(b.localities, int(locality)) || !has(b.words, int(word)))
       continue;
     if (bytes < b.min_bytes || bytes > b.max_bytes) continue;
     Plan plan;
@@ -316,6 +340,7 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     route.ops = b.ops;
     route.roles = b.roles;
     route.localities = b.localities;
+    route.words = b.words;
     route.min_bytes = b.min_bytes;
     route.max_bytes = b.max_bytes;
     route.chunk_elems = std::max<size_t>(1, b.chunk_bytes / sizeof(float));
@@ -340,21 +365,21 @@ PolicySlice::PolicySlice(const Policy& policy, GroupKind group) : group_(group) 
     routes_.push_back(std::move(route));
   }
 
-  for (int locality = 0; locality < kLocalityCount; ++locality) {
-    for (int op = 0; op < kOpCount; ++op) {
-      for (int role = 0; role < kRoleCount; ++role) {
-        int& fixed = fixed_[locality][op][role];
-        fixed = kNoRoute;
-        for (size_t r = 0; r < routes_.size(); ++r) {
-          const Route& route = routes_[r];
-          if (!has(route.ops, op) || !has(route.roles, role) || !has(route.localities, locality))
-            continue;
-          fixed = route.min_bytes == 0 && route.max_bytes == kNoMax ? int(r) : kBySize;
-          break;
+  for (int word = 0; word < compress::kWordTypeCount; ++word)
+    for (int locality = 0; locality < kLocalityCount; ++locality)
+      for (int op = 0; op < kOpCount; ++op)
+        for (int role = 0; role < kRoleCount; ++role) {
+          int& fixed = fixed_[word][locality][op][role];
+          fixed = kNoRoute;
+          for (size_t r = 0; r < routes_.size(); ++r) {
+            const Route& route = routes_[r];
+            if (!has(route.ops, op) || !has(route.roles, role) ||
+                !has(route.localities, locality) || !has(route.words, word))
+              continue;
+            fixed = route.min_bytes == 0 && route.max_bytes == kNoMax ? int(r) : kBySize;
+            break;
+          }
         }
-      }
-    }
-  }
 }
 
 PolicySlice::AutoRule PolicySlice::make_auto_rule(const compress::CodecRegistry& registry,
@@ -395,11 +420,11 @@ void PolicySlice::choose(size_t auto_rule, Locality locality, Op op, Role role, 
 }
 
 const PolicySlice::Route* PolicySlice::scan(size_t first, Op op, Role role, size_t bytes,
-                                            Locality locality) const {
+                                            Locality locality, WordType word) const {
   for (size_t r = first; r < routes_.size(); ++r) {
     const Route& route = routes_[r];
     if (!has(route.ops, int(op)) || !has(route.roles, int(role)) ||
-        !has(route.localities, int(locality)))
+        !has(route.localities, int(locality)) || !has(route.words, int(word)))
       continue;
     if (bytes < route.min_bytes || bytes > route.max_bytes) continue;
     return &route;

@@ -3,8 +3,8 @@
 // chunk size and error feedback.
 //
 // The rules are the user's (PolicyConfig::rules, in order) followed by the
-// preset's. A rule matches a message when its group, op, role and locality
-// lists contain the message's (an empty list matches anything; role
+// preset's. A rule matches a message when its group, op, role, locality and
+// word-type lists contain the message's (an empty list matches anything; role
 // `gradient` also matches `embedding_gradient`, a kind of gradient) and the
 // message's size lies in [min_bytes, max_bytes] (a rule without its own
 // min_bytes uses the policy's min_bytes, so small, latency-bound messages
@@ -25,7 +25,9 @@
 // built; PolicySlice is the per-group object a Communicator holds: it owns the
 // codec instances of the rules that can apply to its group, built once, so
 // that choosing a route on the hot path is a table lookup plus a short scan
-// over precomputed masks, with no allocation and no string comparison.
+// over precomputed masks, with no allocation and no string comparison. The
+// word type is float32 unless the caller says otherwise: only the 16-bit
+// calls (comm/communicator_words16.cpp) pass bf16 or fp16.
 //
 // Preset `auto` adds adaptive rules (PolicyRule::candidates): such a rule
 // matches like any other, and its group then sends what it matches through
@@ -52,8 +54,11 @@
 #include "compress/codec.h"
 #include "compress/codec_registry.h"
 #include "compress/error_feedback.h"
+#include "compress/word_type.h"
 
 namespace cmpi::comm {
+
+using compress::WordType;
 
 // A policy that cannot be built; the message names the rule's origin.
 class PolicyError : public std::invalid_argument {
@@ -90,12 +95,12 @@ class Policy {
   explicit Policy(PolicyConfig config = {}, compress::CodecRegistry registry =
                                                 compress::CodecRegistry::with_builtin_codecs());
 
-  Plan plan(GroupKind group, Op op, Role role, size_t bytes,
-            Locality locality = Locality::kInter) const;
+  Plan plan(GroupKind group, Op op, Role role, size_t bytes, Locality locality = Locality::kInter,
+            WordType word = WordType::kFloat32) const;
   // The plan of the next matching rule after `decided`'s (what a
   // block-sparse `select: auto` call falls back to when too dense).
   Plan plan_after(const Plan& decided, GroupKind group, Op op, Role role, size_t bytes,
-                  Locality locality = Locality::kInter) const;
+                  Locality locality = Locality::kInter, WordType word = WordType::kFloat32) const;
 
   const PolicyConfig& config() const { return config_; }
   // User rules, then the preset's, then the sparse-embedding rule if any.
@@ -109,10 +114,10 @@ class Policy {
   friend class PolicySlice;
   // The first matching rule from match_order()[position] on.
   Plan plan_from(size_t position, GroupKind group, Op op, Role role, size_t bytes,
-                 Locality locality) const;
+                 Locality locality, WordType word) const;
   struct Bounds {
-    uint32_t groups = 0, ops = 0, roles = 0, localities = 0;  // bit masks
-    uint64_t min_bytes = 0, max_bytes = 0;                    // inclusive
+    uint32_t groups = 0, ops = 0, roles = 0, localities = 0, words = 0;  // bit masks
+    uint64_t min_bytes = 0, max_bytes = 0;                               // inclusive
     size_t chunk_bytes = 0;
   };
 
@@ -134,7 +139,7 @@ class PolicySlice {
  public:
   // One rule bound to this group's codec instances.
   struct Route {
-    uint32_t ops = 0, roles = 0, localities = 0;
+    uint32_t ops = 0, roles = 0, localities = 0, words = 0;
     uint64_t min_bytes = 0, max_bytes = 0;
     compress::Codec* codec = nullptr;             // nullptr: raw
     compress::ErrorFeedback* feedback = nullptr;  // non-null: own data goes through it
@@ -174,26 +179,30 @@ class PolicySlice {
 
   // The route for a message of this group; nullptr when no rule matches
   // (raw). A route whose codec is nullptr also means raw.
-  const Route* route(Op op, Role role, size_t bytes, Locality locality = Locality::kInter) const {
-    int fixed = fixed_[int(locality)][int(op)][int(role)];
+  const Route* route(Op op, Role role, size_t bytes, Locality locality = Locality::kInter,
+                     WordType word = WordType::kFloat32) const {
+    int fixed = fixed_[int(word)][int(locality)][int(op)][int(role)];
     const Route* found = fixed >= 0          ? &routes_[size_t(fixed)]
                          : fixed == kNoRoute ? nullptr
-                                             : scan(0, op, role, bytes, locality);
+                                             : scan(0, op, role, bytes, locality, word);
     return chosen_candidate(found, op, role, locality);
   }
   // The route the message would take if `after` (one of routes(), not an
   // adaptive candidate) did not exist: the next matching one in matching
   // order, nullptr for raw.
   const Route* route_after(const Route& after, Op op, Role role, size_t bytes,
-                           Locality locality = Locality::kInter) const {
-    return chosen_candidate(scan(size_t(&after - routes_.data()) + 1, op, role, bytes, locality),
-                            op, role, locality);
+                           Locality locality = Locality::kInter,
+                           WordType word = WordType::kFloat32) const {
+    return chosen_candidate(
+        scan(size_t(&after - routes_.data()) + 1, op, role, bytes, locality, word), op, role,
+        locality);
   }
 
   // True when the route for (op, role) does not depend on the message size,
   // so ranks whose sizes differ still agree on it (alltoall).
-  bool size_independent(Op op, Role role, Locality locality = Locality::kInter) const {
-    return fixed_[int(locality)][int(op)][int(role)] != kBySize;
+  bool size_independent(Op op, Role role, Locality locality = Locality::kInter,
+                        WordType word = WordType::kFloat32) const {
+    return fixed_[int(word)][int(locality)][int(op)][int(role)] != kBySize;
   }
 
   GroupKind group() const { return group_; }
@@ -225,7 +234,8 @@ class PolicySlice {
  private:
   static constexpr int kNoRoute = -1;
   static constexpr int kBySize = -2;
-  const Route* scan(size_t first, Op op, Role role, size_t bytes, Locality locality) const;
+  const Route* scan(size_t first, Op op, Role role, size_t bytes, Locality locality,
+                    WordType word) const;
   // An adaptive rule's route stands for the candidate chosen now.
   const Route* chosen_candidate(const Route* found, Op op, Role role, Locality locality) const {
     if (found == nullptr || found->auto_rule < 0) return found;
@@ -244,9 +254,12 @@ class PolicySlice {
   std::vector<AutoRule> auto_rules_;
   std::vector<std::unique_ptr<compress::Codec>> codecs_;
   std::vector<std::unique_ptr<compress::ErrorFeedback>> feedbacks_;
-  // Per (locality, op, role): a route index when the size cannot change the
-  // answer, kNoRoute when nothing can match, kBySize when route() must scan.
-  std::array<std::array<std::array<int, kRoleCount>, kOpCount>, kLocalityCount> fixed_{};
+  // Per (word type, locality, op, role): a route index when the size cannot
+  // change the answer, kNoRoute when nothing can match, kBySize when route()
+  // must scan.
+  std::array<std::array<std::array<std::array<int, kRoleCount>, kOpCount>, kLocalityCount>,
+             compress::kWordTypeCount>
+      fixed_{};
 };
 
 }  // namespace cmpi::comm

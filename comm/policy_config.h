@@ -11,6 +11,7 @@
 
 #include "comm/group_kind.h"
 #include "compress/codec_spec.h"
+#include "compress/word_type.h"
 
 namespace cmpi::comm {
 
@@ -21,6 +22,9 @@ struct RuleMatch {
   int64_t min_bytes = -1;            // -1 = the policy's min_bytes
   int64_t max_bytes = -1;            // -1 = no upper bound
   std::vector<Locality> localities;  // empty = any (intra- and inter-node)
+  // The element type of the message: float32 buffers, or bf16/fp16 words
+  // (the 16-bit calls, comm/communicator_words16.cpp). Empty = any.
+  std::vector<compress::WordType> words;
 };
 
 // One way an adaptive rule may send what it matches.

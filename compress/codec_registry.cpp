@@ -2,6 +2,7 @@
 
 #include "compress/block_sparse_codec.h"
 #include "compress/cast_codecs.h"
+#include "compress/fp8_codec.h"
 #include "compress/identity_codec.h"
 #include "compress/mpc_codec.h"
 #include "compress/natural_codec.h"
@@ -29,6 +30,7 @@ CodecRegistry CodecRegistry::with_builtin_codecs() {
   registry.add("zfp", factory_of<ZfpCodec>());
   registry.add("fp16", factory_of<Fp16Codec>());
   registry.add("bf16", factory_of<Bf16Codec>());
+  registry.add("fp8", factory_of<Fp8Codec>());
   registry.add("mpc", factory_of<MpcCodec>());
   // Built-in codecs register here, one line each.
   registry.add("topk", factory_of<TopKCodec>());

@@ -37,6 +37,8 @@ const char* codec_id_name(CodecId id) {
       return "sidco";
     case CodecId::kBlockSparse:
       return "block_sparse";
+    case CodecId::kFp8:
+      return "fp8";
   }
   return "unknown";
 }

@@ -39,6 +39,7 @@ enum class CodecId : uint8_t {
   kSign = 11,
   kSidco = 12,
   kBlockSparse = 13,
+  kFp8 = 14,
 };
 
 const char* codec_id_name(CodecId id);

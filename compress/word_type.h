@@ -9,12 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "compress/half_float.h"
 
 namespace cmpi::compress {
 
 enum class WordType : uint8_t { kFloat32, kBFloat16, kFloat16 };
+constexpr int kWordTypeCount = 3;
 
 constexpr size_t word_bytes(WordType type) {
   return type == WordType::kFloat32 ? 4 : 2;
@@ -26,6 +29,15 @@ constexpr bool is_16_bit(WordType type) {
 
 constexpr const char* word_type_name(WordType type) {
   return type == WordType::kFloat32 ? "float32" : type == WordType::kBFloat16 ? "bf16" : "fp16";
+}
+
+// The word_type_name spelling (and "fp32", training.precision's word for
+// float32) back to the type; std::nullopt for anything else.
+inline std::optional<WordType> parse_word_type(const std::string& name) {
+  if (name == "float32" || name == "fp32") return WordType::kFloat32;
+  if (name == "bf16") return WordType::kBFloat16;
+  if (name == "fp16") return WordType::kFloat16;
+  return std::nullopt;
 }
 
 // The value of a 16-bit word as a float (exact).

@@ -32,6 +32,12 @@ std::vector<std::string> role_names() {
   return names_of<comm::Role>(comm::kRoleCount, [](comm::Role r) { return comm::to_string(r); });
 }
 
+// training.precision's "fp32" is accepted too (compress::parse_word_type).
+std::vector<std::string> word_type_names() {
+  return names_of<compress::WordType>(
+      compress::kWordTypeCount, [](compress::WordType w) { return compress::word_type_name(w); });
+}
+
 // Reads `key` as words and maps each through `parse`, naming unknown ones.
 template <typename T>
 std::vector<T> read_vocabulary(MapReader& match, const std::string& key, const std::string& what,
@@ -64,6 +70,8 @@ comm::RuleMatch read_match(MapReader match, int64_t policy_min_bytes) {
   std::string locality = "any";
   match.read("locality", locality, {"intra", "inter", "any"});
   if (locality != "any") out.localities = {*comm::parse_locality(locality)};
+  out.words = read_vocabulary<compress::WordType>(match, "word", "word type",
+                                                  compress::parse_word_type, word_type_names());
   match.read_size("min_bytes", out.min_bytes, 0);
   match.read_size("max_bytes", out.max_bytes, 0);
   const int64_t min_bytes = out.min_bytes >= 0 ? out.min_bytes : policy_min_bytes;
@@ -229,16 +237,25 @@ comm::PolicyConfig read_compression_config(MapReader section,
 
 namespace {
 
+// The YAML spelling of a match value.
+template <typename T>
+const char* spelling(T value) {
+  return comm::to_string(value);
+}
+const char* spelling(compress::WordType word) {
+  return compress::word_type_name(word);
+}
+
 template <typename T>
 void write_words(YAML::Emitter& out, const char* key, const std::vector<T>& values) {
   if (values.empty()) return;
   out << YAML::Key << key << YAML::Value;
   if (values.size() == 1) {
-    out << comm::to_string(values[0]);
+    out << spelling(values[0]);
     return;
   }
   out << YAML::Flow << YAML::BeginSeq;
-  for (const T& value : values) out << comm::to_string(value);
+  for (const T& value : values) out << spelling(value);
   out << YAML::EndSeq;
 }
 
@@ -279,6 +296,7 @@ void write_compression_config(YAML::Emitter& out, const comm::PolicyConfig& conf
     write_words(out, "op", rule.match.ops);
     write_words(out, "role", rule.match.roles);
     write_words(out, "locality", rule.match.localities);
+    write_words(out, "word", rule.match.words);
     if (rule.match.min_bytes >= 0)
       out << YAML::Key << "min_bytes" << YAML::Value << format_size(rule.match.min_bytes);
     if (rule.match.max_bytes >= 0)

@@ -189,11 +189,18 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       const Link& link = intra ? o.intra : o.inter;
       const double share = intra ? 1.0 : uplink_share;
       const comm::Locality locality = intra ? comm::Locality::kIntra : comm::Locality::kInter;
-      comm::Plan route = policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
+      // 2-byte messages are words of the compute dtype (rules may match on it).
+      const compress::WordType word = msg.word_bytes == 4 ? compress::WordType::kFloat32
+                                      : c.training.precision == "bf16"
+                                          ? compress::WordType::kBFloat16
+                                          : compress::WordType::kFloat16;
+      comm::Plan route =
+          policy.plan(msg.group, msg.op, msg.role, size_t(msg.bytes), locality, word);
       // A block-sparse `select: auto` route pays only on data sparse enough,
       // which the plan cannot know: it projects the dense fallback.
       while (!route.raw() && msg.op == comm::Op::kAllreduce && is_auto_block_sparse(*route.codec))
-        route = policy.plan_after(route, msg.group, msg.op, msg.role, size_t(msg.bytes), locality);
+        route = policy.plan_after(route, msg.group, msg.op, msg.role, size_t(msg.bytes), locality,
+                                  word);
       const double sent = msg.sent_bytes();
       // 16-bit words (msg.word_bytes 2) travel raw under identity or the
       // cast to their own type; mpc packs the words themselves (its measured

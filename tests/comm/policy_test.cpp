@@ -1,5 +1,6 @@
-// Policy engine: rule order, preset decisions for every (group, op, role),
-// byte bounds, raw rules, chunk sizes, and errors that name the rule.
+// Policy engine: rule order, preset decisions for every (group, op, role,
+// word type), byte bounds, raw rules, chunk sizes, and errors that name the
+// rule.
 #include "comm/policy.h"
 
 #include <gtest/gtest.h>
@@ -9,12 +10,16 @@
 #include <string>
 
 #include "compress/block_sparse_codec.h"
+#include "compress/fp8_codec.h"
 #include "compress/identity_codec.h"
 
 namespace cmpi::comm {
 namespace {
 
 using compress::CodecSpec;
+using compress::WordType;
+
+constexpr WordType kWordTypes[] = {WordType::kFloat32, WordType::kBFloat16, WordType::kFloat16};
 
 // A lossy stand-in for zfp in tests that must not depend on which codecs are
 // built in: identity bytes, but declares itself lossy so that error feedback
@@ -37,7 +42,8 @@ class StandInLossyCodec final : public compress::Codec {
 };
 
 // identity plus stand-ins named like the preset codecs: zfp (lossy) and mpc
-// (lossless), rejecting parameters the way real codecs do.
+// (lossless), rejecting parameters the way real codecs do; fp8 itself (it
+// needs nothing beyond the codec library).
 compress::CodecRegistry test_registry() {
   compress::CodecRegistry registry;
   registry.add("identity",
@@ -51,6 +57,7 @@ compress::CodecRegistry test_registry() {
   });
   registry.add("block_sparse",
                [](const CodecSpec& s) { return std::make_unique<compress::BlockSparseCodec>(s); });
+  registry.add("fp8", [](const CodecSpec& s) { return std::make_unique<compress::Fp8Codec>(s); });
   return registry;
 }
 
@@ -107,7 +114,7 @@ TEST(Policy, UserRulesPrecedePresetRules) {
   config.rules.push_back(
       rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "user"));
   Policy policy = make_policy(config);
-  ASSERT_EQ(policy.rules().size(), 4u);  // user, 2 preset, sparse_embedding
+  ASSERT_EQ(policy.rules().size(), 6u);  // user, 4 preset, sparse_embedding
   EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, kMiB).origin, "user");
   Plan preset = policy.plan(GroupKind::kDp, Op::kReduceScatter, Role::kGradient, kMiB);
   EXPECT_EQ(preset.origin, "preset zhybrid: dp gradients (inter-node)");
@@ -145,15 +152,15 @@ TEST(Policy, SparseEmbeddingRuleIsTriedFirstAndFallsThroughToTheNextRule) {
   config.rules.push_back(
       rule({{GroupKind::kDp}, {Op::kAllreduce}, {}, -1, -1}, CodecSpec("identity"), "user"));
   Policy policy = make_policy(config);
-  ASSERT_EQ(policy.rules().size(), 4u);
+  ASSERT_EQ(policy.rules().size(), 6u);  // user, 4 preset, sparse_embedding
   EXPECT_EQ(policy.rules().back().origin, "compression.sparse_embedding: auto");
-  EXPECT_EQ(policy.match_order().front(), 3u);
+  EXPECT_EQ(policy.match_order().front(), 5u);
 
   const Plan sparse = policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
   ASSERT_FALSE(sparse.raw());
   EXPECT_EQ(sparse.codec->name(), "block_sparse");
   EXPECT_EQ(sparse.codec->get_string("select", ""), "auto");
-  EXPECT_EQ(sparse.rule, 3);
+  EXPECT_EQ(sparse.rule, 5);
   const Plan after =
       policy.plan_after(sparse, GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
   EXPECT_EQ(after.origin, "user");
@@ -168,7 +175,7 @@ TEST(Policy, SparseEmbeddingRuleIsTriedFirstAndFallsThroughToTheNextRule) {
   PolicySlice slice(policy, GroupKind::kDp);
   const PolicySlice::Route* route = slice.route(Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
   ASSERT_NE(route, nullptr);
-  EXPECT_EQ(route->rule, 3);
+  EXPECT_EQ(route->rule, 5);
   const PolicySlice::Route* next =
       slice.route_after(*route, Op::kAllreduce, Role::kEmbeddingGradient, kMiB);
   ASSERT_NE(next, nullptr);
@@ -178,7 +185,7 @@ TEST(Policy, SparseEmbeddingRuleIsTriedFirstAndFallsThroughToTheNextRule) {
 
   config.sparse_embedding = "off";
   Policy off = make_policy(config);
-  EXPECT_EQ(off.rules().size(), 3u);
+  EXPECT_EQ(off.rules().size(), 5u);
   EXPECT_EQ(off.plan(GroupKind::kDp, Op::kAllreduce, Role::kEmbeddingGradient, kMiB).origin,
             "user");
   config.sparse_embedding = "sometimes";
@@ -189,11 +196,11 @@ TEST(Policy, SparseEmbeddingRuleIsTriedFirstAndFallsThroughToTheNextRule) {
 // What each preset chooses, written out independently of preset_rules().
 struct Expected {
   std::string codec;  // "" = raw
-  std::string rate;
+  std::string rate;   // zfp's rate, fp8's format
   bool error_feedback = false;
 };
 
-Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role role) {
+Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role role, WordType word) {
   // sparse_embedding: auto (the default) tries block-sparse first.
   if (g == GroupKind::kDp && op == Op::kAllreduce && role == Role::kEmbeddingGradient)
     return {"block_sparse", "", false};
@@ -207,40 +214,107 @@ Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role rol
   }
   if (preset == "zhybrid") {
     if (dp_gradient) return {"zfp", "8", true};
-    if (model) return {"zfp", "16", false};
+    // Half the bits of the value's own width: zfp rate 16 on float32, fp8 on
+    // 16-bit words (e5m2 for activation gradients, e4m3 for the rest).
+    if (model && word == WordType::kFloat32) return {"zfp", "16", false};
+    if (model) return {"fp8", role == Role::kActivationGrad ? "e5m2" : "e4m3", false};
   }
   return {};
 }
 
-TEST(Policy, PresetsDecideEveryGroupOpRoleCombination) {
+TEST(Policy, PresetsDecideEveryGroupOpRoleWordCombination) {
   for (std::string preset : {"none", "mzhybrid", "zhybrid"}) {
     PolicyConfig config;
     config.preset = preset;
     Policy policy = make_policy(config);
-    for (int g = 0; g < kGroupKindCount; ++g)
+    for (int g = 0; g < kGroupKindCount; ++g) {
+      PolicySlice slice(policy, GroupKind(g));
       for (int op = 0; op < kOpCount; ++op)
-        for (int role = 0; role < kRoleCount; ++role) {
-          SCOPED_TRACE(preset + " " + to_string(GroupKind(g)) + " " + to_string(Op(op)) + " " +
-                       to_string(Role(role)));
-          Expected want = expected_choice(preset, GroupKind(g), Op(op), Role(role));
-          Plan plan = policy.plan(GroupKind(g), Op(op), Role(role), 4 * kMiB);
-          if (want.codec.empty()) {
-            EXPECT_TRUE(plan.raw());
-            continue;
+        for (int role = 0; role < kRoleCount; ++role)
+          for (WordType word : kWordTypes) {
+            SCOPED_TRACE(preset + " " + to_string(GroupKind(g)) + " " + to_string(Op(op)) + " " +
+                         to_string(Role(role)) + " " + compress::word_type_name(word));
+            Expected want = expected_choice(preset, GroupKind(g), Op(op), Role(role), word);
+            Plan plan =
+                policy.plan(GroupKind(g), Op(op), Role(role), 4 * kMiB, Locality::kInter, word);
+            const PolicySlice::Route* route =
+                slice.route(Op(op), Role(role), 4 * kMiB, Locality::kInter, word);
+            if (want.codec.empty()) {
+              EXPECT_TRUE(plan.raw());
+              EXPECT_TRUE(route == nullptr || route->codec == nullptr);
+              continue;
+            }
+            ASSERT_FALSE(plan.raw());
+            EXPECT_EQ(plan.codec->name(), want.codec);
+            ASSERT_NE(route, nullptr);
+            EXPECT_EQ(route->rule, plan.rule);
+            if (want.codec == "zfp") {
+              EXPECT_EQ(plan.codec->get_string("mode", ""), "rate");
+              EXPECT_EQ(plan.codec->get_string("rate", ""), want.rate);
+            }
+            if (want.codec == "fp8") {
+              EXPECT_EQ(plan.codec->get_string("format", ""), want.rate);
+              EXPECT_NE(plan.origin.find("16-bit words"), std::string::npos) << plan.origin;
+            }
+            EXPECT_EQ(plan.error_feedback, want.error_feedback);
+            EXPECT_NE(plan.origin.find(want.codec == "block_sparse" ? "sparse_embedding"
+                                                                    : "preset " + preset),
+                      std::string::npos);
+            // Below the default min_bytes every preset sends raw.
+            EXPECT_TRUE(
+                policy.plan(GroupKind(g), Op(op), Role(role), 1024, Locality::kInter, word).raw());
           }
-          ASSERT_FALSE(plan.raw());
-          EXPECT_EQ(plan.codec->name(), want.codec);
-          if (want.codec == "zfp") {
-            EXPECT_EQ(plan.codec->get_string("mode", ""), "rate");
-            EXPECT_EQ(plan.codec->get_string("rate", ""), want.rate);
-          }
-          EXPECT_EQ(plan.error_feedback, want.error_feedback);
-          EXPECT_NE(plan.origin.find(want.codec == "block_sparse" ? "sparse_embedding"
-                                                                  : "preset " + preset),
-                    std::string::npos);
-          // Below the default min_bytes every preset sends raw.
-          EXPECT_TRUE(policy.plan(GroupKind(g), Op(op), Role(role), 1024).raw());
-        }
+    }
+  }
+}
+
+// `match.words`: a rule takes only messages of the word types it lists; the
+// policy and every slice agree, whatever the size, locality and order.
+TEST(Policy, RuleMatchesOnWordType) {
+  PolicyConfig config;
+  config.min_bytes = 0;
+  RuleMatch bf16_only, sixteen_bit_grads, float32_only;
+  bf16_only.words = {WordType::kBFloat16};
+  sixteen_bit_grads.words = {WordType::kBFloat16, WordType::kFloat16};
+  sixteen_bit_grads.roles = {Role::kActivationGrad};
+  float32_only.words = {WordType::kFloat32};
+  float32_only.max_bytes = kMiB;  // a size bound: the slice must scan
+  config.rules = {rule(sixteen_bit_grads, CodecSpec("fp8", {{"format", "e5m2"}}), "16-bit grads"),
+                  rule(bf16_only, CodecSpec("fp8"), "bf16 words"),
+                  rule(float32_only, CodecSpec("mpc"), "float32 up to 1 MiB")};
+  Policy policy = make_policy(config);
+  const auto origin_of = [&](Role role, size_t bytes, WordType word) {
+    return std::string(
+        policy.plan(GroupKind::kTp, Op::kAllreduce, role, bytes, Locality::kIntra, word).origin);
+  };
+  EXPECT_EQ(origin_of(Role::kActivationGrad, kMiB, WordType::kFloat16), "16-bit grads");
+  EXPECT_EQ(origin_of(Role::kActivationGrad, kMiB, WordType::kBFloat16), "16-bit grads");
+  EXPECT_EQ(origin_of(Role::kActivation, kMiB, WordType::kBFloat16), "bf16 words");
+  EXPECT_EQ(origin_of(Role::kActivation, kMiB, WordType::kFloat16), "default (no rule matched)");
+  EXPECT_EQ(origin_of(Role::kActivationGrad, kMiB, WordType::kFloat32), "float32 up to 1 MiB");
+  EXPECT_EQ(origin_of(Role::kActivation, kMiB + 1, WordType::kFloat32),
+            "default (no rule matched)");
+  // The default word type is float32: callers that move floats say nothing.
+  EXPECT_EQ(policy.plan(GroupKind::kDp, Op::kAllreduce, Role::kGradient, 10).origin,
+            "float32 up to 1 MiB");
+
+  for (int g = 0; g < kGroupKindCount; ++g) {
+    PolicySlice slice(policy, GroupKind(g));
+    for (WordType word : kWordTypes)
+      for (int locality = 0; locality < kLocalityCount; ++locality)
+        for (int op = 0; op < kOpCount; ++op)
+          for (int role = 0; role < kRoleCount; ++role)
+            for (size_t bytes : {size_t(0), kMiB, kMiB + 1}) {
+              SCOPED_TRACE(std::string(to_string(GroupKind(g))) + " " + to_string(Op(op)) + " " +
+                           to_string(Role(role)) + " " + compress::word_type_name(word) + " " +
+                           std::to_string(bytes));
+              const Plan plan =
+                  policy.plan(GroupKind(g), Op(op), Role(role), bytes, Locality(locality), word);
+              const PolicySlice::Route* route =
+                  slice.route(Op(op), Role(role), bytes, Locality(locality), word);
+              ASSERT_EQ(route == nullptr, plan.rule < 0);
+              if (route) EXPECT_EQ(route->origin, plan.origin);
+            }
   }
 }
 

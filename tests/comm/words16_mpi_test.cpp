@@ -3,11 +3,13 @@
 // 16-bit rounding per step of the exact sum, the same bits on every rank,
 // and with two ranks exactly a + b rounded once); mpc carries the words
 // losslessly; zfp in accuracy mode stays within its tolerance plus the
-// final 16-bit rounding; stats count 2 bytes per element; block_sparse and a
-// float32 word type are refused with messages naming what is wrong.
+// final 16-bit rounding; a rule restricted to one word type routes only that
+// type; stats count 2 bytes per element; block_sparse and a float32 word
+// type are refused with messages naming what is wrong.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -230,6 +232,62 @@ TEST(Words16, ZfpOnWordsStaysWithinItsToleranceAndTheFinalRounding) {
     }
     expect_same_on_every_rank(gathered);
   }
+}
+
+// A rule restricted to bf16 words (`match: {word: bf16}`) compresses bf16
+// sends and nothing else: fp16 words and float32 buffers of the same size
+// find no rule and travel raw. fp8 e4m3 halves the bf16 bytes (one byte a
+// value, a scale byte per 1024, a header per chunk) and keeps every
+// value within its bound: relative 2^-4 in its normal range, then the
+// rounding back to bf16 (2^-8).
+TEST(Words16, WordRestrictedRuleRoutesOnlyItsWordType) {
+  const int rank = world_rank(), size = world_size();
+  PolicyConfig config = everything_through(compress::CodecSpec("fp8"), 1 << 20);
+  config.rules[0].match.words = {WordType::kBFloat16};
+  Policy bf16_only(config);
+  const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  const size_t n = 300000;  // two chunks of 262144 floats
+  const uint64_t chunk_payload = 48 + 262144 + 256;
+  const uint64_t last_payload = 48 + (n - 262144) + (n - 262144 + 1023) / 1024;
+  for (WordType type : kTypes) {
+    auto comm = make_comm(&bf16_only);
+    const auto sent = words_of(rank, n, 10, type);
+    std::vector<uint16_t> got(n);
+    Communicator::Request out_req = comm->isend(sent.data(), n, type, next, 5, Role::kActivation);
+    comm->recv(got.data(), n, type, prev, 5, Role::kActivation);
+    comm->wait(out_req);
+    const OpCounters& p2p = comm->stats().at(Op::kSendRecv);
+    EXPECT_EQ(p2p.raw_bytes, n * 2);
+    const auto original = widened(words_of(prev, n, 10, type), type);
+    if (type == WordType::kFloat16) {
+      EXPECT_EQ(p2p.compressed_calls, 0u);
+      EXPECT_EQ(p2p.wire_bytes, p2p.raw_bytes);
+      EXPECT_EQ(got, words_of(prev, n, 10, type));
+      continue;
+    }
+    EXPECT_EQ(p2p.compressed_calls, 1u);
+    // The transfer's framing adds under 1 KiB on top of the payloads.
+    EXPECT_GE(p2p.wire_bytes, chunk_payload + last_payload);
+    EXPECT_LE(p2p.wire_bytes, chunk_payload + last_payload + 1024);
+    EXPECT_LT(double(p2p.wire_bytes) / double(p2p.raw_bytes), 0.503);
+    for (size_t i = 0; i < n; ++i) {
+      const double x = original[i], y = compress::widen_word(got[i], type);
+      // |x| >= 2^-6 of the block's scale is in e4m3's normal range; the
+      // words here lie in [-1.6, 1.6], so 2^-k <= 2^-7 and 2^-13 bounds the
+      // absolute floor.
+      ASSERT_LE(std::fabs(y - x), std::max(std::fabs(x) * (0x1p-4 + 0x1p-8), 0x1p-13))
+          << "i=" << i << " seed " << cmpi::testing::test_seed();
+    }
+  }
+
+  // The same sizes as float32: no rule for them either.
+  auto comm = make_comm(&bf16_only);
+  std::vector<float> floats(n, 0.5f), floats_in(n);
+  Communicator::Request out_req = comm->isend(floats.data(), n, next, 6, Role::kActivation);
+  comm->recv(floats_in.data(), n, prev, 6, Role::kActivation);
+  comm->wait(out_req);
+  EXPECT_EQ(comm->stats().at(Op::kSendRecv).compressed_calls, 0u);
+  EXPECT_EQ(floats_in, floats);
 }
 
 TEST(Words16, IdentityAndTheSameCastTravelRaw) {

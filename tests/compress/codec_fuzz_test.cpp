@@ -33,6 +33,7 @@ std::map<std::string, std::vector<std::string>> representative_specs() {
         "zfp:mode=precision,precision=12", "zfp:mode=reversible,chunk=64,threads=2"}},
       {"fp16", {"fp16"}},
       {"bf16", {"bf16"}},
+      {"fp8", {"fp8:format=e4m3,block=16", "fp8:format=e5m2"}},
       {"mpc", {"mpc", "mpc:dim=4,chunk=64,threads=2", "mpc:dim=auto,chunk=2048"}},
       {"topk", {"topk:ratio=0.1", "topk:ratio=0.6"}},
       {"randomk", {"randomk:ratio=0.1,seed=7"}},

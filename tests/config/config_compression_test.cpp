@@ -103,6 +103,10 @@ TEST_F(ConfigTest, BadCompressionRulesNameTheRuleKeyFileAndLine) {
        "compression.rules[1].chunk_bytes", "multiple of 4"},
       {"    - match: {group: dp, size: 3}\n      codec: none\n", "size",
        "compression.rules[1].match.size", "unknown key"},
+      {"    - match: {word: [bf16, bf8]}\n      codec: none\n", "bf8",
+       "compression.rules[1].match.word", "unknown word type 'bf8' (known: float32, bf16, fp16"},
+      {"    - match: {group: tp}\n      codec: {name: fp8, format: e3m4}\n", "e3m4",
+       "compression.rules[1].codec", "codec 'fp8': parameter 'format' must be e4m3 or e5m2"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.rule);
@@ -117,6 +121,33 @@ TEST_F(ConfigTest, BadCompressionRulesNameTheRuleKeyFileAndLine) {
         << "expected prefix: " << prefix << "\nmessage: " << message;
     EXPECT_CONTAINS(message, c.detail);
   }
+}
+
+// `match.word`: the element type of the message; fp32 is float32's alias
+// (training.precision's word). Written back with the canonical names.
+TEST_F(ConfigTest, CompressionRulesMatchOnWordTypeAndRoundTrip) {
+  const std::string text = R"(compression:
+  rules:
+    - match: {group: [tp, pp], role: activation_grad, word: [bf16, fp16]}
+      codec: {name: fp8, format: e5m2}
+    - match: {word: fp32}
+      codec: none
+    - match: {group: pp}
+      codec: identity
+)";
+  const comm::PolicyConfig p = load_config(write(text)).compression;
+  ASSERT_EQ(p.rules.size(), 3u);
+  EXPECT_EQ(p.rules[0].match.words,
+            (std::vector<compress::WordType>{compress::WordType::kBFloat16,
+                                             compress::WordType::kFloat16}));
+  EXPECT_EQ(p.rules[0].codec->get_string("format", ""), "e5m2");
+  EXPECT_EQ(p.rules[1].match.words, std::vector<compress::WordType>{compress::WordType::kFloat32});
+  EXPECT_TRUE(p.rules[2].match.words.empty()) << "no word key: any";
+
+  const std::string written = to_yaml(load_config(write(text)));
+  EXPECT_CONTAINS(written, "word: [bf16, fp16]");
+  EXPECT_CONTAINS(written, "word: float32");
+  EXPECT_EQ(load_config(write(written)).compression.rules[0].match.words, p.rules[0].match.words);
 }
 
 TEST_F(ConfigTest, BadCompressionSectionValues) {

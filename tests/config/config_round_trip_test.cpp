@@ -88,6 +88,7 @@ void expect_same_config(const Config& a, const Config& b) {
     EXPECT_EQ(x.match.ops, y.match.ops) << "rule " << i;
     EXPECT_EQ(x.match.roles, y.match.roles) << "rule " << i;
     EXPECT_EQ(x.match.localities, y.match.localities) << "rule " << i;
+    EXPECT_EQ(x.match.words, y.match.words) << "rule " << i;
     EXPECT_EQ(x.match.min_bytes, y.match.min_bytes) << "rule " << i;
     EXPECT_EQ(x.match.max_bytes, y.match.max_bytes) << "rule " << i;
     ASSERT_EQ(x.codec.has_value(), y.codec.has_value()) << "rule " << i;
@@ -134,6 +135,8 @@ compression:
               min_bytes: 100, max_bytes: 1GiB, locality: intra}
       codec: {name: identity}
       chunk_bytes: 8KiB
+    - match: {group: tp, word: [bf16, fp16]}
+      codec: {name: fp8, format: e5m2, block: 64}
     - match: {}
       codec: none
 checkpoint: {dir: "", every: 0, keep_last: 5, async: true}

@@ -196,6 +196,31 @@ TEST(StepTraffic, ForwardSumsInTheComputeDtypeHalveOnlyTheirBytes) {
   }
 }
 
+// The plan asks the policy with each message's word type: zhybrid sends
+// bf16 pipeline words through fp8 and float32 ones through zfp rate 16,
+// half the bytes either way.
+TEST(StepPlan, SixteenBitWordsTakeTheRulesOfTheirWordType) {
+  auto c = small_gpt();
+  c.compression.preset = "zhybrid";
+  c.compression.preset_locality = "any";
+  const auto d = layout(1, 1, 2);
+  const auto o = options(d, 1);
+  CodecCostTable codecs;
+  for (const std::string precision : {"fp32", "bf16"}) {
+    SCOPED_TRACE(precision);
+    c.training.precision = precision;
+    const StepPlan p = plan_step(c, d, o, codecs);
+    bool found = false;
+    for (const GroupCost& g : p.stages[0].groups) {
+      if (g.group != comm::GroupKind::kPp) continue;
+      found = true;
+      EXPECT_EQ(g.codecs.find("fp8") != std::string::npos, precision == "bf16") << g.codecs;
+      EXPECT_NEAR(g.wire_bytes / g.raw_bytes, 0.5, 0.02) << g.codecs;
+    }
+    EXPECT_TRUE(found) << "no pp traffic planned";
+  }
+}
+
 TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   // Per rank, 4-byte floats, P = the stage's parameters: stage 0 holds P, P
   // of gradients and 2P of moments; ZeRO-1 shards the moments, stages one
