@@ -4,6 +4,8 @@
 // feedback share their residuals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "comm/policy.h"
@@ -18,6 +20,18 @@ TEST(AdaptiveSlice, CandidatesCoverEveryFixedPresetSetting) {
   ASSERT_EQ(adaptive.size(), 2u);
   for (const char* preset : {"mzhybrid", "zhybrid"}) {
     for (const PolicyRule& fixed : preset_rules(preset, "any")) {
+      // The one documented exception (docs/policy.md, "Adaptive"): zhybrid's
+      // fp8 on 16-bit words, which auto's per-(op, role) slots, shared with
+      // float32 traffic, do not offer. Only that rule may be left out.
+      const bool sixteen_bit_only =
+          !fixed.match.words.empty() &&
+          std::find(fixed.match.words.begin(), fixed.match.words.end(),
+                    compress::WordType::kFloat32) == fixed.match.words.end();
+      if (sixteen_bit_only) {
+        EXPECT_EQ(std::string(preset), "zhybrid") << fixed.origin;
+        EXPECT_EQ(fixed.codec->name(), "fp8") << fixed.origin;
+        continue;
+      }
       bool covered = false;
       for (const PolicyRule& rule : adaptive) {
         if (rule.match.groups != fixed.match.groups || rule.match.roles != fixed.match.roles)
