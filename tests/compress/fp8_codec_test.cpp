@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -19,18 +18,13 @@
 
 #include "compress/codec_registry.h"
 #include "compress/fp8_codec.h"
+#include "tests/compress/codec_test_util.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
 
 constexpr Fp8Format kFormats[] = {Fp8Format::kE4M3, Fp8Format::kE5M2};
-
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
 
 CodecSpec spec_of(Fp8Format format, size_t block) {
   return CodecSpec("fp8", {{"format", fp8_format_name(format)}, {"block", std::to_string(block)}});
@@ -85,7 +79,7 @@ TEST(Fp8Codec, ScaleExponentPutsTheBlockMaxInTheTopBinade) {
   EXPECT_EQ(Fp8Codec::scale_exponent(1.0f, Fp8Format::kE5M2), 15);
   EXPECT_EQ(Fp8Codec::scale_exponent(0.0f, Fp8Format::kE4M3), 0);
   EXPECT_EQ(Fp8Codec::scale_exponent(1e-38f, Fp8Format::kE4M3), 126);  // clamped
-  EXPECT_EQ(Fp8Codec::scale_exponent(float_of(1), Fp8Format::kE5M2), 126);
+  EXPECT_EQ(Fp8Codec::scale_exponent(test_util::float_from_bits(1), Fp8Format::kE5M2), 126);
   EXPECT_EQ(Fp8Codec::scale_exponent(std::numeric_limits<float>::max(), Fp8Format::kE4M3), -120);
   std::mt19937_64 rng(cmpi::testing::test_seed());
   for (Fp8Format format : kFormats)

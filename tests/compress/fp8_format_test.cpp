@@ -10,31 +10,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "compress/fp8_format.h"
+#include "tests/compress/codec_test_util.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::compress {
 namespace {
 
 constexpr Fp8Format kFormats[] = {Fp8Format::kE4M3, Fp8Format::kE5M2};
-
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, 4);
-  return x;
-}
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
 
 // The specification's value of a code: exponent bits E, mantissa bits M,
 // bias; E4M3's S.1111.111 is NaN, E5M2's S.11111.xx is Inf (xx = 0) or NaN.
@@ -86,7 +74,7 @@ void expect_encodes_like_reference(float x, Fp8Format format) {
   const uint8_t want = reference_code(x, format);
   const uint8_t got = fp8_from_float(x, format);
   ASSERT_EQ(int(got), int(want)) << fp8_format_name(format) << " x=" << x << " (bits 0x" << std::hex
-                                 << bits_of(x) << std::dec << ")"
+                                 << test_util::float_bits(x) << std::dec << ")"
                                  << " seed " << cmpi::testing::test_seed();
 }
 
@@ -137,8 +125,9 @@ TEST(Fp8Format, EdgesFollowTheDocumentedRules) {
     EXPECT_EQ(int(fp8_from_float(q * 0.5f, format)), 0x00);
     EXPECT_EQ(int(fp8_from_float(-q * 0.5f, format)), 0x80);
     EXPECT_EQ(int(fp8_from_float(std::nextafter(q * 0.5f, 1.0f), format)), 0x01);
-    EXPECT_EQ(int(fp8_from_float(q * 1.5f, format)), 0x02);     // tie between 1 and 2: even
-    EXPECT_EQ(int(fp8_from_float(float_of(1), format)), 0x00);  // a float subnormal
+    EXPECT_EQ(int(fp8_from_float(q * 1.5f, format)), 0x02);  // tie between 1 and 2: even
+    EXPECT_EQ(int(fp8_from_float(test_util::float_from_bits(1), format)),
+              0x00);  // a float subnormal
     EXPECT_EQ(int(fp8_from_float(nan, format)), 0x7f);
     EXPECT_EQ(int(fp8_from_float(-nan, format)), 0xff);
     EXPECT_EQ(int(fp8_from_float(inf, format)), format == Fp8Format::kE5M2 ? 0x7c : 0x7f);
@@ -180,11 +169,12 @@ TEST(Fp8Format, RandomFloatsMatchTheBruteForceReference) {
     for (int i = 0; i < 200000; ++i) {
       const uint32_t mantissa = uint32_t(rng()) & 0x7fffffu;
       const uint32_t sign = uint32_t(rng() & 1) << 31;
-      const float x = float_of(sign | (uint32_t(exponent(rng) + 127) << 23) | mantissa);
+      const float x =
+          test_util::float_from_bits(sign | (uint32_t(exponent(rng) + 127) << 23) | mantissa);
       expect_encodes_like_reference(x, format);
     }
     for (int i = 0; i < 20000; ++i) {
-      const float x = float_of(uint32_t(rng()));
+      const float x = test_util::float_from_bits(uint32_t(rng()));
       if (!std::isfinite(x)) continue;
       expect_encodes_like_reference(x, format);
     }
