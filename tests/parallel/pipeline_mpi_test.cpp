@@ -30,6 +30,7 @@
 #include "parallel/pipeline_stages.h"
 #include "parallel/pipeline_tied_embedding.h"
 #include "parallel/process_groups.h"
+#include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/seeded_tensor.h"
@@ -44,16 +45,8 @@ using cmpi::testing::CountedAllocations;
 using testing::world_rank;
 using testing::world_size;
 
-models::GptOptions tiny_gpt(int64_t layers) {
-  models::GptOptions o;
-  o.vocab_size = 64;
-  o.seq_len = 16;
-  o.layers = layers;
-  o.hidden = 32;
-  o.heads = 4;
-  o.seed = cmpi::testing::test_seed() % 100000;
-  return o;
-}
+using tp_testing::by_name;
+using tp_testing::tiny_gpt_options;
 
 // The same ids on every rank (a generator seeded from the shared test seed).
 torch::Tensor random_ids(std::vector<int64_t> shape, int64_t vocab, uint64_t salt) {
@@ -63,12 +56,6 @@ torch::Tensor random_ids(std::vector<int64_t> shape, int64_t vocab, uint64_t sal
 
 models::StagePlan plan_of(const PipelineStage& stage) {
   return {stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head};
-}
-
-std::map<std::string, torch::Tensor> by_name(const std::vector<ParamInfo>& infos) {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& info : infos) out[info.name] = info.tensor;
-  return out;
 }
 
 void expect_close(const torch::Tensor& actual, const torch::Tensor& expected,
@@ -88,7 +75,7 @@ void expect_close(const torch::Tensor& actual, const torch::Tensor& expected,
 void check_engine_against_whole_model(const std::string& schedule, int64_t micro_batches) {
   SCOPED_TRACE(schedule + ", " + std::to_string(micro_batches) + " micro-batches");
   const int stages = world_size();
-  const auto options = tiny_gpt(stages + 1);  // one stage holds two layers
+  const auto options = tiny_gpt_options(stages + 1);  // one stage holds two layers
   const int64_t micro_batch = 2, seq = 12;
   const auto tokens = random_ids({micro_batches, micro_batch, seq}, options.vocab_size, 11);
   const auto targets = random_ids({micro_batches, micro_batch, seq}, options.vocab_size, 12);
@@ -411,7 +398,7 @@ void expect_layouts_match_single_rank(const config::Config& config,
 }
 
 uint64_t run_seed() {
-  return cmpi::testing::test_seed() % 100000;
+  return tp_testing::seed();
 }
 
 TEST(PipelineTraining, Pp2GpipeAndOneForwardOneBackwardMatchSingleRank) {
