@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Version.h>
 #include <torch/torch.h>
 
 namespace cmpi::trainer {
@@ -53,6 +54,18 @@ std::string name_of(const std::string& path, bool& reference) {
   return "unknown BLAS";
 }
 
+// The BLAS LibTorch was built against ("mkl", "open", "generic", ...), from
+// its build configuration's BLAS_INFO entry; "" if it does not say.
+std::string libtorch_blas_info() {
+  const std::string config = at::show_config();
+  const std::string key = "BLAS_INFO=";
+  const size_t at = config.find(key);
+  if (at == std::string::npos) return "";
+  const size_t end = config.find_first_of(", \n", at + key.size());
+  return config.substr(at + key.size(), end == std::string::npos ? std::string::npos
+                                                                  : end - at - key.size());
+}
+
 }  // namespace
 
 BlasReport probe_blas(int threads) {
@@ -65,14 +78,25 @@ BlasReport probe_blas(int threads) {
   auto c = torch::mm(a, b);
   std::vector<std::string> libraries;
   dl_iterate_phdr(collect_blas, &libraries);
+  // PyTorch's wheels link MKL statically into libtorch_cpu: no BLAS object is
+  // loaded for it, and one that is (preloaded, or another library's) is not
+  // what LibTorch's products call.
+  const bool mkl_inside = libtorch_blas_info() == "mkl" &&
+                          std::none_of(libraries.begin(), libraries.end(), [](const std::string& p) {
+                            return contains(p, "mkl");
+                          });
+  if (mkl_inside) libraries.clear();
   // Prefer the generic libblas.so.3 entry point over helper objects
   // (libgfortran-linked kernels, cblas wrappers) when several are loaded.
   auto chosen = std::find_if(libraries.begin(), libraries.end(),
                              [](const std::string& p) { return contains(p, "libblas"); });
   if (chosen == libraries.end() && !libraries.empty()) chosen = libraries.begin();
   if (chosen != libraries.end()) report.path = *chosen;
-  report.name = report.path.empty() ? "no BLAS library found (LibTorch's own kernels)"
-                                    : name_of(report.path, report.reference);
+  if (mkl_inside)
+    report.name = "Intel MKL (linked into LibTorch)";
+  else
+    report.name = report.path.empty() ? "no BLAS library found (LibTorch's own kernels)"
+                                      : name_of(report.path, report.reference);
 
   double best = 0;
   const double flops = 2.0 * 512 * 256 * 1024;

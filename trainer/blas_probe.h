@@ -2,11 +2,14 @@
 // fast one GEMM is on this rank, so that a slow BLAS is reported before it
 // skews every figure of a run.
 //
-// Debian's LibTorch calls whatever libblas.so.3 resolves to (an alternatives
-// link): the reference BLAS runs a 512x256x1024 GEMM at ~3 GFLOP/s on a
-// modern core, OpenBLAS at ~40. The probe finds the loaded library by walking
-// the process's shared objects (dl_iterate_phdr) and resolving its real path,
-// then times a GEMM of that shape through LibTorch itself.
+// PyTorch's wheels (the project's LibTorch) carry MKL inside libtorch_cpu; the
+// probe reads that from LibTorch's build configuration (BLAS_INFO=mkl). A
+// LibTorch built against an external BLAS (Debian's calls whatever
+// libblas.so.3 resolves to, an alternatives link) runs on the library it
+// finds: the reference BLAS runs a 512x256x1024 GEMM at ~3 GFLOP/s on a
+// modern core, OpenBLAS at ~40. The probe then finds the loaded library by
+// walking the process's shared objects (dl_iterate_phdr) and resolving its
+// real path. Either way it times a GEMM of that shape through LibTorch.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """One rank, no communication: cmpi-train against PyTorch eager on the same model, data and optimizer.
 
 Each repetition runs both systems one after the other (the order alternates between
@@ -81,7 +81,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5, help="steps left out of the medians")
     ap.add_argument("--baseline", default="", help="another cmpi-train binary to run in the rotation")
     ap.add_argument("--set", action="append", default=[], help="extra KEY=VALUE for both systems")
-    ap.add_argument("--python", default=os.environ.get("CMPI_BENCH_PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--python", default=os.environ.get("CMPI_BENCH_PYTHON", os.environ.get("CMPI_PYTHON", sys.executable)))
     ap.add_argument("--out", default=os.path.join(ROOT, "runs", "compute-parity-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())))
     args = ap.parse_args()
     if args.reps < 1 or args.steps <= args.warmup:

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """PyTorch DDP peer of cmpi-train: the same GPT, data, optimizer and schedule, on gloo.
 
 One process per rank, started by mpirun (e.g. through scripts/emulated_cluster.sh run K 1 --):

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Whole-run figures of a benchmark whose links change mid-run (run_bench.py --link-schedule).
 
 With the link changing, a median step time says little: what a user sees is the time of the whole

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the synthetic Markov chain of data.kind markov as an indexed dataset (PREFIX.bin/.idx).
 
 Document d is MarkovSource.sample(d, 0, --doc-tokens) of bench/train/markov_source.py (the

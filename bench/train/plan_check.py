@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The planner against a finished training benchmark: for every cmpi-train cell of a
 bench/train/run.sh output directory, runs `cmpi-train --plan` for the same config, layout, preset
 and link, and prints projected / measured for the step time and the memory (docs/planner.md).

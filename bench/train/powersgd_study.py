@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Why does rank-r PowerSGD with AdamW stall on the benchmark's task? A single-process study.
 
 Simulates data-parallel training of the benchmark's GPT (bench/train/ddp_peer.py's model,

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """CSV and plots of an end-to-end training benchmark directory (written by run_bench.py).
 
     report.py OUT        # reads OUT/meta.json, OUT/runs.jsonl, OUT/runs/*/metrics.jsonl, summary.json

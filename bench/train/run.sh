@@ -4,6 +4,8 @@
 #   sudo bench/train/run.sh --build-dir build --reps 3 --steps 30
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# Debian's python3 (python3-torch, python3-matplotlib, python3-yaml), not a pyenv/venv one.
-PYTHON=${CMPI_BENCH_PYTHON:-/usr/bin/python3}
+# The project's Python environment (scripts/setup.sh): the DDP peer runs on the
+# same torch whose LibTorch cmpi-train links; matplotlib and yaml are there too.
+source "$HERE/../../scripts/python_env.sh"
+PYTHON=${CMPI_BENCH_PYTHON:-$CMPI_PYTHON}
 exec "$PYTHON" "$HERE/run_bench.py" --python "$PYTHON" "$@"

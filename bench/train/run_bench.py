@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """End-to-end training benchmark: cmpi-train (and a PyTorch DDP peer) on the emulated cluster.
 
 Runs a matrix of links x cells, a cell being (layout, policy) for cmpi-train or (dp layout, hook)
@@ -675,8 +675,9 @@ def main():
                     help="cell whose loss defines L* (default: cmpi/<first layout>/none)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per run (default: %(default)s)")
     ap.add_argument("--lock", default="/tmp/cmpi-cluster.lock", help="cluster lock (default: %(default)s)")
-    ap.add_argument("--python", default="/usr/bin/python3",
-                    help="python with Debian's torch for the DDP peer (default: %(default)s)")
+    ap.add_argument("--python", default=os.environ.get("CMPI_PYTHON", sys.executable),
+                    help="python with the project's torch for the DDP peer "
+                         "(default: $CMPI_PYTHON, else this interpreter: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="skip runs already ok in OUT/runs.jsonl")
     ap.add_argument("--report-only", action="store_true", help="only rebuild the CSV and plots from OUT")
     args = ap.parse_args()

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Time to a target loss, from a finished training benchmark run with --target-step (run_bench.py).
 
     target_report.py OUT      # reads OUT/meta.json, OUT/runs.jsonl and each run's metrics.jsonl

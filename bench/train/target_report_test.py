@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Smoke test of the time-to-target report (target_report.py) on a synthetic benchmark directory:
 L* from the reference cell, time to L* as the sum of step times, 'never' for a run that stalls,
 a failed run marked FAILED, and the per-repetition ratio best cmpi-train / best DDP. Registered

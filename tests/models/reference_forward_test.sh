@@ -7,14 +7,15 @@
 # batch and must match the logits within 1e-5 (absolute; they are O(1)) and
 # the loss within a relative 1e-5, fp32 both.
 # Usage: reference_forward_test.sh CMPI_TRAIN CONFIG WORKDIR gpt2|neox
-# Exit 77 (skipped) only when python3 cannot import torch and numpy.
+# Exit 77 (skipped) only when the project's python cannot import torch and numpy.
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; arch="$4"
 here="$(cd "$(dirname "$0")" && pwd)"
-# Debian's python3 (python3-torch, scripts/setup.sh), not a pyenv shim's.
-python=python3; [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+# The project's Python environment (scripts/setup.sh installs torch into it).
+source "$here/../../scripts/python_env.sh"
+python="$CMPI_PYTHON"
 if ! "$python" -c "import torch, numpy" > /dev/null 2>&1; then
-  echo "SKIP: python3 cannot import torch and numpy (Debian: apt-get install python3-torch)"
+  echo "SKIP: $python cannot import torch and numpy (run scripts/setup.sh)"
   exit 77
 fi
 rm -rf "$work"; mkdir -p "$work"

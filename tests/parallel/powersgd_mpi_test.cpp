@@ -92,7 +92,7 @@ uint64_t well_conditioned_draw(const torch::Tensor& left, const std::vector<floa
     for (int w = 0; w < world_size(); ++w)
       sum += right_factor(left, q, seed + 100 * uint64_t(w + 1), offset, k).to(torch::kDouble);
     const auto singular =
-        torch::linalg::svdvals(left.to(torch::kDouble).mm(sum).mm(start), c10::nullopt);
+        at::linalg_svdvals(left.to(torch::kDouble).mm(sum).mm(start));
     if ((singular[0] / singular[r - 1]).item().toDouble() <= 30) return k;
   }
 }
@@ -159,11 +159,11 @@ TEST(PowerSgd, FullRankEqualsTheRawSumAndLowRankIsRankR) {
     auto flat = gradient.clone();
     reducer.reduce_bucket(0, flat.data_ptr<float>());
     auto result = flat.narrow(0, 0, 384).reshape({24, 16}).to(torch::kDouble);
-    auto singular = torch::linalg::svdvals(result, c10::nullopt);
+    auto singular = at::linalg_svdvals(result);
     EXPECT_LT(singular[3].item<double>(), 1e-5 * singular[0].item<double>()) << "seed " << seed;
     // It is the sum projected onto its own column space: U U^T sum.
     auto sum = want.narrow(0, 0, 384).reshape({24, 16});
-    auto u = std::get<0>(torch::linalg::svd(result, /*full_matrices=*/false, c10::nullopt))
+    auto u = std::get<0>(at::linalg_svd(result, /*full_matrices=*/false))
                  .narrow(1, 0, 3);
     EXPECT_LT(relative_error(result, u.mm(u.t().mm(sum))), 1e-5) << "seed " << seed;
     EXPECT_TRUE(same_on_every_rank(flat)) << "seed " << seed;

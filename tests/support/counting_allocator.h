@@ -21,7 +21,7 @@ class CountingAllocator final : public c10::Allocator {
   // Each block carries a header before the data (who counted it, its size,
   // how to free it), so the data pointer is its own context, as
   // Allocator::raw_allocate requires (some CPU kernels, e.g. GeLU's, use it).
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     auto* block = static_cast<char*>(base_->raw_allocate(n + kHeader));
     new (block) Header{this, n, base_->raw_deleter()};
     const int64_t now = live_ += int64_t(n);
@@ -32,6 +32,9 @@ class CountingAllocator final : public c10::Allocator {
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
   int64_t peak() const { return peak_; }
   void reset() { peak_ = live_.load(); }
   int64_t live() const { return live_; }

@@ -29,6 +29,15 @@ if [[ -z $reference ]]; then
   exit 0
 fi
 LD_PRELOAD="$reference" "$exe" "${args[@]}" >"$work/reference.out" 2>"$work/reference.err"
+# A LibTorch with MKL inside (PyTorch's wheels) never calls a preloaded
+# libblas.so.3: the probe must keep naming MKL and must not warn.
+if grep -q '^blas: Intel MKL (linked into LibTorch)' "$work/default.out"; then
+  grep -q '^blas: Intel MKL (linked into LibTorch)' "$work/reference.out" \
+    || { echo "FAIL: a preloaded reference BLAS was reported as LibTorch's"; cat "$work/reference.out"; exit 1; }
+  grep -q WARNING "$work/reference.err" && { echo "FAIL: warned about a BLAS LibTorch does not call"; exit 1; }
+  echo PASS
+  exit 0
+fi
 grep -q '^blas: reference BLAS' "$work/reference.out" \
   || { echo "FAIL: reference BLAS not recognised"; cat "$work/reference.out"; exit 1; }
 grep -q 'WARNING: LibTorch runs on the reference BLAS' "$work/reference.err" \
