@@ -69,3 +69,11 @@ if(Torch_VERSION VERSION_LESS 2.0)
   message(FATAL_ERROR "cmpi: LibTorch ${Torch_VERSION} at ${Torch_DIR} is older than 2.0")
 endif()
 message(STATUS "cmpi: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+
+# PyTorch's wheels are built with a newer GCC than Debian's and export their
+# own copies of libstdc++'s std::filesystem functions from libtorch.so. A
+# program that lists libtorch.so before libstdc++.so.6 in its NEEDED entries
+# binds std::filesystem::remove_all & co. to those copies, which crash here
+# (a null call inside libtorch's remove_all). Naming libstdc++ first on every
+# link line makes the program bind to the system's libstdc++.
+add_link_options("SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
