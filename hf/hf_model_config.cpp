@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 namespace cmpi::hf {
 namespace {
@@ -55,40 +56,43 @@ std::string hf_activation(const config::ModelConfig& model) {
 }
 
 // Reads config.json's fields with the Hugging Face classes' defaults and
-// words the disagreements.
+// words the disagreements. `prefix` names a nested object's fields in
+// messages ("rope_parameters.").
 class FieldChecker {
  public:
-  FieldChecker(const JsonValue& json, const std::string& path) : json_(json), path_(path) {}
+  FieldChecker(const JsonValue& json, const std::string& path, std::string prefix = "")
+      : json_(json), path_(path), prefix_(std::move(prefix)) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw std::runtime_error(path_ + ": " + what);
   }
   const JsonValue* find(const std::string& field) const { return json_.find(field); }
+  const std::string& path() const { return path_; }
   double number(const std::string& field, double fallback) const {
     const JsonValue* v = json_.find(field);
     if (!v || v->is_null()) return fallback;
     if (v->kind() != JsonValue::Kind::kNumber)
-      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected a number");
+      fail(prefix_ + field + " is " + JsonValue::kind_name(v->kind()) + ", expected a number");
     return v->number();
   }
   int64_t integer(const std::string& field, int64_t fallback) const {
     const double value = number(field, double(fallback));
     if (value != std::floor(value))
-      fail(field + " is " + number_text(value) + ", not a whole number");
+      fail(prefix_ + field + " is " + number_text(value) + ", not a whole number");
     return int64_t(value);
   }
   bool boolean(const std::string& field, bool fallback) const {
     const JsonValue* v = json_.find(field);
     if (!v || v->is_null()) return fallback;
     if (v->kind() != JsonValue::Kind::kBool)
-      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected true or false");
+      fail(prefix_ + field + " is " + JsonValue::kind_name(v->kind()) + ", expected true or false");
     return v->boolean();
   }
   std::string string(const std::string& field, const std::string& fallback) const {
     const JsonValue* v = json_.find(field);
     if (!v || v->is_null()) return fallback;
     if (v->kind() != JsonValue::Kind::kString)
-      fail(field + " is " + JsonValue::kind_name(v->kind()) + ", expected a string");
+      fail(prefix_ + field + " is " + JsonValue::kind_name(v->kind()) + ", expected a string");
     return v->text();
   }
   void same(const std::string& field, int64_t theirs, const std::string& key, int64_t ours) const {
@@ -135,7 +139,7 @@ class FieldChecker {
 
  private:
   const JsonValue& json_;
-  std::string path_;
+  std::string path_, prefix_;
 };
 
 HfConfigFacts check_neox(const FieldChecker& c, const config::ModelConfig& m) {
@@ -147,15 +151,34 @@ HfConfigFacts check_neox(const FieldChecker& c, const config::ModelConfig& m) {
   c.same("vocab_size", c.integer("vocab_size", 50432), "model.vocab_size", m.vocab_size);
   c.same("intermediate_size", c.integer("intermediate_size", 24576),
          "model.mlp_ratio x model.hidden", m.mlp_ratio * m.hidden);
-  // Newer releases of the class also spell these partial_rotary_factor and rope_theta.
-  const double pct =
-      c.find("rotary_pct") ? c.number("rotary_pct", 0.25) : c.number("partial_rotary_factor", 0.25);
-  c.same_real(c.find("rotary_pct") ? "rotary_pct" : "partial_rotary_factor", pct,
-              "model.rotary_pct", m.rotary_pct);
-  const bool has_base = c.find("rotary_emb_base") != nullptr;
-  c.same_real(has_base ? "rotary_emb_base" : "rope_theta",
-              has_base ? c.number("rotary_emb_base", 10000) : c.number("rope_theta", 10000),
-              "model.rotary_base", m.rotary_base);
+  // The rotary settings have three spellings. transformers 5 writes
+  // rope_parameters {rope_type, rope_theta, partial_rotary_factor} and reads
+  // them from there first, then from the original rotary_pct and
+  // rotary_emb_base; some 4.x releases wrote partial_rotary_factor and
+  // rope_theta at the top level. Read in that order, the field found named.
+  std::string pct_field = c.find("rotary_pct") ? "rotary_pct" : "partial_rotary_factor";
+  std::string base_field = c.find("rotary_emb_base") ? "rotary_emb_base" : "rope_theta";
+  double pct = c.number(pct_field, 0.25), base = c.number(base_field, 10000);
+  if (const JsonValue* rope = c.find("rope_parameters"); rope && !rope->is_null()) {
+    if (rope->kind() != JsonValue::Kind::kObject)
+      c.fail(std::string("rope_parameters is ") + JsonValue::kind_name(rope->kind()) +
+             ", expected an object");
+    const FieldChecker nested(*rope, c.path(), "rope_parameters.");
+    const std::string type = nested.string("rope_type", nested.string("type", "default"));
+    if (type != "default")
+      c.fail("rope_parameters.rope_type is '" + type +
+             "'; this project implements unscaled rotary embeddings only (default)");
+    if (nested.find("partial_rotary_factor")) {
+      pct_field = "rope_parameters.partial_rotary_factor";
+      pct = nested.number("partial_rotary_factor", pct);
+    }
+    if (nested.find("rope_theta")) {
+      base_field = "rope_parameters.rope_theta";
+      base = nested.number("rope_theta", base);
+    }
+  }
+  c.same_real(pct_field, pct, "model.rotary_pct", m.rotary_pct);
+  c.same_real(base_field, base, "model.rotary_base", m.rotary_base);
   if (const JsonValue* scaling = c.find("rope_scaling"); scaling && !scaling->is_null())
     c.fail("rope_scaling is set; this project implements unscaled rotary embeddings only");
   c.same_flag("use_parallel_residual", c.boolean("use_parallel_residual", true),

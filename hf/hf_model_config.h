@@ -1,18 +1,18 @@
 // The model section of a run against Hugging Face's config.json. A GPT with
 // rotary positions is a GPT-NeoX (GPTNeoXConfig: hidden_size,
 // num_attention_heads, num_hidden_layers, intermediate_size, rotary_pct,
-// rotary_emb_base, use_parallel_residual, tie_word_embeddings, hidden_act,
-// layer_norm_eps, ...); one with a learned position table is a GPT-2
-// (GPT2Config: n_embd, n_head, n_layer, n_inner, n_positions,
-// activation_function, layer_norm_epsilon, ...). What neither class can
-// express (an untied or parallel-residual GPT-2 style model; a ResNet) is
-// refused by its model.* key. Both classes' remaining switches are pinned to
-// what this project computes: LayerNorm eps 1e-5, biases everywhere,
-// attention scaled by 1/sqrt(head_dim), NeoX's rotate-half rotary on the
-// first int(head_dim · rotary_pct) dimensions. Reading a config.json checks
-// every field that changes the weights' shapes or meaning against the
-// config, naming both values and the file; absent fields take the Hugging
-// Face classes' defaults. Torch-free.
+// rotary_emb_base (transformers 5: rope_parameters), use_parallel_residual,
+// tie_word_embeddings, hidden_act, layer_norm_eps, ...); one with a learned
+// position table is a GPT-2 (GPT2Config: n_embd, n_head, n_layer, n_inner,
+// n_positions, activation_function, layer_norm_epsilon, ...). What neither
+// class can express (an untied or parallel-residual GPT-2 style model; a
+// ResNet) is refused by its model.* key. Both classes' remaining switches
+// are pinned to what this project computes: LayerNorm eps 1e-5, biases
+// everywhere, attention scaled by 1/sqrt(head_dim), NeoX's rotate-half
+// rotary on the first int(head_dim · rotary_pct) dimensions. Reading a
+// config.json checks every field that changes the weights' shapes or
+// meaning against the config, naming both values and the file; absent
+// fields take the Hugging Face classes' defaults. Torch-free.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "hf/safetensors_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -53,6 +54,17 @@ float from_bfloat16(uint16_t b) {
 
 }  // namespace
 
+bool is_buffer_name(const std::string& name) {
+  // The last two dot-separated components, whole.
+  const size_t last_dot = name.rfind('.');
+  if (last_dot == std::string::npos || last_dot == 0) return false;
+  const size_t before = name.rfind('.', last_dot - 1);
+  const size_t start = before == std::string::npos ? 0 : before + 1;
+  const std::string module = name.substr(start, last_dot - start), leaf = name.substr(last_dot + 1);
+  if (module == "attention" || module == "attn") return leaf == "bias" || leaf == "masked_bias";
+  return module == "rotary_emb" && leaf == "inv_freq";
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -95,17 +107,6 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
       bad("needs dtype, shape and data_offsets [begin, end]");
     SafetensorsEntry entry;
     entry.dtype = dtype->text();
-    const size_t element_bytes = dtype_bytes(entry.dtype);
-    if (element_bytes == 0)
-      bad("dtype " + entry.dtype + " is not supported (F32, F16, BF16 or F64)");
-    uint64_t count = 1;
-    for (const auto& d : shape->items()) {
-      if (d.kind() != data::JsonValue::Kind::kNumber || d.number() < 0 ||
-          d.text().find_first_of(".eE-") != std::string::npos)
-        bad("shape holds something other than whole numbers");
-      entry.shape.push_back(int64_t(d.number()));
-      count *= uint64_t(d.number());
-    }
     for (const auto& o : offsets->items())
       if (o.kind() != data::JsonValue::Kind::kNumber || o.number() < 0)
         bad("data_offsets are not byte offsets");
@@ -114,12 +115,32 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
     if (entry.end < entry.begin || entry.end > data_bytes)
       bad("data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
           "] lie outside the file's " + std::to_string(data_bytes) + " data bytes");
+    // A mask or inv_freq buffer is never read: its dtype (U8, BOOL, ...)
+    // and shape do not matter, only that the header places it in the file.
+    if (is_buffer_name(name)) {
+      reader.skipped_buffers_.push_back(name);
+      continue;
+    }
+    const size_t element_bytes = dtype_bytes(entry.dtype);
+    if (element_bytes == 0)
+      bad("dtype " + entry.dtype +
+          " is not supported for a weight (F32, F16, BF16 or F64; only buffers such as "
+          "attention masks are skipped whatever their dtype)");
+    uint64_t count = 1;
+    for (const auto& d : shape->items()) {
+      if (d.kind() != data::JsonValue::Kind::kNumber || d.number() < 0 ||
+          d.text().find_first_of(".eE-") != std::string::npos)
+        bad("shape holds something other than whole numbers");
+      entry.shape.push_back(int64_t(d.number()));
+      count *= uint64_t(d.number());
+    }
     if (entry.end - entry.begin != count * element_bytes)
       bad("shape " + shape_text(entry.shape) + " of " + entry.dtype + " needs " +
           std::to_string(count * element_bytes) + " bytes, data_offsets give " +
           std::to_string(entry.end - entry.begin));
     reader.entries_[name] = std::move(entry);
   }
+  std::sort(reader.skipped_buffers_.begin(), reader.skipped_buffers_.end());
   return reader;
 }
 

@@ -5,7 +5,16 @@
 // data_offsets, and offsets inside the file. read() then reads one tensor's
 // bytes and widens them to float32 (F64 is rounded), so a model stored in
 // half precision loads as float32. Every error names the file and, where one
-// is at fault, the tensor. Torch-free.
+// is at fault, the tensor.
+//
+// Files that transformers and published checkpoints wrote also hold
+// buffers that are not parameters: causal masks (`attention.bias`,
+// `attention.masked_bias` of Pythia-era GPT-NeoX, `attn.bias`,
+// `attn.masked_bias` of GPT-2), often stored as U8 or BOOL, and GPT-NeoX's
+// `rotary_emb.inv_freq`. Nothing here reads them, so they are recognised by
+// name (is_buffer_name) and skipped whatever their dtype; any other tensor
+// in a dtype read() cannot widen still refuses the file, naming it and the
+// tensor. Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +36,10 @@ class SafetensorsReader {
   static SafetensorsReader open(const std::string& path);
 
   const std::string& path() const { return path_; }
+  // The tensors, buffers excluded.
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  // The buffers open() skipped (is_buffer_name), sorted.
+  const std::vector<std::string>& skipped_buffers() const { return skipped_buffers_; }
   // nullptr when the file has no tensor `name`.
   const SafetensorsEntry* find(const std::string& name) const;
   // The tensor's values as float32, row-major. Throws std::runtime_error
@@ -38,7 +50,15 @@ class SafetensorsReader {
   std::string path_;
   uint64_t data_start_ = 0;
   std::map<std::string, SafetensorsEntry> entries_;
+  std::vector<std::string> skipped_buffers_;
 };
+
+// Whether `name` is one of the non-parameter buffers of GPT-NeoX or GPT-2
+// files: its last two components are attention.bias,
+// attention.masked_bias, attn.bias, attn.masked_bias or
+// rotary_emb.inv_freq (whole components: GPT-2's attn.c_attn.bias is a
+// parameter).
+bool is_buffer_name(const std::string& name);
 
 // "[768, 2304]".
 std::string shape_text(const std::vector<int64_t>& shape);

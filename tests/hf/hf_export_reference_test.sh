@@ -8,19 +8,28 @@
 # written from Hugging Face's published GPT-NeoX / GPT-2 definitions, loads
 # config.json + model.safetensors by Hugging Face's names and must reproduce
 # the logits within 1e-5 (absolute) and the loss within a relative 1e-5, fp32.
+# Then the transformers package itself loads the directory
+# (GPTNeoXForCausalLM / GPT2LMHeadModel.from_pretrained, hf_transformers_check.py):
+# no weight missing, the rotary settings read as config.json states them, and
+# its logits and loss of the same batch within the same bounds.
 # The neox model: rotary 0.25, parallel residual, untied, gelu_tanh; gpt2:
 # learned positions, tied, sequential, exact GeLU. Also checks the export's
 # refusals (an untied GPT-2 style model) and that --export-hf needs --resume.
 # Usage: hf_export_reference_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2 LAYOUT
-# Exit 77 (skipped) only when python3 cannot import torch and numpy.
+# Exit 77 (skipped) only when the project's python cannot import transformers
+# (after the rest has passed, where it has torch and numpy).
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; arch="$4"; layout="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
-python=python3; [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+# The project's Python environment (scripts/setup.sh installs torch and transformers into it).
+source "$here/../../scripts/python_env.sh"
+python="$CMPI_PYTHON"
 if ! "$python" -c "import torch, numpy" > /dev/null 2>&1; then
-  echo "SKIP: python3 cannot import torch and numpy (Debian: apt-get install python3-torch)"
+  echo "SKIP: $python cannot import torch and numpy, nor therefore transformers (run scripts/setup.sh)"
   exit 77
 fi
+# transformers loads the exported directory only: nothing may come from a hub.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HOME="$work/hf_home"
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
 # hidden 128 over 4 heads: head_dim 32, so rotary 0.25 turns 8 dimensions.
@@ -54,7 +63,17 @@ for f in config.json model.safetensors; do [ -s "$work/hf/$f" ] || fail "--expor
 [ ! -e "$work/hf/tokenizer.json" ] || fail "tokenizer.json written though data.tokenizer names none"
 run 1 --resume "$checkpoint" --dump-tensors "$work/dump" > "$work/dump.txt" 2>&1 ||
   { cat "$work/dump.txt"; fail "resumed forward"; }
-"$python" "$here/hf_reference.py" "$work/hf" "$work/dump" --expect-type "$type" || fail "$arch reference"
+# Both readers run, whatever the first says, so that a failure shows what each sees.
+failed=()
+"$python" "$here/hf_reference.py" "$work/hf" "$work/dump" --expect-type "$type" || failed+=("$arch reference")
+if "$python" -c "import transformers, safetensors" > /dev/null 2>&1; then
+  have_transformers=1
+  "$python" "$here/hf_transformers_check.py" compare "$work/hf" "$work/dump" --expect-type "$type" \
+    2> "$work/transformers.txt" || { cat "$work/transformers.txt"; failed+=("$arch transformers"); }
+else
+  have_transformers=0
+fi
+[ "${#failed[@]}" = 0 ] || fail "${failed[*]}"
 
 # What no Hugging Face config expresses is refused by its key, exit 2.
 if [ "$arch" = gpt2 ]; then
@@ -67,4 +86,9 @@ fi
 run 1 --export-hf "$work/none" > "$work/noresume.txt" 2>&1; code=$?
 [ "$code" = 2 ] && grep -q -- "--export-hf needs --resume" "$work/noresume.txt" ||
   { cat "$work/noresume.txt"; fail "--export-hf without --resume: exit $code"; }
+if [ "$have_transformers" = 0 ]; then
+  echo "SKIP: the independent reference passed, but $python cannot import transformers and"
+  echo "safetensors to load the export with (run scripts/setup.sh)"
+  exit 77
+fi
 echo "PASS: $arch ($layout)"

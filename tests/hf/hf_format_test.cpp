@@ -1,9 +1,12 @@
 // The torch-free pieces of Hugging Face's format (hf/): safetensors files
 // read back (float32 written by io/, half and bfloat16 written by hand from
 // their bit patterns), malformed files refused naming the file and the
-// tensor; the tensor layouts (every conversion's inverse, GPT-2's fused
-// c_attn element by element); config.json written and checked back, and its
-// disagreements and refusals worded by field.
+// tensor; mask and inv_freq buffers (U8, BOOL, ...) skipped by name while a
+// weight in such a dtype is refused, in one file and through a whole model
+// directory (HfPretrained); the tensor layouts (every conversion's inverse,
+// GPT-2's fused c_attn element by element); config.json written and checked
+// back (also transformers 5's rope_parameters), and its disagreements and
+// refusals worded by field.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,12 +14,15 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "config/model_shape.h"
 #include "data/json_value.h"
 #include "hf/hf_model_config.h"
+#include "hf/hf_pretrained.h"
 #include "hf/hf_tensor_map.h"
 #include "hf/safetensors_reader.h"
 #include "io/safetensors_writer.h"
@@ -38,6 +44,31 @@ std::string safetensors_file(const std::string& header, const std::string& data)
   const uint64_t n = header.size();
   std::memcpy(file.data(), &n, 8);
   return file + header + data;
+}
+
+// One tensor of a hand-built file: any dtype string, raw bytes.
+struct RawTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+std::string floats_bytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+// The bytes of a safetensors file holding `tensors` in order.
+std::string safetensors_file(const std::vector<RawTensor>& tensors) {
+  std::string header = "{", data;
+  for (const auto& t : tensors) {
+    std::string shape;
+    for (const int64_t d : t.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    header += (header.size() > 1 ? "," : "") + ("\"" + t.name + "\":{\"dtype\":\"" + t.dtype) +
+              "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(data.size()) +
+              "," + std::to_string(data.size() + t.bytes.size()) + "]}";
+    data += t.bytes;
+  }
+  return safetensors_file(header + "}", data);
 }
 
 std::string message_of(const std::function<void()>& f) {
@@ -117,6 +148,156 @@ TEST(Safetensors, MalformedFilesNameFileAndTensor) {
               SafetensorsReader::open(dir.file("absent.safetensors"));
             }).find("absent.safetensors: cannot open"),
             std::string::npos);
+}
+
+TEST(Safetensors, BufferNamesAreWholeComponents) {
+  for (const char* name :
+       {"gpt_neox.layers.0.attention.bias", "gpt_neox.layers.11.attention.masked_bias",
+        "gpt_neox.layers.0.attention.rotary_emb.inv_freq", "gpt_neox.rotary_emb.inv_freq",
+        "transformer.h.3.attn.bias", "h.0.attn.masked_bias", "attn.bias"})
+    EXPECT_TRUE(is_buffer_name(name)) << name;
+  // Parameters whose names end in the same letters.
+  for (const char* name :
+       {"transformer.h.0.attn.c_attn.bias", "h.0.attn.c_proj.bias",
+        "gpt_neox.layers.0.attention.dense.bias",
+        "gpt_neox.layers.0.attention.query_key_value.bias", "gpt_neox.layers.0.self_attention.bias",
+        "bias", "attention", "inv_freq"})
+    EXPECT_FALSE(is_buffer_name(name)) << name;
+}
+
+TEST(Safetensors, MaskBuffersAreSkippedWhateverTheirDtype) {
+  ScratchDir dir;
+  // As transformers and published checkpoints store them: causal masks as
+  // BOOL or U8, masked_bias a float scalar, inv_freq in half; one in a
+  // dtype no reader here knows at all.
+  const std::string mask(16, '\1');
+  const std::vector<float> weight{1.0f, -2.0f, 3.0f, -4.0f}, bias{0.5f, 0.25f};
+  write_bytes(
+      dir.file("pythia.safetensors"),
+      safetensors_file({
+          {"gpt_neox.layers.0.attention.bias", "BOOL", {1, 1, 4, 4}, mask},
+          {"gpt_neox.layers.0.attention.masked_bias", "F32", {}, floats_bytes({-1e9f})},
+          {"gpt_neox.layers.0.attention.dense.weight", "F32", {2, 2}, floats_bytes(weight)},
+          {"gpt_neox.layers.1.attention.bias", "U8", {1, 1, 4, 4}, mask},
+          {"gpt_neox.layers.0.attention.rotary_emb.inv_freq", "F16", {2}, std::string(4, '\0')},
+          {"transformer.h.0.attn.bias", "U8", {1, 1, 4, 4}, mask},
+          {"transformer.h.0.attn.masked_bias", "F8_E4M3", {}, std::string(1, '\0')},
+          {"transformer.h.0.attn.c_attn.bias", "F32", {2}, floats_bytes(bias)},
+      }));
+  const auto reader = SafetensorsReader::open(dir.file("pythia.safetensors"));
+  ASSERT_EQ(reader.entries().size(), 2u);
+  EXPECT_EQ(reader.read("gpt_neox.layers.0.attention.dense.weight"), weight);
+  EXPECT_EQ(reader.read("transformer.h.0.attn.c_attn.bias"), bias);
+  EXPECT_EQ(reader.find("gpt_neox.layers.0.attention.bias"), nullptr);
+  EXPECT_EQ(
+      reader.skipped_buffers(),
+      (std::vector<std::string>{
+          "gpt_neox.layers.0.attention.bias", "gpt_neox.layers.0.attention.masked_bias",
+          "gpt_neox.layers.0.attention.rotary_emb.inv_freq", "gpt_neox.layers.1.attention.bias",
+          "transformer.h.0.attn.bias", "transformer.h.0.attn.masked_bias"}));
+}
+
+TEST(Safetensors, WeightOfUnsupportedDtypeIsRefusedByName) {
+  ScratchDir dir;
+  const std::string mask(4, '\1');
+  // A weight stored as U8 beside a U8 mask: the mask is skipped, the weight
+  // refuses the file, naming it and the tensor.
+  write_bytes(dir.file("u8.safetensors"),
+              safetensors_file({
+                  {"gpt_neox.layers.0.attention.bias", "U8", {1, 1, 2, 2}, mask},
+                  {"gpt_neox.layers.0.attention.dense.weight", "U8", {2, 2}, mask},
+              }));
+  EXPECT_EQ(message_of([&] { SafetensorsReader::open(dir.file("u8.safetensors")); }),
+            dir.file("u8.safetensors") +
+                ": tensor gpt_neox.layers.0.attention.dense.weight: dtype U8 is not supported for "
+                "a weight (F32, F16, BF16 or F64; only buffers such as attention masks are "
+                "skipped whatever their dtype)");
+  // GPT-2's c_attn.bias ends in "attn.bias" but is a parameter.
+  write_bytes(dir.file("bool.safetensors"),
+              safetensors_file({{"transformer.h.0.attn.c_attn.bias", "BOOL", {4}, mask}}));
+  EXPECT_NE(message_of([&] { SafetensorsReader::open(dir.file("bool.safetensors")); })
+                .find("bool.safetensors: tensor transformer.h.0.attn.c_attn.bias: dtype BOOL is "
+                      "not supported for a weight"),
+            std::string::npos);
+  // A buffer is skipped whatever its dtype, not wherever its bytes are.
+  write_bytes(
+      dir.file("outside.safetensors"),
+      safetensors_file(R"({"h.0.attn.bias":{"dtype":"BOOL","shape":[8],"data_offsets":[0,8]}})",
+                       std::string(4, '\0')));
+  EXPECT_NE(
+      message_of([&] {
+        SafetensorsReader::open(dir.file("outside.safetensors"));
+      }).find("tensor h.0.attn.bias: data_offsets [0, 8] lie outside the file's 4 data bytes"),
+      std::string::npos);
+}
+
+// A whole model directory as transformers' save_pretrained or a published
+// checkpoint leaves it: config.json, the weights in float32 and the
+// masks in U8 / BOOL. HfPretrained opens it and reads every weight; one
+// weight stored as I32 instead refuses the directory, naming the file and
+// the tensor.
+TEST(HfPretrained, DirectoryWithMaskBuffersLoadsAndAWeightInI32IsRefused) {
+  config::ModelConfig m;
+  m.vocab_size = 10;
+  m.seq_len = 4;
+  m.layers = 2;
+  m.hidden = 8;
+  m.heads = 2;
+  m.mlp_ratio = 2;
+  for (const bool rotary : {true, false}) {
+    config::ModelConfig model = m;
+    if (rotary) {
+      model.position = "rotary";
+      model.rotary_pct = 0.5;
+      model.tie_embeddings = false;
+      model.parallel_residual = true;
+    }
+    const HfArchitecture arch = rotary ? HfArchitecture::kGptNeoX : HfArchitecture::kGpt2;
+    const auto mappings = tensor_mappings(arch, config::gpt_options(model));
+    for (const bool i32_weight : {false, true}) {
+      ScratchDir dir;
+      write_bytes(dir.file("config.json"), hf_config_json(model));
+      std::vector<RawTensor> tensors;
+      std::map<std::string, std::vector<float>> written;  // by their name
+      float next = 0.0f;
+      for (const auto& t : mappings) {
+        if (t.export_only) continue;
+        int64_t count = 1;
+        for (const int64_t d : t.their_shape) count *= d;
+        std::vector<float>& values = written[t.theirs];
+        for (int64_t i = 0; i < count; ++i) values.push_back(next += 0.25f);
+        tensors.push_back({t.theirs, "F32", t.their_shape, floats_bytes(values)});
+      }
+      const std::string broken = rotary ? "gpt_neox.layers.1.mlp.dense_4h_to_h.weight"
+                                        : "transformer.h.1.mlp.c_proj.weight";
+      if (i32_weight)
+        for (auto& t : tensors)
+          if (t.name == broken) t.dtype = "I32";  // same bytes, so only the dtype is wrong
+      for (int64_t layer = 0; layer < m.layers; ++layer) {
+        const std::string prefix = rotary
+                                       ? "gpt_neox.layers." + std::to_string(layer) + ".attention."
+                                       : "transformer.h." + std::to_string(layer) + ".attn.";
+        tensors.push_back(
+            {prefix + "bias", layer == 0 ? "BOOL" : "U8", {1, 1, 4, 4}, std::string(16, '\1')});
+        tensors.push_back({prefix + "masked_bias", "F32", {}, floats_bytes({-1e4f})});
+        if (rotary)
+          tensors.push_back({prefix + "rotary_emb.inv_freq", "F32", {1}, floats_bytes({1.0f})});
+      }
+      write_bytes(dir.file("model.safetensors"), safetensors_file(tensors));
+      if (i32_weight) {
+        EXPECT_EQ(message_of([&] { HfPretrained::open(dir.path(), model); }),
+                  dir.file("model.safetensors") + ": tensor " + broken +
+                      ": dtype I32 is not supported for a weight (F32, F16, BF16 or F64; only "
+                      "buffers such as attention masks are skipped whatever their dtype)");
+        continue;
+      }
+      const auto pretrained = HfPretrained::open(dir.path(), model);
+      for (const auto& t : mappings) {
+        if (t.export_only) continue;
+        EXPECT_EQ(pretrained.weights(t.ours), from_hf(t, written[t.theirs], model.heads)) << t.ours;
+      }
+    }
+  }
 }
 
 models::GptOptions small_model(bool rotary) {
@@ -271,6 +452,44 @@ TEST(HfConfig, PublishedDefaultsAndUnsupportedSettings) {
   resnet.kind = "resnet";
   EXPECT_NE(message_of([&] { hf_config_json(resnet); }).find("model.kind resnet"),
             std::string::npos);
+}
+
+TEST(HfConfig, Transformers5RopeParameters) {
+  // GPTNeoXConfig.save_pretrained in transformers 5 writes the rotary
+  // settings only inside rope_parameters, and reads them from there before
+  // rotary_pct / rotary_emb_base.
+  config::ModelConfig m = neox_config();
+  m.rotary_pct = 0.5;
+  m.rotary_base = 500;
+  const std::string fields =
+      R"("model_type":"gpt_neox","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":3,)"
+      R"("vocab_size":100,"intermediate_size":256,"hidden_act":"gelu_new",)"
+      R"("max_position_embeddings":32,"tie_word_embeddings":false,)";
+  const auto saved = data::JsonValue::parse(
+      "{" + fields +
+      R"("rope_parameters":{"partial_rotary_factor":0.5,"rope_theta":500,"rope_type":"default"}})");
+  EXPECT_EQ(check_hf_config(saved, m, "c.json").architecture, HfArchitecture::kGptNeoX);
+  // rope_parameters wins over the older spellings beside it.
+  const auto both = data::JsonValue::parse(
+      "{" + fields + R"("rotary_pct":0.25,"rotary_emb_base":10000,)" +
+      R"("rope_parameters":{"partial_rotary_factor":0.5,"rope_theta":500}})");
+  EXPECT_NO_THROW(check_hf_config(both, m, "c.json"));
+  config::ModelConfig quarter = m;
+  quarter.rotary_pct = 0.25;
+  EXPECT_EQ(message_of([&] { check_hf_config(saved, quarter, "c.json"); }),
+            "c.json: rope_parameters.partial_rotary_factor is 0.5, but model.rotary_pct is 0.25");
+  config::ModelConfig base = m;
+  base.rotary_base = 10000;
+  EXPECT_EQ(message_of([&] { check_hf_config(saved, base, "c.json"); }),
+            "c.json: rope_parameters.rope_theta is 500.0, but model.rotary_base is 10000.0");
+  const auto linear = data::JsonValue::parse(
+      "{" + fields + R"("rope_parameters":{"rope_type":"linear","factor":2.0,"rope_theta":500}})");
+  EXPECT_EQ(message_of([&] { check_hf_config(linear, m, "c.json"); }),
+            "c.json: rope_parameters.rope_type is 'linear'; this project implements unscaled "
+            "rotary embeddings only (default)");
+  const auto text = data::JsonValue::parse("{" + fields + R"("rope_parameters":"default"})");
+  EXPECT_EQ(message_of([&] { check_hf_config(text, m, "c.json"); }),
+            "c.json: rope_parameters is a string, expected an object");
 }
 
 }  // namespace

@@ -20,7 +20,9 @@
 # Usage: hf_import_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
-python=python3; [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+# The project's Python environment (only its standard library is used here).
+source "$(cd "$(dirname "$0")" && pwd)/../../scripts/python_env.sh"
+python="$CMPI_PYTHON"
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
 sets=(--set model.hidden=64 --set model.heads=4 --set model.layers=2 --set model.vocab_size=128
