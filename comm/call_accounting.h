@@ -1,11 +1,13 @@
 // How the Communicator charges one call to its OpCounters (internal to
 // comm/communicator*.cpp): PlainCall for the plain MPI path, CompressedCall
-// around a compressed algorithm, which counts its own wire bytes.
+// around a compressed algorithm, which counts its own wire bytes, and
+// CallRecord, the dispatch's hold on whichever of the two a call takes.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "comm/comm_stats.h"
 #include "comm/group_kind.h"
@@ -57,6 +59,38 @@ class CompressedCall {
   Locality locality_;
   uint64_t wire_before_;
   double start_;
+};
+
+// The accounting of one call, which the dispatch opens and closes: the
+// transport says which path the call took (plain or compressed) once it
+// knows, or charges the counters itself (receives, device calls).
+// Destroyed before the dispatch's AdaptiveCall, which then sees everything
+// it charged.
+class CallRecord {
+ public:
+  CallRecord(OpCounters& counters, Locality locality, uint64_t raw_bytes)
+      : counters_(counters), locality_(locality), raw_bytes_(raw_bytes) {}
+  OpCounters& counters() { return counters_; }
+  Locality locality() const { return locality_; }
+  uint64_t raw_bytes() const { return raw_bytes_; }
+  // The plain path: `bytes` (the call's raw bytes unless given) go on the wire as they are.
+  void plain() { plain(raw_bytes_); }
+  void plain(uint64_t bytes) { plain_.emplace(counters_, bytes, locality_); }
+  // A compressed algorithm (or the framed plain ring) runs and counts its own wire bytes.
+  void compressed() { compressed_.emplace(counters_, locality_); }
+  // Ends the accounting before the call does: a blocking send's wait
+  // charges its own time once encoding is done.
+  void close() {
+    plain_.reset();
+    compressed_.reset();
+  }
+
+ private:
+  OpCounters& counters_;
+  Locality locality_;
+  uint64_t raw_bytes_;
+  std::optional<PlainCall> plain_;
+  std::optional<CompressedCall> compressed_;
 };
 
 }  // namespace cmpi::comm

@@ -9,15 +9,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "comm/adaptive_call.h"
-#include "comm/algorithms/block_sparse_allreduce.h"
-#include "comm/algorithms/chunk_transfer.h"
 #include "comm/algorithms/codec_steps.h"
-#include "comm/call_accounting.h"
+#include "comm/communicator_dispatch.h"
 #include "comm/communicator_pending.h"
+#include "comm/communicator_words16.h"
+#include "comm/device/device_collectives.h"
 #include "comm/node_grouping.h"
-#include "comm/watchdog.h"
-#include "compress/block_sparse_codec.h"
 #include "compress/identity_codec.h"
 
 namespace cmpi::comm {
@@ -239,48 +236,117 @@ void Communicator::sample_error(compress::Codec& codec, OpCounters& counters, co
   counters.error_samples += 1;
 }
 
+// ------------------------------------------------------------ the one form
+
+BufferKind Communicator::words16(WordType type, const char* operation) const {
+  if (!compress::is_16_bit(type))
+    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": " + operation +
+                                " on 16-bit words was given word type " +
+                                compress::word_type_name(type) +
+                                "; float32 buffers take the float overloads");
+  return BufferKind{ElementType{type}, MemoryKind::kHost};
+}
+
+CallSpec Communicator::call_spec(const char* host_name, const char* device_name, Op op, Role role,
+                                 BufferKind buffers) const {
+  CallSpec call;
+  call.buffers = buffers;
+  call.operation = buffers.memory == MemoryKind::kDevice ? device_name : host_name;
+  call.op = op;
+  call.role = role;
+  call.locality = collective_locality();
+  return call;
+}
+
+void Communicator::check_buffers(const CallSpec& call, bool words_ok, bool device_ok) const {
+  const std::string at = std::string("group ") + to_string(kind_) + ": " + call.operation;
+  if (!call.buffers.element.is_float32() && (!words_ok || call.on_device()))
+    throw std::invalid_argument(at + " of " + compress::word_type_name(call.buffers.element.word) +
+                                " words on " + to_string(call.buffers.memory) +
+                                " memory: no transport of this group carries them");
+  if (call.on_device() && !device_ok)
+    throw std::invalid_argument(at +
+                                " on device memory: the device transport takes the blocking "
+                                "collectives, send and recv");
+  if (call.on_device() && !has_device())
+    throw std::logic_error(at +
+                           " on device memory, but no device is attached to this group "
+                           "(Communicator::attach_device)");
+}
+
+namespace {
+
+std::vector<uint64_t> as_u64(const std::vector<size_t>& counts) {
+  return std::vector<uint64_t>(counts.begin(), counts.end());
+}
+
+}  // namespace
+
 // ------------------------------------------------------------ collectives
 
-void Communicator::allreduce(float* data, size_t n, Role role, uint64_t buffer_key) {
-  WatchedCall watched("allreduce", comm_);
-  const uint64_t bytes = ring_allreduce_bytes(n, rank_, size_);
-  const Locality locality = collective_locality();
-  const Route* found = find_route(Op::kAllreduce, role, n * sizeof(float), locality);
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllreduce, role, locality,
-                        stats_.at(Op::kAllreduce), data, n);
-  const Route* route = compressing(found);
+void Communicator::allreduce(void* data, size_t n, BufferKind buffers, Role role,
+                             uint64_t buffer_key) {
+  CallSpec call = call_spec("allreduce", "device allreduce", Op::kAllreduce, role, buffers);
+  check_buffers(call, /*words_ok=*/true, /*device_ok=*/true);
+  const size_t word = buffers.element.bytes();
+  call.policy_bytes = n * word;
+  call.raw_bytes = ring_allreduce_bytes(n, rank_, size_, word);
+  call.sample(data, n);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (call.on_device())
+      return on_device(call, found, record, -1, false,
+                       [&](device::DeviceCollectives& c, compress::cuda::StreamId s) {
+                         c.allreduce(static_cast<float*>(data), n, s);
+                       });
+    if (!buffers.element.is_float32()) {
+      const Words16::Path p = Words16::path(*this, found, call);
+      if (p.route != nullptr)
+        return Words16::allreduce(*this, p, record, static_cast<uint16_t*>(data), n, buffer_key);
+    } else if (const Route* route = compressing(found)) {
+      return compressed_float_allreduce(*route, static_cast<float*>(data), n, role, buffer_key,
+                                        record);
+    }
+    plain_allreduce(data, n, buffers.element, buffer_key, record);
+  });
+}
+
+void Communicator::compressed_float_allreduce(const Route& first, float* data, size_t n, Role role,
+                                              uint64_t buffer_key, CallRecord& record) {
+  const Route* route = &first;
   while (route != nullptr && route->codec->id() == compress::CodecId::kBlockSparse) {
     // Too dense for the block-sparse path to pay: the route the next
     // matching rule gives (all ranks agree: they decided on the same sum).
     const Route* fallback =
-        compressing_route_after(*route, Op::kAllreduce, role, n * sizeof(float), locality);
-    if (block_sparse_allreduce_if_cheaper(*route, fallback, data, n, bytes, buffer_key)) return;
+        compressing_route_after(*route, Op::kAllreduce, role, n * sizeof(float), record.locality());
+    if (block_sparse_allreduce_if_cheaper(*route, fallback, data, n, record.raw_bytes(),
+                                          buffer_key))
+      return;
     route = fallback;
   }
-  if (route != nullptr) {
-    if (sparsified_block_sparse_pays(*route, data, n)) {
-      sparsified_block_sparse_allreduce(*route, data, n, bytes, buffer_key);
-      return;
-    }
-    CompressedCall call(stats_.at(Op::kAllreduce), locality);
-    begin_compressed(*route, Op::kAllreduce, bytes, data, n);
-    CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
-    ring_allreduce(ctx, data, n);
-    return;
-  }
-  if (takes_plain_ring(n)) {
+  if (route == nullptr) return plain_allreduce(data, n, ElementType{}, buffer_key, record);
+  if (sparsified_block_sparse_pays(*route, data, n))
+    return sparsified_block_sparse_allreduce(*route, data, n, record.raw_bytes(), buffer_key);
+  record.compressed();
+  begin_compressed(*route, Op::kAllreduce, record.raw_bytes(), data, n);
+  CompressedContext ctx = context(*route, Op::kAllreduce, internal_, next_tag(), buffer_key);
+  ring_allreduce(ctx, data, n);
+}
+
+void Communicator::plain_allreduce(void* data, size_t n, ElementType element, uint64_t buffer_key,
+                                   CallRecord& record) {
+  if (element.is_float32() && takes_plain_ring(n)) {
     // Raw, but on the pipelined ring rather than MPI's own choice of
     // algorithm (see PolicyConfig::plain_ring_min_bytes); counted as a plain
     // call whose wire bytes include the ring's framing.
-    OpCounters& counters = stats_.at(Op::kAllreduce);
-    CompressedCall call(counters, collective_locality());
-    counters.calls += 1;
-    counters.raw_bytes += bytes;
-    raw_allreduce(data, n, buffer_key, counters);
+    record.compressed();
+    record.counters().calls += 1;
+    record.counters().raw_bytes += record.raw_bytes();
+    raw_allreduce(static_cast<float*>(data), n, buffer_key, record.counters());
     return;
   }
-  PlainCall call(stats_.at(Op::kAllreduce), bytes, collective_locality());
-  raw_allreduce(data, n, buffer_key, stats_.at(Op::kAllreduce));
+  record.plain();
+  const ElementSum sum(element);
+  MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), element.mpi_type(), sum.op(), comm_);
 }
 
 bool Communicator::takes_plain_ring(size_t n) const {
@@ -297,126 +363,177 @@ void Communicator::raw_allreduce(float* data, size_t n, uint64_t buffer_key, OpC
   MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, kind_), MPI_FLOAT, MPI_SUM, comm_);
 }
 
-void Communicator::reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
-                                  Role role, uint64_t buffer_key) {
-  check_counts(counts, "reduce_scatter");
-  WatchedCall watched("reduce_scatter", comm_);
-  const size_t total = total_of(counts);
-  const uint64_t bytes = uint64_t(total - counts[rank_]) * sizeof(float);
-  const Route* found =
-      find_route(Op::kReduceScatter, role, total * sizeof(float), collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kReduceScatter, role, collective_locality(),
-                        stats_.at(Op::kReduceScatter), in, total);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kReduceScatter), collective_locality());
-    begin_compressed(*route, Op::kReduceScatter, bytes, in, total);
-    CompressedContext ctx = context(*route, Op::kReduceScatter, internal_, next_tag(), buffer_key);
-    ring_reduce_scatter(ctx, in, out, counts);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kReduceScatter), bytes, collective_locality());
-  MPI_Reduce_scatter(in, out, mpi_counts(counts, recv_counts_).data(), MPI_FLOAT, MPI_SUM, comm_);
-}
-
-void Communicator::allgather(const float* in, float* out, const std::vector<size_t>& counts,
-                             Role role, uint64_t buffer_key) {
-  check_counts(counts, "allgather");
-  WatchedCall watched("allgather", comm_);
-  const size_t total = total_of(counts);
-  const uint64_t bytes = uint64_t(total - counts[(rank_ + 1) % size_]) * sizeof(float);
-  const Route* found =
-      find_route(Op::kAllgather, role, total * sizeof(float), collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAllgather, role, collective_locality(),
-                        stats_.at(Op::kAllgather), in, counts[rank_]);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kAllgather), collective_locality());
-    begin_compressed(*route, Op::kAllgather, bytes, in, counts[rank_]);
-    CompressedContext ctx = context(*route, Op::kAllgather, internal_, next_tag(), buffer_key);
-    ring_allgather(ctx, in, out, counts);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kAllgather), bytes, collective_locality());
-  const auto& c = mpi_counts(counts, recv_counts_);
-  const auto& displs = mpi_displs(c, recv_displs_);
-  MPI_Allgatherv(in, c[rank_], MPI_FLOAT, out, c.data(), displs.data(), MPI_FLOAT, comm_);
-}
-
-void Communicator::broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key) {
-  check_peer(root, "root", "broadcast");
-  WatchedCall watched("broadcast", comm_);
-  const uint64_t bytes = chain_broadcast_bytes(n, rank_, root, size_);
-  const Route* found = find_route(Op::kBroadcast, role, n * sizeof(float), collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kBroadcast, role, collective_locality(),
-                        stats_.at(Op::kBroadcast), rank_ == root ? data : nullptr, n);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kBroadcast), collective_locality());
-    begin_compressed(*route, Op::kBroadcast, bytes, rank_ == root ? data : nullptr, n);
-    CompressedContext ctx = context(*route, Op::kBroadcast, internal_, next_tag(), buffer_key);
-    chain_broadcast(ctx, data, n, root);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kBroadcast), bytes, collective_locality());
-  MPI_Bcast(data, mpi_count(n, kind_), MPI_FLOAT, root, comm_);
-}
-
-void Communicator::alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
-                            const std::vector<size_t>& recv_counts, Role role,
-                            uint64_t buffer_key) {
-  check_counts(send_counts, "alltoall");
-  check_counts(recv_counts, "alltoall");
-  WatchedCall watched("alltoall", comm_);
-  const size_t send_total = total_of(send_counts);
-  const uint64_t bytes = uint64_t(send_total - send_counts[rank_]) * sizeof(float);
-  const size_t policy_bytes = agreed_bytes(Op::kAlltoall, role, send_total * sizeof(float));
-  const Route* found = find_route(Op::kAlltoall, role, policy_bytes, collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kAlltoall, role, collective_locality(),
-                        stats_.at(Op::kAlltoall), in, send_total);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kAlltoall), collective_locality());
-    // The first block this rank actually sends elsewhere is its sample.
-    size_t offset = 0, sample_n = 0;
-    for (int j = 0; j < size_ && sample_n == 0; ++j) {
-      if (j != rank_) sample_n = send_counts[j];
-      if (sample_n == 0) offset += send_counts[j];
+void Communicator::reduce_scatter(const void* in, void* out, const std::vector<size_t>& counts,
+                                  BufferKind buffers, Role role, uint64_t buffer_key) {
+  CallSpec call =
+      call_spec("reduce_scatter", "device reduce_scatter", Op::kReduceScatter, role, buffers);
+  check_counts(counts, call.operation);
+  check_buffers(call, /*words_ok=*/true, /*device_ok=*/true);
+  const size_t total = total_of(counts), word = buffers.element.bytes();
+  call.policy_bytes = total * word;
+  call.raw_bytes = uint64_t(total - counts[size_t(rank_)]) * word;
+  call.sample(in, total);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (call.on_device())
+      return on_device(call, found, record, -1, false,
+                       [&](device::DeviceCollectives& c, compress::cuda::StreamId s) {
+                         c.reduce_scatter(static_cast<const float*>(in), static_cast<float*>(out),
+                                          as_u64(counts), s);
+                       });
+    if (!buffers.element.is_float32()) {
+      const Words16::Path p = Words16::path(*this, found, call);
+      if (p.route != nullptr)
+        return Words16::reduce_scatter(*this, p, record, static_cast<const uint16_t*>(in),
+                                       static_cast<uint16_t*>(out), counts, buffer_key);
+    } else if (const Route* route = compressing(found)) {
+      record.compressed();
+      begin_compressed(*route, Op::kReduceScatter, record.raw_bytes(),
+                       static_cast<const float*>(in), total);
+      CompressedContext ctx =
+          context(*route, Op::kReduceScatter, internal_, next_tag(), buffer_key);
+      return ring_reduce_scatter(ctx, static_cast<const float*>(in), static_cast<float*>(out),
+                                 counts);
     }
-    begin_compressed(*route, Op::kAlltoall, bytes, in + offset, sample_n);
-    CompressedContext ctx = context(*route, Op::kAlltoall, internal_, next_tag(), buffer_key);
-    compressed_alltoall(ctx, in, send_counts, out, recv_counts);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kAlltoall), bytes, collective_locality());
-  const auto& sc = mpi_counts(send_counts, send_counts_);
-  const auto& rc = mpi_counts(recv_counts, recv_counts_);
-  const auto& sd = mpi_displs(sc, send_displs_);
-  const auto& rd = mpi_displs(rc, recv_displs_);
-  MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT, comm_);
+    record.plain();
+    const ElementSum sum(buffers.element);
+    MPI_Reduce_scatter(in, out, mpi_counts(counts, recv_counts_).data(), buffers.element.mpi_type(),
+                       sum.op(), comm_);
+  });
+}
+
+void Communicator::allgather(const void* in, void* out, const std::vector<size_t>& counts,
+                             BufferKind buffers, Role role, uint64_t buffer_key) {
+  CallSpec call = call_spec("allgather", "device allgather", Op::kAllgather, role, buffers);
+  check_counts(counts, call.operation);
+  check_buffers(call, /*words_ok=*/true, /*device_ok=*/true);
+  const size_t total = total_of(counts), word = buffers.element.bytes();
+  call.policy_bytes = total * word;
+  call.raw_bytes = uint64_t(total - counts[size_t((rank_ + 1) % size_)]) * word;
+  call.sample(in, counts[size_t(rank_)]);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (call.on_device())
+      return on_device(call, found, record, -1, false,
+                       [&](device::DeviceCollectives& c, compress::cuda::StreamId s) {
+                         c.allgather(static_cast<const float*>(in), static_cast<float*>(out),
+                                     as_u64(counts), s);
+                       });
+    if (!buffers.element.is_float32()) {
+      const Words16::Path p = Words16::path(*this, found, call);
+      if (p.route != nullptr)
+        return Words16::allgather(*this, p, record, static_cast<const uint16_t*>(in),
+                                  static_cast<uint16_t*>(out), counts, buffer_key);
+    } else if (const Route* route = compressing(found)) {
+      record.compressed();
+      begin_compressed(*route, Op::kAllgather, record.raw_bytes(), static_cast<const float*>(in),
+                       counts[size_t(rank_)]);
+      CompressedContext ctx = context(*route, Op::kAllgather, internal_, next_tag(), buffer_key);
+      return ring_allgather(ctx, static_cast<const float*>(in), static_cast<float*>(out), counts);
+    }
+    record.plain();
+    const auto& c = mpi_counts(counts, recv_counts_);
+    const auto& displs = mpi_displs(c, recv_displs_);
+    const MPI_Datatype type = buffers.element.mpi_type();
+    MPI_Allgatherv(in, c[size_t(rank_)], type, out, c.data(), displs.data(), type, comm_);
+  });
+}
+
+void Communicator::broadcast(void* data, size_t n, int root, BufferKind buffers, Role role,
+                             uint64_t buffer_key) {
+  CallSpec call = call_spec("broadcast", "device broadcast", Op::kBroadcast, role, buffers);
+  check_peer(root, "root", call.operation);
+  check_buffers(call, /*words_ok=*/false, /*device_ok=*/true);
+  call.policy_bytes = n * sizeof(float);
+  call.raw_bytes = chain_broadcast_bytes(n, rank_, root, size_);
+  call.sample(rank_ == root ? data : nullptr, n);
+  auto* floats = static_cast<float*>(data);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (call.on_device())
+      return on_device(call, found, record, -1, false,
+                       [&](device::DeviceCollectives& c, compress::cuda::StreamId s) {
+                         c.broadcast(floats, n, root, s);
+                       });
+    if (const Route* route = compressing(found)) {
+      record.compressed();
+      begin_compressed(*route, Op::kBroadcast, record.raw_bytes(), call.own, n);
+      CompressedContext ctx = context(*route, Op::kBroadcast, internal_, next_tag(), buffer_key);
+      return chain_broadcast(ctx, floats, n, root);
+    }
+    record.plain();
+    MPI_Bcast(data, mpi_count(n, kind_), MPI_FLOAT, root, comm_);
+  });
+}
+
+void Communicator::alltoall(const void* in, const std::vector<size_t>& send_counts, void* out,
+                            const std::vector<size_t>& recv_counts, BufferKind buffers, Role role,
+                            uint64_t buffer_key) {
+  CallSpec call = call_spec("alltoall", "device alltoall", Op::kAlltoall, role, buffers);
+  check_counts(send_counts, call.operation);
+  check_counts(recv_counts, call.operation);
+  check_buffers(call, /*words_ok=*/false, /*device_ok=*/true);
+  const size_t send_total = total_of(send_counts);
+  call.policy_bytes = send_total * sizeof(float);
+  call.agree_on_size = true;  // ranks may hold different sizes
+  call.raw_bytes = uint64_t(send_total - send_counts[size_t(rank_)]) * sizeof(float);
+  call.sample(in, send_total);
+  const auto* from = static_cast<const float*>(in);
+  auto* to = static_cast<float*>(out);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (call.on_device())
+      return on_device(call, found, record, -1, false,
+                       [&](device::DeviceCollectives& c, compress::cuda::StreamId s) {
+                         c.alltoall(from, as_u64(send_counts), to, as_u64(recv_counts), s);
+                       });
+    if (const Route* route = compressing(found)) {
+      record.compressed();
+      // The first block this rank actually sends elsewhere is its sample.
+      size_t offset = 0, sample_n = 0;
+      for (int j = 0; j < size_ && sample_n == 0; ++j) {
+        if (j != rank_) sample_n = send_counts[size_t(j)];
+        if (sample_n == 0) offset += send_counts[size_t(j)];
+      }
+      begin_compressed(*route, Op::kAlltoall, record.raw_bytes(), from + offset, sample_n);
+      CompressedContext ctx = context(*route, Op::kAlltoall, internal_, next_tag(), buffer_key);
+      return compressed_alltoall(ctx, from, send_counts, to, recv_counts);
+    }
+    record.plain();
+    const auto& sc = mpi_counts(send_counts, send_counts_);
+    const auto& rc = mpi_counts(recv_counts, recv_counts_);
+    const auto& sd = mpi_displs(sc, send_displs_);
+    const auto& rd = mpi_displs(rc, recv_displs_);
+    MPI_Alltoallv(in, sc.data(), sd.data(), MPI_FLOAT, out, rc.data(), rd.data(), MPI_FLOAT, comm_);
+  });
 }
 
 void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffer_key) {
   const int lo_peer = b.lower_peer(rank_), hi_peer = b.upper_peer(rank_, size_);
   if (lo_peer != HaloBuffers::kNoPeer) check_peer(lo_peer, "lo_peer", "halo_exchange");
   if (hi_peer != HaloBuffers::kNoPeer) check_peer(hi_peer, "hi_peer", "halo_exchange");
-  WatchedCall watched("halo_exchange", comm_);
   const bool has_lo = lo_peer != HaloBuffers::kNoPeer, has_hi = hi_peer != HaloBuffers::kNoPeer;
   const size_t send_lo = has_lo ? b.send_lo_count : 0, send_hi = has_hi ? b.send_hi_count : 0;
   const size_t recv_lo = has_lo ? b.recv_lo_count : 0, recv_hi = has_hi ? b.recv_hi_count : 0;
-  const uint64_t bytes = uint64_t(send_lo + send_hi) * sizeof(float);
   const size_t largest = std::max(std::max(send_lo, send_hi), std::max(recv_lo, recv_hi));
-  const size_t policy_bytes = agreed_bytes(Op::kHalo, role, largest * sizeof(float));
-  const Route* found = find_route(Op::kHalo, role, policy_bytes, collective_locality());
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kHalo, role, collective_locality(),
-                        stats_.at(Op::kHalo), send_lo ? b.send_lo : b.send_hi,
-                        send_lo ? send_lo : send_hi, (recv_lo + recv_hi) * sizeof(float));
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kHalo), collective_locality());
-    begin_compressed(*route, Op::kHalo, bytes, send_lo ? b.send_lo : b.send_hi,
-                     send_lo ? send_lo : send_hi);
-    CompressedContext ctx = context(*route, Op::kHalo, internal_, next_tag(), buffer_key);
-    comm::halo_exchange(ctx, b);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kHalo), bytes, collective_locality());
-  const int lo = has_lo ? lo_peer : MPI_PROC_NULL, hi = has_hi ? hi_peer : MPI_PROC_NULL;
+  CallSpec call = call_spec("halo_exchange", "halo_exchange", Op::kHalo, role, BufferKind{});
+  call.policy_bytes = largest * sizeof(float);
+  call.agree_on_size = true;  // neighbours may exchange different sizes
+  call.raw_bytes = uint64_t(send_lo + send_hi) * sizeof(float);
+  call.sample(send_lo ? b.send_lo : b.send_hi, send_lo ? send_lo : send_hi);
+  call.received_bytes = (recv_lo + recv_hi) * sizeof(float);
+  dispatch(call, [&](const Route* found, CallRecord& record) {
+    if (const Route* route = compressing(found)) {
+      record.compressed();
+      begin_compressed(*route, Op::kHalo, record.raw_bytes(), call.own, call.own_n);
+      CompressedContext ctx = context(*route, Op::kHalo, internal_, next_tag(), buffer_key);
+      return comm::halo_exchange(ctx, b);
+    }
+    record.plain();
+    plain_halo_exchange(b, has_lo ? lo_peer : MPI_PROC_NULL, has_hi ? hi_peer : MPI_PROC_NULL);
+  });
+}
+
+void Communicator::plain_halo_exchange(const HaloBuffers& b, int lo, int hi) {
+  const bool has_lo = lo != MPI_PROC_NULL, has_hi = hi != MPI_PROC_NULL;
+  const size_t send_lo = has_lo ? b.send_lo_count : 0, send_hi = has_hi ? b.send_hi_count : 0;
+  const size_t recv_lo = has_lo ? b.recv_lo_count : 0, recv_hi = has_hi ? b.recv_hi_count : 0;
   const int tag = next_tag();
   // Upward first (my upper rows become my upper neighbour's lower halo), then
   // downward; MPI_PROC_NULL turns the missing side of the end ranks into no-ops.
@@ -435,166 +552,6 @@ void Communicator::halo_exchange(const HaloBuffers& b, Role role, uint64_t buffe
                              " + " + std::to_string(recv_hi) + " halo elements, neighbours sent " +
                              std::to_string(has_lo ? got_lo : 0) + " + " +
                              std::to_string(has_hi ? got_hi : 0));
-}
-
-// ------------------------------------------------------------ point to point
-
-void Communicator::send(const float* data, size_t n, int dest, int tag, Role role,
-                        uint64_t buffer_key) {
-  check_peer(dest, "dest", "send");
-  WatchedCall watched("send", comm_, dest);
-  const uint64_t bytes = uint64_t(n) * sizeof(float);
-  const Route* found = find_route(Op::kSendRecv, role, bytes, peer_locality(dest));
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(dest),
-                        stats_.at(Op::kSendRecv), data, n);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(dest));
-    begin_compressed(*route, Op::kSendRecv, bytes, data, n);
-    CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
-    compressed_send(ctx, data, n, dest);
-    return;
-  }
-  PlainCall call(stats_.at(Op::kSendRecv), bytes, peer_locality(dest));
-  MPI_Send(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_);
-}
-
-void Communicator::recv(float* data, size_t n, int source, int tag, Role role) {
-  check_peer(source, "source", "recv");
-  WatchedCall watched("recv", comm_, source);
-  // Received bytes are counted by the sender; only time is added here.
-  const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(source),
-                        stats_.at(Op::kSendRecv), nullptr, 0, n * sizeof(float));
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(stats_.at(Op::kSendRecv), peer_locality(source));
-    CompressedContext ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
-    compressed_recv(ctx, data, n, source);
-    return;
-  }
-  OpCounters& counters = stats_.at(Op::kSendRecv);
-  MPI_Status status;
-  double start = MPI_Wtime();
-  MPI_Recv(data, mpi_count(n, kind_), MPI_FLOAT, source, tag, comm_, &status);
-  double elapsed = MPI_Wtime() - start;
-  counters.seconds += elapsed;
-  counters.wire_seconds += elapsed;
-  int count = 0;
-  MPI_Get_count(&status, MPI_FLOAT, &count);
-  if (count != int(n))
-    throw std::runtime_error(
-        std::string("group ") + to_string(kind_) + ": recv from rank " + std::to_string(source) +
-        " tag " + std::to_string(tag) + " expected " + std::to_string(n) +
-        " floats, the message holds " +
-        (count == MPI_UNDEFINED ? "a non-float payload" : std::to_string(count) + " floats"));
-}
-
-void Communicator::sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data,
-                            size_t recv_n, int source, int tag, Role role, uint64_t buffer_key) {
-  check_peer(dest, "dest", "sendrecv");
-  check_peer(source, "source", "sendrecv");
-  WatchedCall watched("sendrecv", comm_, source);
-  const uint64_t bytes = uint64_t(send_n) * sizeof(float);
-  const Route* out_route = compressing_route(Op::kSendRecv, role, bytes, peer_locality(dest));
-  const Route* in_route =
-      compressing_route(Op::kSendRecv, role, recv_n * sizeof(float), peer_locality(source));
-  if ((out_route || in_route) && !(dest == rank_ && source == rank_)) {
-    // Either direction may be compressed on its own, as its peer decides the
-    // same for the same size: start the send, receive, then finish the send.
-    Request out = isend(send_data, send_n, dest, tag, role, buffer_key);
-    recv(recv_data, recv_n, source, tag, role);
-    wait(out);
-    return;
-  }
-  AdaptiveCall adaptive(adaptive_.get(),
-                        find_route(Op::kSendRecv, role, bytes, peer_locality(dest)), Op::kSendRecv,
-                        role, peer_locality(dest), stats_.at(Op::kSendRecv), send_data, send_n,
-                        dest == rank_ ? 0 : recv_n * sizeof(float));
-  PlainCall call(stats_.at(Op::kSendRecv), dest == rank_ ? 0 : bytes, peer_locality(dest));
-  MPI_Sendrecv(send_data, mpi_count(send_n, kind_), MPI_FLOAT, dest, tag, recv_data,
-               mpi_count(recv_n, kind_), MPI_FLOAT, source, tag, comm_, MPI_STATUS_IGNORE);
-}
-
-Communicator::Request Communicator::isend(const float* data, size_t n, int dest, int tag, Role role,
-                                          uint64_t buffer_key) {
-  check_peer(dest, "dest", "isend");
-  WatchedCall watched("isend", comm_, dest);
-  const uint64_t bytes = uint64_t(n) * sizeof(float);
-  OpCounters& counters = stats_.at(Op::kSendRecv);
-  Request request;
-  const Route* found = find_route(Op::kSendRecv, role, bytes, peer_locality(dest));
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(dest), counters,
-                        data, n, 0, /*blocking=*/false);
-  if (const Route* route = compressing(found)) {
-    CompressedCall call(counters, peer_locality(dest));
-    begin_compressed(*route, Op::kSendRecv, bytes, data, n);
-    auto pending = std::make_unique<CompressedSendPending>();
-    pending->dest = dest;
-    pending->ctx = context(*route, Op::kSendRecv, comm_, tag, buffer_key);
-    // The same transfer compressed_send makes, so that recv can take it.
-    check_context(pending->ctx, Op::kSendRecv);
-    if (dest == rank_)
-      throw std::invalid_argument(describe_call(pending->ctx, Op::kSendRecv) + ": rank " +
-                                  std::to_string(rank_) + " cannot send to itself");
-    OutgoingTransfer& out =
-        pending->out.emplace(pending->ctx, dest, make_shape(pending->ctx, Op::kSendRecv, n, rank_));
-    for (size_t k = 0; k < out.shape().chunk_count(); ++k) {
-      uint64_t key = feedback_key(buffer_key, FeedbackSite::kSend, uint64_t(dest), k);
-      out.send_chunk(k, data + out.shape().chunk_offset(k), &key);
-    }
-    request.op_ = std::move(pending);
-    return request;
-  }
-  PlainCall call(counters, bytes, peer_locality(dest));
-  auto pending = std::make_unique<PlainPending>();
-  pending->counters = &counters;
-  pending->peer = dest;
-  MPI_Isend(data, mpi_count(n, kind_), MPI_FLOAT, dest, tag, comm_, &pending->request);
-  request.op_ = std::move(pending);
-  return request;
-}
-
-Communicator::Request Communicator::irecv(float* data, size_t n, int source, int tag, Role role) {
-  check_peer(source, "source", "irecv");
-  WatchedCall watched("irecv", comm_, source);
-  OpCounters& counters = stats_.at(Op::kSendRecv);
-  Request request;
-  const Route* found = find_route(Op::kSendRecv, role, n * sizeof(float), peer_locality(source));
-  AdaptiveCall adaptive(adaptive_.get(), found, Op::kSendRecv, role, peer_locality(source),
-                        counters, nullptr, 0, 0, /*blocking=*/false);
-  if (const Route* route = compressing(found)) {
-    auto pending = std::make_unique<CompressedRecvPending>();
-    pending->source = source;
-    pending->ctx = context(*route, Op::kSendRecv, comm_, tag, 0);
-    check_context(pending->ctx, Op::kSendRecv);
-    pending->in.emplace(pending->ctx, source, make_shape(pending->ctx, Op::kSendRecv, n, source));
-    pending->data = data;
-    request.op_ = std::move(pending);
-    return request;
-  }
-  auto pending = std::make_unique<PlainPending>();
-  pending->is_recv = true;
-  pending->expected = n;
-  pending->peer = source;
-  pending->tag = tag;
-  pending->group = kind_;
-  pending->counters = &counters;
-  double start = MPI_Wtime();
-  MPI_Irecv(data, mpi_count(n, kind_), MPI_FLOAT, source, tag, comm_, &pending->request);
-  counters.seconds += MPI_Wtime() - start;
-  request.op_ = std::move(pending);
-  return request;
-}
-
-void Communicator::wait(Request& request) {
-  if (!request.op_) return;
-  WatchedCall watched("wait", comm_, request.op_->waits_for());
-  auto op = std::move(request.op_);
-  try {
-    op->finish();
-  } catch (...) {
-    op->abandon();
-    throw;
-  }
 }
 
 void Communicator::barrier() {

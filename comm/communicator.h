@@ -25,15 +25,26 @@
 // sync several distinct buffers through a lossy rule with error feedback
 // give each its own key.
 //
-// Device buffers: the overloads taking a MemoryKind first accept device
-// pointers (MemoryKind::kDevice) of the device attached with attach_device,
-// and route them through the same policy to the staged device collectives
-// (comm/device/); see communicator_device.cpp. kHost forwards to the host
-// calls above, so code can pass its buffers' kind through.
+// One dispatch: every operation exists once, on buffers whose BufferKind
+// (comm/element_type.h) says what their elements are (float32, or bf16/fp16
+// held as 16-bit words) and where they live (host, or the attached device).
+// Each call goes through the same path (Communicator::dispatch): watched
+// (comm/watchdog.h), routed by the policy on its real bytes and word type,
+// seen by preset auto, accounted once; then the transport of its memory
+// moves the bytes. Host memory: MPI, plain or through the compressed
+// algorithms, 16-bit words staged through float scratch where a codec needs
+// floats (communicator_words16.cpp). Device memory: the staged device
+// collectives (comm/device/, communicator_device.cpp). The typed overloads
+// (float, 16-bit words with a WordType, a MemoryKind first) are thin
+// forwards to the one form.
 //
-// 16-bit words: the overloads taking uint16_t buffers and a WordType move
-// bf16 or fp16 values as 2-byte words (communicator_words16.cpp): the policy
-// is asked about their real bytes, stats count 2 bytes per element, and the
+// Device buffers: MemoryKind::kDevice pointers of the device attached with
+// attach_device take the same policy's route to the staged device
+// collectives. kHost is the host call, so code can pass its buffers' kind
+// through.
+//
+// 16-bit words: bf16 or fp16 values moved as 2-byte words: the policy is
+// asked about their real bytes, stats count 2 bytes per element, and the
 // route's codec decides how they travel (raw words; mpc on the words
 // themselves; other codecs on chunk-sized pieces widened to float and
 // rounded back).
@@ -51,7 +62,9 @@
 #include "comm/adaptive_policy.h"
 #include "comm/algorithms/compressed_collectives.h"
 #include "comm/block_sparse_calibration.h"
+#include "comm/call_spec.h"
 #include "comm/comm_stats.h"
+#include "comm/element_type.h"
 #include "comm/group_kind.h"
 #include "comm/memory_kind.h"
 #include "comm/policy.h"
@@ -63,6 +76,7 @@ namespace cmpi::comm {
 namespace device {
 class DeviceCollectives;
 }
+class CallRecord;
 
 using compress::WordType;
 
@@ -128,25 +142,74 @@ class Communicator {
     return node_of(peer) == node_of(rank_) ? Locality::kIntra : Locality::kInter;
   }
 
+  // ------------------------------------------------------- the one form
+  // Every operation once, on buffers of any BufferKind (see the top of this
+  // file); counts are in elements of that kind. Each host element type has
+  // the operations its typed overloads below have; device memory takes
+  // float32 collectives and blocking send/recv. Other combinations are
+  // refused (std::invalid_argument naming the group and the operation).
+
   // data[0..n) = sum over ranks, in place.
-  void allreduce(float* data, size_t n, Role role, uint64_t buffer_key = 0);
+  void allreduce(void* data, size_t n, BufferKind buffers, Role role, uint64_t buffer_key = 0);
   // out[0..counts[rank]) = sum over ranks of in's block `rank`; in holds
   // sum(counts) elements laid out block after block.
-  void reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts, Role role,
-                      uint64_t buffer_key = 0);
+  void reduce_scatter(const void* in, void* out, const std::vector<size_t>& counts,
+                      BufferKind buffers, Role role, uint64_t buffer_key = 0);
   // out = concatenation of every rank's in[0..counts[r]); counts may differ per rank.
-  void allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role,
-                 uint64_t buffer_key = 0);
+  void allgather(const void* in, void* out, const std::vector<size_t>& counts, BufferKind buffers,
+                 Role role, uint64_t buffer_key = 0);
   // data[0..n) on every rank = root's data.
-  void broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key = 0);
+  void broadcast(void* data, size_t n, int root, BufferKind buffers, Role role,
+                 uint64_t buffer_key = 0);
   // Block j of in (send_counts[j] elements) goes to rank j; block i of out
   // (recv_counts[i]) comes from rank i.
-  void alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
-                const std::vector<size_t>& recv_counts, Role role, uint64_t buffer_key = 0);
+  void alltoall(const void* in, const std::vector<size_t>& send_counts, void* out,
+                const std::vector<size_t>& recv_counts, BufferKind buffers, Role role,
+                uint64_t buffer_key = 0);
   // Tags must be >= 0. A message sent with send/isend/sendrecv is received
-  // with recv/irecv/sendrecv of the same n and role.
-  void send(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
-  void recv(float* data, size_t n, int source, int tag, Role role);
+  // with recv/irecv/sendrecv of the same n, BufferKind and role.
+  void send(const void* data, size_t n, BufferKind buffers, int dest, int tag, Role role,
+            uint64_t buffer_key = 0);
+  void recv(void* data, size_t n, BufferKind buffers, int source, int tag, Role role);
+  // Nonblocking forms (host memory). A compressed isend encodes everything
+  // before it returns (the transfers run in the background); a compressed
+  // irecv receives and decodes inside wait().
+  Request isend(const void* data, size_t n, BufferKind buffers, int dest, int tag, Role role,
+                uint64_t buffer_key = 0);
+  Request irecv(void* data, size_t n, BufferKind buffers, int source, int tag, Role role);
+
+  // ------------------------------------------------------------ float32
+  void allreduce(float* data, size_t n, Role role, uint64_t buffer_key = 0) {
+    allreduce(data, n, BufferKind{}, role, buffer_key);
+  }
+  void reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts, Role role,
+                      uint64_t buffer_key = 0) {
+    reduce_scatter(in, out, counts, BufferKind{}, role, buffer_key);
+  }
+  void allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role,
+                 uint64_t buffer_key = 0) {
+    allgather(in, out, counts, BufferKind{}, role, buffer_key);
+  }
+  void broadcast(float* data, size_t n, int root, Role role, uint64_t buffer_key = 0) {
+    broadcast(data, n, root, BufferKind{}, role, buffer_key);
+  }
+  void alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
+                const std::vector<size_t>& recv_counts, Role role, uint64_t buffer_key = 0) {
+    alltoall(in, send_counts, out, recv_counts, BufferKind{}, role, buffer_key);
+  }
+  void send(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0) {
+    send(data, n, BufferKind{}, dest, tag, role, buffer_key);
+  }
+  void recv(float* data, size_t n, int source, int tag, Role role) {
+    recv(data, n, BufferKind{}, source, tag, role);
+  }
+  Request isend(const float* data, size_t n, int dest, int tag, Role role,
+                uint64_t buffer_key = 0) {
+    return isend(data, n, BufferKind{}, dest, tag, role, buffer_key);
+  }
+  Request irecv(float* data, size_t n, int source, int tag, Role role) {
+    return irecv(data, n, BufferKind{}, source, tag, role);
+  }
   // Exact sums for buffers that several groups hold copies of and must keep
   // bit-identical (communicator_exact.cpp): lossless whatever the policy
   // (which is not asked), in an order fixed by n and the group's size alone,
@@ -158,11 +221,6 @@ class Communicator {
   // Sends to `dest` while receiving from `source` (no deadlock on rings).
   void sendrecv(const float* send_data, size_t send_n, int dest, float* recv_data, size_t recv_n,
                 int source, int tag, Role role, uint64_t buffer_key = 0);
-  // Nonblocking forms. A compressed isend encodes everything before it
-  // returns (the transfers run in the background); a compressed irecv
-  // receives and decodes inside wait().
-  Request isend(const float* data, size_t n, int dest, int tag, Role role, uint64_t buffer_key = 0);
-  Request irecv(float* data, size_t n, int source, int tag, Role role);
   void wait(Request& request);
   // Neighbour exchange along the line of ranks 0..size-1 (not periodic), or
   // between the peers HaloBuffers names (one row or column of a tile grid):
@@ -189,17 +247,31 @@ class Communicator {
   //     run through the float algorithm, decoded and rounded back;
   //   block_sparse: refused (std::invalid_argument naming the group, the
   //     operation, the role and the rule), as it has no 16-bit path.
-  void allreduce(uint16_t* data, size_t n, WordType type, Role role, uint64_t buffer_key = 0);
+  void allreduce(uint16_t* data, size_t n, WordType type, Role role, uint64_t buffer_key = 0) {
+    allreduce(data, n, words16(type, "allreduce"), role, buffer_key);
+  }
   void reduce_scatter(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
-                      WordType type, Role role, uint64_t buffer_key = 0);
+                      WordType type, Role role, uint64_t buffer_key = 0) {
+    reduce_scatter(in, out, counts, words16(type, "reduce_scatter"), role, buffer_key);
+  }
   void allgather(const uint16_t* in, uint16_t* out, const std::vector<size_t>& counts,
-                 WordType type, Role role, uint64_t buffer_key = 0);
+                 WordType type, Role role, uint64_t buffer_key = 0) {
+    allgather(in, out, counts, words16(type, "allgather"), role, buffer_key);
+  }
   void send(const uint16_t* data, size_t n, WordType type, int dest, int tag, Role role,
-            uint64_t buffer_key = 0);
-  void recv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role);
+            uint64_t buffer_key = 0) {
+    send(data, n, words16(type, "send"), dest, tag, role, buffer_key);
+  }
+  void recv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role) {
+    recv(data, n, words16(type, "recv"), source, tag, role);
+  }
   Request isend(const uint16_t* data, size_t n, WordType type, int dest, int tag, Role role,
-                uint64_t buffer_key = 0);
-  Request irecv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role);
+                uint64_t buffer_key = 0) {
+    return isend(data, n, words16(type, "isend"), dest, tag, role, buffer_key);
+  }
+  Request irecv(uint16_t* data, size_t n, WordType type, int source, int tag, Role role) {
+    return irecv(data, n, words16(type, "irecv"), source, tag, role);
+  }
 
   // Crossover densities calibrated so far for `select: auto` block-sparse
   // allreduces (comm/block_sparse_calibration.h).
@@ -228,34 +300,28 @@ class Communicator {
   // throws std::logic_error, naming the group and the operation, when no
   // device is attached. A device send is received by a device recv.
   void allreduce(MemoryKind memory, float* data, size_t n, Role role) {
-    memory == MemoryKind::kHost ? allreduce(data, n, role) : device_allreduce(data, n, role);
+    allreduce(data, n, BufferKind{{}, memory}, role);
   }
   void reduce_scatter(MemoryKind memory, const float* in, float* out,
                       const std::vector<size_t>& counts, Role role) {
-    memory == MemoryKind::kHost ? reduce_scatter(in, out, counts, role)
-                                : device_reduce_scatter(in, out, counts, role);
+    reduce_scatter(in, out, counts, BufferKind{{}, memory}, role);
   }
   void allgather(MemoryKind memory, const float* in, float* out, const std::vector<size_t>& counts,
                  Role role) {
-    memory == MemoryKind::kHost ? allgather(in, out, counts, role)
-                                : device_allgather(in, out, counts, role);
+    allgather(in, out, counts, BufferKind{{}, memory}, role);
   }
   void broadcast(MemoryKind memory, float* data, size_t n, int root, Role role) {
-    memory == MemoryKind::kHost ? broadcast(data, n, root, role)
-                                : device_broadcast(data, n, root, role);
+    broadcast(data, n, root, BufferKind{{}, memory}, role);
   }
   void alltoall(MemoryKind memory, const float* in, const std::vector<size_t>& send_counts,
                 float* out, const std::vector<size_t>& recv_counts, Role role) {
-    memory == MemoryKind::kHost ? alltoall(in, send_counts, out, recv_counts, role)
-                                : device_alltoall(in, send_counts, out, recv_counts, role);
+    alltoall(in, send_counts, out, recv_counts, BufferKind{{}, memory}, role);
   }
   void send(MemoryKind memory, const float* data, size_t n, int dest, int tag, Role role) {
-    memory == MemoryKind::kHost ? send(data, n, dest, tag, role)
-                                : device_send(data, n, dest, tag, role);
+    send(data, n, BufferKind{{}, memory}, dest, tag, role);
   }
   void recv(MemoryKind memory, float* data, size_t n, int source, int tag, Role role) {
-    memory == MemoryKind::kHost ? recv(data, n, source, tag, role)
-                                : device_recv(data, n, source, tag, role);
+    recv(data, n, BufferKind{{}, memory}, source, tag, role);
   }
 
   CommStats& stats() { return stats_; }
@@ -336,39 +402,52 @@ class Communicator {
   // Seconds of run() on the slowest rank, best of two (prepare() untimed).
   double slowest_rank_seconds(const std::function<void()>& prepare,
                               const std::function<void()>& run);
-  // The kDevice calls (communicator_device.cpp).
-  void device_allreduce(float* data, size_t n, Role role);
-  void device_reduce_scatter(const float* in, float* out, const std::vector<size_t>& counts,
-                             Role role);
-  void device_allgather(const float* in, float* out, const std::vector<size_t>& counts, Role role);
-  void device_broadcast(float* data, size_t n, int root, Role role);
-  void device_alltoall(const float* in, const std::vector<size_t>& send_counts, float* out,
-                       const std::vector<size_t>& recv_counts, Role role);
-  void device_send(const float* data, size_t n, int dest, int tag, Role role);
-  void device_recv(float* data, size_t n, int source, int tag, Role role);
-  // What every kDevice call shares: `operation` names it to the watchdog and
-  // in errors; the policy is asked about (op, role, policy_bytes,
-  // locality); raw_bytes is charged as the host call charges it; `run` runs
-  // the collective on the attached stream; `peer` is the rank a p2p call
-  // waits for (-1: all); `p2p_tag` >= 0 tags a send or receive (collectives
-  // use their own tag); a receive counts no call (its sender does);
-  // agree_on_size: the ranks' policy_bytes may differ, the group's largest
-  // is asked about (agreed_bytes).
-  struct DeviceCall {
-    const char* operation;
-    Op op;
-    Role role;
-    size_t policy_bytes;
-    Locality locality;
-    uint64_t raw_bytes;
-    int peer = -1;
-    int p2p_tag = -1;
-    bool is_receive = false;
-    bool agree_on_size = false;
-  };
+  // ------------------------------------------------------- the dispatch
+  // The one path of every call (communicator.cpp): watches it, asks the
+  // policy (agreeing on the size first where ranks may differ), lets preset
+  // auto probe and record it (host calls), and closes its accounting.
+  // `body(found, record)` moves the bytes: `found` is the route the policy
+  // gave (raw routes included; nullptr without a policy), `record` the
+  // call's accounting, opened by the body once it knows its path.
+  template <class Body>
+  auto dispatch(const CallSpec& call, Body&& body);
+  // The BufferKind of a typed 16-bit call; refuses kFloat32, naming `operation`.
+  BufferKind words16(WordType type, const char* operation) const;
+  // Refuses what no transport carries: 16-bit words where `words_ok` is
+  // false, device memory where `device_ok` is false.
+  void check_buffers(const CallSpec& call, bool words_ok, bool device_ok) const;
+  // A CallSpec of this group for `operation` (named "device <op>" on device memory).
+  // Its locality is the collective's; a point-to-point call sets its peer's.
+  CallSpec call_spec(const char* host_name, const char* device_name, Op op, Role role,
+                     BufferKind buffers) const;
+
+  // The host transport's plain path: MPI moves the elements as they are.
+  void plain_allreduce(void* data, size_t n, ElementType element, uint64_t buffer_key,
+                       CallRecord& record);
+  void plain_recv(void* data, size_t n, ElementType element, int source, int tag,
+                  OpCounters& counters);
+  // Received bytes are counted by the sender; only time is added here.
+  // The compressed float allreduce: block-sparse routes (with their
+  // fallbacks, which may end raw), sparsified block-sparse sums, the ring.
+  void compressed_float_allreduce(const Route& route, float* data, size_t n, Role role,
+                                  uint64_t buffer_key, CallRecord& record);
+  // A compressed float isend: every chunk encoded before it returns.
+  Request compressed_float_isend(const Route& route, const float* data, size_t n, int dest, int tag,
+                                 uint64_t buffer_key, CallRecord& record);
+  // The plain halo exchange; lo and hi are MPI_PROC_NULL where there is no neighbour.
+  void plain_halo_exchange(const HaloBuffers& buffers, int lo, int hi);
+
+  // The device transport (communicator_device.cpp): runs `run` on the
+  // attached device's collectives for the route `found`, on its stream.
+  // `p2p_tag` >= 0 tags a send or receive (collectives use their own tag);
+  // a receive (call.raw_bytes 0, call.op kSendRecv, is_receive) counts no
+  // call: its sender does.
   void on_device(
-      const DeviceCall& call,
+      const CallSpec& call, const Route* found, CallRecord& record, int p2p_tag, bool is_receive,
       const std::function<void(device::DeviceCollectives&, compress::cuda::StreamId)>& run);
+  // Refuses a device send or receive tag that is negative or beyond the
+  // device tags' bound (communicator_device.cpp).
+  void check_device_tag(const CallSpec& call, int tag) const;
 
   const std::vector<int>& mpi_counts(const std::vector<size_t>& counts, std::vector<int>& out);
   const std::vector<int>& mpi_displs(const std::vector<int>& counts, std::vector<int>& out);

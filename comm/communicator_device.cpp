@@ -17,8 +17,10 @@
 //      chunk_elems, the CPU path's chunking, so a device zfp payload is the
 //      CPU's chunk for chunk and a device rank's results equal a host
 //      rank's bit for bit.
-//   4. Each call runs under the watchdog (WatchedCall, "device <op>") like
-//      the host calls, and is charged to CommStats as the host call is:
+//   4. Each call goes through the Communicator's one dispatch
+//      (communicator_dispatch.h) as the host calls do: watched ("device
+//      <op>"), routed, then run here, the device transport, and charged to
+//      CommStats as the host call is:
 //      calls, raw bytes by the same formula, compressed_calls when a device
 //      codec ran, wire bytes as the transport counted them (payload bytes,
 //      relays included), split by locality; a plain staged call's time is
@@ -31,7 +33,6 @@
 #include <mpi.h>
 
 #include <map>
-#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -130,33 +131,27 @@ void Communicator::attach_device(compress::cuda::Device& device, StreamId stream
   device_routes_.reset(new DeviceRoutes(device, stream, device_comm));
 }
 
-void Communicator::on_device(const DeviceCall& call,
-                             const std::function<void(DeviceCollectives&, StreamId)>& run) {
-  if (!device_routes_)
-    throw std::logic_error(std::string("group ") + to_string(kind_) + ": " + call.operation +
-                           " on device memory, but no device is attached to this group "
-                           "(Communicator::attach_device)");
-  WatchedCall watched(call.operation, comm_, call.peer);
-  DeviceRoutes& routes = *device_routes_;
-  if (call.p2p_tag >= 0) {
-    if (call.p2p_tag >= routes.tag_upper_bound)
-      throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": " + call.operation +
-                                  " tag " + std::to_string(call.p2p_tag) +
-                                  " exceeds the device tags' bound " +
-                                  std::to_string(routes.tag_upper_bound - 1));
-    routes.transport.set_tag(call.p2p_tag + 1);
-  } else {
-    routes.transport.set_tag(0);
-  }
-  const size_t policy_bytes =
-      call.agree_on_size ? agreed_bytes(call.op, call.role, call.policy_bytes) : call.policy_bytes;
-  bool compressing = false;
-  DeviceCollectives& collectives = routes.collectives_for(
-      find_route(call.op, call.role, policy_bytes, call.locality), &compressing);
+void Communicator::check_device_tag(const CallSpec& call, int tag) const {
+  if (tag < 0)
+    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": " + call.operation +
+                                " tag " + std::to_string(tag) + " is negative");
+  if (device_routes_ && tag >= device_routes_->tag_upper_bound)
+    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": " + call.operation +
+                                " tag " + std::to_string(tag) + " exceeds the device tags' bound " +
+                                std::to_string(device_routes_->tag_upper_bound - 1));
+}
 
-  OpCounters& counters = stats_.at(call.op);
-  CompressedCall accounting(counters, call.locality);  // seconds, locality split
-  if (!call.is_receive) {  // a receive adds time only: its sender counts the call
+void Communicator::on_device(const CallSpec& call, const Route* found, CallRecord& record,
+                             int p2p_tag, bool is_receive,
+                             const std::function<void(DeviceCollectives&, StreamId)>& run) {
+  DeviceRoutes& routes = *device_routes_;
+  routes.transport.set_tag(p2p_tag >= 0 ? p2p_tag + 1 : 0);
+  bool compressing = false;
+  DeviceCollectives& collectives = routes.collectives_for(found, &compressing);
+
+  OpCounters& counters = record.counters();
+  record.compressed();  // seconds, locality split
+  if (!is_receive) {    // a receive adds time only: its sender counts the call
     counters.calls += 1;
     counters.raw_bytes += call.raw_bytes;
     if (compressing) counters.compressed_calls += 1;
@@ -166,89 +161,6 @@ void Communicator::on_device(const DeviceCall& call,
   run(collectives, routes.stream);
   counters.wire_bytes += routes.transport.bytes_sent() - sent_before;
   if (!compressing) counters.wire_seconds += MPI_Wtime() - start;
-}
-
-namespace {
-
-std::vector<uint64_t> as_u64(const std::vector<size_t>& counts) {
-  return std::vector<uint64_t>(counts.begin(), counts.end());
-}
-
-size_t total_of(const std::vector<size_t>& counts) {
-  return std::accumulate(counts.begin(), counts.end(), size_t(0));
-}
-
-}  // namespace
-
-void Communicator::device_allreduce(float* data, size_t n, Role role) {
-  on_device({"device allreduce", Op::kAllreduce, role, n * sizeof(float), collective_locality(),
-             ring_allreduce_bytes(n, rank_, size_)},
-            [&](DeviceCollectives& c, StreamId s) { c.allreduce(data, n, s); });
-}
-
-void Communicator::device_reduce_scatter(const float* in, float* out,
-                                         const std::vector<size_t>& counts, Role role) {
-  check_counts(counts, "device reduce_scatter");
-  const size_t total = total_of(counts);
-  on_device(
-      {"device reduce_scatter", Op::kReduceScatter, role, total * sizeof(float),
-       collective_locality(), uint64_t(total - counts[size_t(rank_)]) * sizeof(float)},
-      [&](DeviceCollectives& c, StreamId s) { c.reduce_scatter(in, out, as_u64(counts), s); });
-}
-
-void Communicator::device_allgather(const float* in, float* out, const std::vector<size_t>& counts,
-                                    Role role) {
-  check_counts(counts, "device allgather");
-  const size_t total = total_of(counts);
-  on_device({"device allgather", Op::kAllgather, role, total * sizeof(float), collective_locality(),
-             uint64_t(total - counts[size_t((rank_ + 1) % size_)]) * sizeof(float)},
-            [&](DeviceCollectives& c, StreamId s) { c.allgather(in, out, as_u64(counts), s); });
-}
-
-void Communicator::device_broadcast(float* data, size_t n, int root, Role role) {
-  check_peer(root, "root", "device broadcast");
-  const bool last_of_chain = (rank_ - root + size_) % size_ == size_ - 1;
-  on_device({"device broadcast", Op::kBroadcast, role, n * sizeof(float), collective_locality(),
-             last_of_chain ? 0 : uint64_t(n) * sizeof(float)},
-            [&](DeviceCollectives& c, StreamId s) { c.broadcast(data, n, root, s); });
-}
-
-void Communicator::device_alltoall(const float* in, const std::vector<size_t>& send_counts,
-                                   float* out, const std::vector<size_t>& recv_counts, Role role) {
-  check_counts(send_counts, "device alltoall");
-  check_counts(recv_counts, "device alltoall");
-  const size_t send_total = total_of(send_counts);
-  DeviceCall call{"device alltoall",
-                  Op::kAlltoall,
-                  role,
-                  send_total * sizeof(float),
-                  collective_locality(),
-                  uint64_t(send_total - send_counts[size_t(rank_)]) * sizeof(float)};
-  call.agree_on_size = true;  // ranks may hold different sizes
-  on_device(call, [&](DeviceCollectives& c, StreamId s) {
-    c.alltoall(in, as_u64(send_counts), out, as_u64(recv_counts), s);
-  });
-}
-
-void Communicator::device_send(const float* data, size_t n, int dest, int tag, Role role) {
-  check_peer(dest, "dest", "device send");
-  if (tag < 0)
-    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": device send tag " +
-                                std::to_string(tag) + " is negative");
-  DeviceCall call{"device send",     Op::kSendRecv,       role,
-                  n * sizeof(float), peer_locality(dest), uint64_t(n) * sizeof(float)};
-  call.peer = dest, call.p2p_tag = tag;
-  on_device(call, [&](DeviceCollectives& c, StreamId s) { c.send(data, n, dest, s); });
-}
-
-void Communicator::device_recv(float* data, size_t n, int source, int tag, Role role) {
-  check_peer(source, "source", "device recv");
-  if (tag < 0)
-    throw std::invalid_argument(std::string("group ") + to_string(kind_) + ": device recv tag " +
-                                std::to_string(tag) + " is negative");
-  DeviceCall call{"device recv", Op::kSendRecv, role, n * sizeof(float), peer_locality(source), 0};
-  call.peer = source, call.p2p_tag = tag, call.is_receive = true;
-  on_device(call, [&](DeviceCollectives& c, StreamId s) { c.recv(data, n, source, s); });
 }
 
 }  // namespace cmpi::comm
