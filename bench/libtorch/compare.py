@@ -6,7 +6,9 @@ one against Debian's LibTorch 1.13), interleaved in one run so that the
 machine's load falls on all of them alike.
 
   bench/libtorch/compare.py --binary lt2=build/trainer/cmpi-train \\
-      --binary lt113=/tmp/build-113/trainer/cmpi-train --reps 3 --steps 20
+      --binary lt113=/tmp/build-113/trainer/cmpi-train \\
+      --binary lt113-skx=/tmp/build-113/trainer/cmpi-train --env lt113-skx OPENBLAS_CORETYPE=SkylakeX \\
+      --reps 3 --steps 20
 
 Each run is one process (no mpirun), `training.threads` as the config says;
 tokens/s is the median of the metrics lines after the first `--skip` steps.
@@ -25,14 +27,14 @@ import time
 GEMM = re.compile(r"^blas: (.*) \| GEMM 512x256x1024: ([0-9.]+) GFLOP/s", re.M)
 
 
-def run_once(binary, config, precision, steps, out_dir, extra):
+def run_once(binary, config, precision, steps, out_dir, extra, env):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [binary, "--config", config, "--set", f"training.steps={steps}",
            "--set", f"training.precision={precision}", "--set", "parallel.data=1",
            "--set", f"run.dir={out_dir}", "--set", "run.name=run", "--set", "log.every=1",
            "--set", "eval.every=0"] + extra
     start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     wall = time.time() - start
     if proc.returncode != 0:
         raise SystemExit(f"compare: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -50,6 +52,8 @@ def run_once(binary, config, precision, steps, out_dir, extra):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--binary", action="append", required=True, help="LABEL=PATH (repeat; first is the baseline)")
+    ap.add_argument("--env", action="append", default=[], nargs=2, metavar=("LABEL", "KEY=VALUE"),
+                    help="an environment variable for one binary's runs (e.g. OPENBLAS_CORETYPE)")
     ap.add_argument("--config", default="configs/neox-scaled.yaml")
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--reps", type=int, default=3)
@@ -59,6 +63,10 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="extra --set for every run")
     args = ap.parse_args()
     binaries = [tuple(b.split("=", 1)) for b in args.binary]
+    envs = {label: {} for label, _ in binaries}
+    for label, setting in args.env:
+        key, value = setting.split("=", 1)
+        envs[label][key] = value
     extra = sum((["--set", s] for s in args.set), [])
     os.makedirs(args.out, exist_ok=True)
     results = {}
@@ -67,9 +75,10 @@ def main():
             for precision in args.precisions.split(","):
                 for label, path in binaries:
                     r = run_once(path, args.config, precision, args.steps,
-                                 os.path.join(args.out, f"{label}-{precision}-{rep}"), extra)
+                                 os.path.join(args.out, f"{label}-{precision}-{rep}"), extra,
+                                 envs[label])
                     kept = [v for s, v in r["rates"] if s > args.skip]
-                    r.update(label=label, precision=precision, rep=rep,
+                    r.update(label=label, precision=precision, rep=rep, env=envs[label],
                              tokens_per_s=statistics.median(kept) if kept else None,
                              load=os.getloadavg()[0])
                     log.write(json.dumps(r) + "\n")
