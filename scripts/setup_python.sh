@@ -25,8 +25,8 @@ pip_failure_reason() {
   local log=$1
   if grep -q "No space left on device" "$log"; then
     echo "disk full ($(df -h --output=avail "$(dirname "$CMPI_VENV")" | tail -1 | tr -d ' ') free)"
-  elif grep -qiE "Network is unreachable|Failed to establish|Temporary failure in name resolution|Name or service not known|Connection refused|timed out|ProxyError|SSLError" "$log"; then
-    echo "no package registry reached (PyPI)"
+  elif grep -qiE "Network is unreachable|Failed to establish|Temporary failure in name resolution|Name or service not known|Connection refused|timed out|ProxyError|SSLError|from versions: none" "$log"; then
+    echo "no package registry reached (PyPI): $(grep -m1 -E "No matching distribution|Could not find a version" "$log" | sed 's/^ERROR: //')"
   elif grep -qE "No matching distribution|Could not find a version" "$log"; then
     grep -m1 -E "No matching distribution|Could not find a version" "$log"
   else
@@ -55,7 +55,7 @@ python_environment() {
   fi
   echo "setup: installing into $CMPI_VENV: $(grep -vE '^\s*(#|$)' "$REQUIREMENTS" | tr '\n' ' ')"
   local log="$parent/pip-install.log"
-  if ! "$CMPI_VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQUIREMENTS" >"$log" 2>&1; then
+  if ! "$CMPI_VENV/bin/python" -m pip install --disable-pip-version-check -r "$REQUIREMENTS" >"$log" 2>&1; then
     fail "could not install the python environment (scripts/python-requirements.txt) into $CMPI_VENV: $(pip_failure_reason "$log") (pip's log: $log)"
   fi
   "$CMPI_VENV/bin/python" -c "import torch, transformers, tokenizers, tiktoken, safetensors" >>"$log" 2>&1 ||
