@@ -62,8 +62,8 @@ std::string libtorch_blas_info() {
   const size_t at = config.find(key);
   if (at == std::string::npos) return "";
   const size_t end = config.find_first_of(", \n", at + key.size());
-  return config.substr(at + key.size(), end == std::string::npos ? std::string::npos
-                                                                  : end - at - key.size());
+  return config.substr(at + key.size(),
+                       end == std::string::npos ? std::string::npos : end - at - key.size());
 }
 
 }  // namespace
@@ -82,9 +82,8 @@ BlasReport probe_blas(int threads) {
   // loaded for it, and one that is (preloaded, or another library's) is not
   // what LibTorch's products call.
   const bool mkl_inside = libtorch_blas_info() == "mkl" &&
-                          std::none_of(libraries.begin(), libraries.end(), [](const std::string& p) {
-                            return contains(p, "mkl");
-                          });
+                          std::none_of(libraries.begin(), libraries.end(),
+                                       [](const std::string& p) { return contains(p, "mkl"); });
   if (mkl_inside) libraries.clear();
   // Prefer the generic libblas.so.3 entry point over helper objects
   // (libgfortran-linked kernels, cblas wrappers) when several are loaded.

@@ -91,8 +91,7 @@ uint64_t well_conditioned_draw(const torch::Tensor& left, const std::vector<floa
     auto sum = torch::zeros({r, cols}, torch::kDouble);
     for (int w = 0; w < world_size(); ++w)
       sum += right_factor(left, q, seed + 100 * uint64_t(w + 1), offset, k).to(torch::kDouble);
-    const auto singular =
-        at::linalg_svdvals(left.to(torch::kDouble).mm(sum).mm(start));
+    const auto singular = at::linalg_svdvals(left.to(torch::kDouble).mm(sum).mm(start));
     if ((singular[0] / singular[r - 1]).item().toDouble() <= 30) return k;
   }
 }
@@ -163,8 +162,7 @@ TEST(PowerSgd, FullRankEqualsTheRawSumAndLowRankIsRankR) {
     EXPECT_LT(singular[3].item<double>(), 1e-5 * singular[0].item<double>()) << "seed " << seed;
     // It is the sum projected onto its own column space: U U^T sum.
     auto sum = want.narrow(0, 0, 384).reshape({24, 16});
-    auto u = std::get<0>(at::linalg_svd(result, /*full_matrices=*/false))
-                 .narrow(1, 0, 3);
+    auto u = std::get<0>(at::linalg_svd(result, /*full_matrices=*/false)).narrow(1, 0, 3);
     EXPECT_LT(relative_error(result, u.mm(u.t().mm(sum))), 1e-5) << "seed " << seed;
     EXPECT_TRUE(same_on_every_rank(flat)) << "seed " << seed;
   }
