@@ -57,10 +57,17 @@ int main(int argc, char** argv) {
   // The yield phase is 200 ms: the first calls of a wait yield.
   long s = switches_over(10);
   failures += expect(s <= 2, "the first calls of a wait yield", s, 10);
-  // Past the yield phase every call sleeps.
-  const double start = now_seconds();
-  while (now_seconds() - start < 0.25) sched_yield();
-  s = switches_over(100);
+  // Past the yield phase every call sleeps. A rank preempted for longer than
+  // the shim's 0.2 ms streak gap between two calls starts a new wait, which
+  // yields again: on a loaded machine (the test suite's other jobs) that
+  // happens, so the phase is entered afresh up to three times and one clean
+  // run of 100 sleeping calls is what the shim must show.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const double start = now_seconds();
+    while (now_seconds() - start < 0.25) sched_yield();
+    s = switches_over(100);
+    if (s >= 100) break;
+  }
   failures += expect(s >= 100, "calls after the yield phase sleep", s, 100);
   // A pause (here 2 ms, longer than the 0.2 ms between calls of one wait)
   // ends the wait; the next calls begin a new one and yield again.
