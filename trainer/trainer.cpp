@@ -42,6 +42,35 @@ struct Trainer::Impl {
     return optimizer_memory_json(model->optimizer(), key, bytes);
   }
 
+  // What one step measured around the model's train_step.
+  struct StepTiming {
+    double seconds = 0;
+    double cpu_ms = -1;  // negative: not measured
+    comm::OpCounters before, after;
+  };
+
+  // Test fault injection (TrainerOptions::kill_step/kill_rank): the chosen
+  // rank dies abruptly at the start of the chosen step, as a crashed node
+  // would, for the restart and watchdog tests.
+  void inject_test_fault(int64_t step) const {
+    if (step + 1 == options.kill_step && groups.world_rank() == options.kill_rank) {
+      std::fflush(stdout);
+      std::raise(SIGKILL);
+    }
+  }
+  // The step's record, built in one place from what the step produced; the
+  // run's totals (losses, loss scales, skipped and overflow steps) follow it.
+  StepRecord record_step(int64_t step, const models::Outcome& outcome, const StepTiming& timing,
+                         const StepVerdict& verdict, TrainResult& result) const;
+  // The validation loss after the steps eval.every names and after the last
+  // one (not after a step that stops the run).
+  void evaluate_if_due(int64_t step, const StepVerdict& verdict, StepRecord& r,
+                       TrainResult& result) const;
+  // The guard's verdict told: a note on the console, a warning on a
+  // non-finite step, and for a stop every rank's pending save published
+  // before TrainingStopped is thrown.
+  void act_on(const StepVerdict& verdict, bool is_root) const;
+
   const config::Config& config;
   parallel::ProcessGroups& groups;
   TrainerOptions options;
@@ -127,6 +156,71 @@ std::string Trainer::Impl::earlier_metrics(const std::string& path) const {
   return kept;
 }
 
+StepRecord Trainer::Impl::record_step(int64_t step, const models::Outcome& outcome,
+                                      const StepTiming& timing, const StepVerdict& verdict,
+                                      TrainResult& result) const {
+  result.losses.push_back(outcome.loss);
+  if (outcome.accuracy >= 0) result.accuracies.push_back(outcome.accuracy);
+  result.skipped_steps = skipped_before + guard->skipped_steps();
+
+  StepRecord r;
+  r.step = step + 1;
+  r.total_steps = config.training.steps;
+  r.loss = outcome.loss;
+  r.loss_floor = result.loss_floor;
+  r.lr = schedule.at(step);
+  r.grad_norm = model->last_grad_norm();
+  r.skipped = verdict.skipped;
+  r.skipped_steps = result.skipped_steps;
+  r.loss_scale = model->loss_scale();
+  result.loss_scale = r.loss_scale;
+  if (r.loss_scale > 0) result.loss_scales.push_back(r.loss_scale);
+  result.overflow_steps = guard->overflow_steps();
+  r.step_ms = timing.seconds * 1e3;
+  r.cpu_ms = timing.cpu_ms;
+  // Throughput counts tokens for language models, images for classifiers.
+  const int64_t tokens_per_sample = model->tokens_per_sample();
+  if (tokens_per_sample > 0) {
+    r.tokens_per_second = double(config.training.global_batch * tokens_per_sample) / timing.seconds;
+  } else {
+    r.accuracy = outcome.accuracy;
+    r.images_per_second = double(config.training.global_batch) / timing.seconds;
+  }
+  record_step_traffic(r, timing.before, timing.after, model->optimizer());
+  return r;
+}
+
+void Trainer::Impl::evaluate_if_due(int64_t step, const StepVerdict& verdict, StepRecord& r,
+                                    TrainResult& result) const {
+  const int64_t every = config.eval.every;
+  const bool due = every > 0 && ((step + 1) % every == 0 || step + 1 == config.training.steps);
+  if (!due || verdict.stop) return;
+  const models::Outcome evaluation = model->evaluate();
+  r.has_val_loss = true;
+  r.val_loss = evaluation.loss;
+  result.val_losses.emplace_back(step + 1, evaluation.loss);
+  if (evaluation.accuracy >= 0) {
+    r.val_accuracy = evaluation.accuracy;
+    result.val_accuracies.emplace_back(step + 1, evaluation.accuracy);
+  }
+}
+
+void Trainer::Impl::act_on(const StepVerdict& verdict, bool is_root) const {
+  if (verdict.stop) {
+    // Every rank stops here together: a save in flight is still published.
+    checkpoints->finish();
+    throw TrainingStopped(verdict.message, is_root);
+  }
+  if (!verdict.note.empty() && is_root && print_every() > 0) {
+    std::printf("%s\n", verdict.note.c_str());
+    std::fflush(stdout);
+  }
+  if (verdict.nonfinite && is_root) {
+    std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());
+    std::fflush(stderr);
+  }
+}
+
 TrainResult Trainer::run() {
   Impl& s = *impl_;
   auto& model = *s.model;
@@ -163,11 +257,9 @@ TrainResult Trainer::run() {
   const bool adaptive = s.groups.policy().config().preset == "auto";
   for (int64_t step = first_step; step < t.steps; ++step) {
     if (s.options.watchdog) s.options.watchdog->note_step(step + 1);
-    if (step + 1 == s.options.kill_step && s.groups.world_rank() == s.options.kill_rank) {
-      std::fflush(stdout);
-      std::raise(SIGKILL);
-    }
-    const auto before = comm_totals(s.groups, model.extra_groups());
+    s.inject_test_fault(step);
+    Impl::StepTiming timing;
+    timing.before = comm_totals(s.groups, model.extra_groups());
     const double cpu_start = process_cpu_seconds();
     const auto step_start = comm::Clock::now();
     // Preset auto: every group settles its routes for this step (part of
@@ -185,66 +277,21 @@ TrainResult Trainer::run() {
     const bool dump = step + 1 == t.steps && !s.options.dump_tensors_dir.empty();
     const models::Outcome outcome = model.train_step(step, s.schedule.at(step), t.grad_clip,
                                                      dump ? s.options.dump_tensors_dir : "");
-    const double step_seconds = comm::seconds_since(step_start);
+    timing.seconds = comm::seconds_since(step_start);
     const double cpu_end = process_cpu_seconds();
-    const auto after = comm_totals(s.groups, model.extra_groups());
-    result.losses.push_back(outcome.loss);
-    if (outcome.accuracy >= 0) result.accuracies.push_back(outcome.accuracy);
+    if (cpu_start >= 0 && cpu_end >= 0) timing.cpu_ms = (cpu_end - cpu_start) * 1e3;
+    timing.after = comm_totals(s.groups, model.extra_groups());
     const StepVerdict verdict = s.guard->check(step + 1, model.last_grad_norm(), model.health());
-    result.skipped_steps = s.skipped_before + s.guard->skipped_steps();
 
-    StepRecord r;
-    r.step = step + 1;
-    r.total_steps = t.steps;
-    r.loss = outcome.loss;
-    r.loss_floor = result.loss_floor;
-    r.lr = s.schedule.at(step);
-    r.grad_norm = model.last_grad_norm();
-    r.skipped = verdict.skipped;
-    r.skipped_steps = result.skipped_steps;
-    r.loss_scale = model.loss_scale();
-    result.loss_scale = r.loss_scale;
-    if (r.loss_scale > 0) result.loss_scales.push_back(r.loss_scale);
-    result.overflow_steps = s.guard->overflow_steps();
-    r.step_ms = step_seconds * 1e3;
-    if (cpu_start >= 0 && cpu_end >= 0) r.cpu_ms = (cpu_end - cpu_start) * 1e3;
-    if (tokens_per_sample > 0) {
-      r.tokens_per_second = double(t.global_batch * tokens_per_sample) / step_seconds;
-    } else {
-      r.accuracy = outcome.accuracy;
-      r.images_per_second = double(t.global_batch) / step_seconds;
-    }
-    record_step_traffic(r, before, after, model.optimizer());
-    const int64_t every = s.config.eval.every;
-    if (every > 0 && ((step + 1) % every == 0 || step + 1 == t.steps) && !verdict.stop) {
-      const models::Outcome evaluation = model.evaluate();
-      r.has_val_loss = true;
-      r.val_loss = evaluation.loss;
-      result.val_losses.emplace_back(step + 1, evaluation.loss);
-      if (evaluation.accuracy >= 0) {
-        r.val_accuracy = evaluation.accuracy;
-        result.val_accuracies.emplace_back(step + 1, evaluation.accuracy);
-      }
-    }
+    StepRecord r = s.record_step(step, outcome, timing, verdict, result);
+    s.evaluate_if_due(step, verdict, r, result);
     if (is_root && (!metrics_path.empty() || print_every > 0)) {
       r.groups_json = groups_json(s.groups, model.extra_groups());
       r.memory_json = s.memory_json();
       if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
     }
-    if (verdict.stop) {
-      // Every rank stops here together: a save in flight is still published.
-      s.checkpoints->finish();
-      throw TrainingStopped(verdict.message, is_root);
-    }
-    if (!verdict.note.empty() && is_root && print_every > 0) {
-      std::printf("%s\n", verdict.note.c_str());
-      std::fflush(stdout);
-    }
-    if (verdict.nonfinite && is_root) {
-      std::fprintf(stderr, "warning: %s\n", verdict.message.c_str());
-      std::fflush(stderr);
-    }
+    s.act_on(verdict, is_root);
     s.steps_done = step + 1;
     s.checkpoints->poll();
     if (s.checkpoints->due(s.steps_done)) s.checkpoints->save(s.steps_done, result.skipped_steps);
