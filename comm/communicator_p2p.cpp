@@ -249,13 +249,7 @@ Communicator::Request Communicator::irecv(void* data, size_t n, BufferKind buffe
 void Communicator::wait(Request& request) {
   if (!request.op_) return;
   WatchedCall watched("wait", comm_, request.op_->waits_for());
-  auto op = std::move(request.op_);
-  try {
-    op->finish();
-  } catch (...) {
-    op->abandon();
-    throw;
-  }
+  Request::Pending::complete(std::move(request.op_));
 }
 
 }  // namespace cmpi::comm

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,16 @@ struct Communicator::Request::Pending {
   virtual void abandon() = 0;
   // The rank of the group the transfer waits for (named on a timeout).
   virtual int waits_for() const = 0;
+  // Finishes `op`, or abandons it if finishing throws (then rethrows): what
+  // wait() and a blocking 16-bit call both do with a pending transfer.
+  static void complete(std::unique_ptr<Pending> op) {
+    try {
+      op->finish();
+    } catch (...) {
+      op->abandon();
+      throw;
+    }
+  }
 };
 
 struct PlainPending final : Communicator::Request::Pending {

@@ -215,17 +215,6 @@ void Communicator::Words16::receive_chunk(const WordStaging& staging, IncomingTr
   staging.unstage(scratch.data(), in.shape().chunk_offset(k), length, data, n);
 }
 
-// What wait() does, inside the blocking call's own watched scope.
-void Communicator::Words16::finish_now(Request& request) {
-  auto op = std::move(request.op_);
-  try {
-    op->finish();
-  } catch (...) {
-    op->abandon();
-    throw;
-  }
-}
-
 void Communicator::Words16::check_not_self(const Communicator& c, int peer, const char* operation) {
   if (peer == c.rank_)
     throw std::invalid_argument(std::string("group ") + to_string(c.kind_) + ": compressed " +
@@ -250,7 +239,7 @@ Communicator::Request Communicator::Words16::isend(Communicator& c, const Path& 
   send_chunks(c, p, out, data, n, dest, buffer_key, record.raw_bytes());
   request.op_ = std::move(pending);
   record.close();
-  if (blocking) finish_now(request);
+  if (blocking) Request::Pending::complete(std::move(request.op_));
   return request;
 }
 
@@ -270,7 +259,7 @@ Communicator::Request Communicator::Words16::irecv(Communicator& c, const Path& 
     receive_chunk(staging, in, k, *scratch, data, n);
   };
   request.op_ = std::move(pending);
-  if (blocking) finish_now(request);
+  if (blocking) Request::Pending::complete(std::move(request.op_));
   return request;
 }
 

@@ -54,7 +54,6 @@ struct Communicator::Words16 {
                           uint64_t bytes);
   static void receive_chunk(const WordStaging& staging, IncomingTransfer& in, size_t k,
                             std::vector<float>& scratch, uint16_t* data, size_t n);
-  static void finish_now(Request& request);
   static void check_not_self(const Communicator& c, int peer, const char* operation);
 };
 
