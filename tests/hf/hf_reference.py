@@ -67,6 +67,23 @@ def read_safetensors(path):
     return tensors
 
 
+def read_forward_dump(dump_dir, vocab):
+    """The batch cmpi-train's --dump-tensors wrote: (inputs, targets, logits
+    [sequences, t, vocab], loss) from forward_tokens.i64 (each sequence t + 1
+    tokens), forward_logits.f32 and forward_loss.txt."""
+    expected = read_tensor_file(os.path.join(dump_dir, "forward_logits.f32"))
+    batch = torch.from_numpy(np.fromfile(os.path.join(dump_dir, "forward_tokens.i64"), dtype="<i8"))
+    rows = expected.numel() // vocab
+    sequences = batch.numel() - rows
+    if rows * vocab != expected.numel() or sequences <= 0 or rows % sequences != 0:
+        sys.exit("forward_logits.f32 and forward_tokens.i64 do not describe one batch of this vocabulary")
+    t = rows // sequences
+    batch = batch.view(sequences, t + 1)
+    with open(os.path.join(dump_dir, "forward_loss.txt")) as f:
+        loss = float(f.read())
+    return batch[:, :t], batch[:, 1:], expected.reshape(sequences, t, vocab), loss
+
+
 def read_tensor_file(path):
     """cmpi-train's tensor file (io/tensor_file.h): "CMPITNSR", u32 version,
     u32 dtype (1 = float32), u32 ndim, i64 dims, values."""
@@ -209,19 +226,8 @@ def main():
     if config.get("model_type") != args.expect_type:
         sys.exit(f"config.json: model_type {config.get('model_type')}, expected {args.expect_type}")
     weights = Weights(read_safetensors(os.path.join(args.model_dir, "model.safetensors")))
-    expected = read_tensor_file(os.path.join(args.dump_dir, "forward_logits.f32"))
-    batch = torch.from_numpy(np.fromfile(os.path.join(args.dump_dir, "forward_tokens.i64"), dtype="<i8"))
     vocab = config["vocab_size"]
-    rows = expected.numel() // vocab
-    sequences = batch.numel() - rows
-    if rows * vocab != expected.numel() or sequences <= 0 or rows % sequences != 0:
-        sys.exit("forward_logits.f32 and forward_tokens.i64 do not describe one batch of this vocabulary")
-    t = rows // sequences
-    batch = batch.view(sequences, t + 1)
-    inputs, targets = batch[:, :t], batch[:, 1:]
-    expected = expected.reshape(sequences, t, vocab)
-    with open(os.path.join(args.dump_dir, "forward_loss.txt")) as f:
-        expected_loss = float(f.read())
+    inputs, targets, expected, expected_loss = read_forward_dump(args.dump_dir, vocab)
 
     with torch.no_grad():
         forward = neox_logits if args.expect_type == "gpt_neox" else gpt2_logits
@@ -231,7 +237,7 @@ def main():
     loss = -log_probs.gather(-1, targets.unsqueeze(-1)).mean().item()
     max_abs = (logits - expected).abs().max().item()
     loss_rel = abs(loss - expected_loss) / abs(loss)
-    print(f"{args.expect_type} from {args.model_dir}: logits [{sequences}, {t}, {vocab}] max |diff| "
+    print(f"{args.expect_type} from {args.model_dir}: logits {list(expected.shape)} max |diff| "
           f"{max_abs:.3e} (largest |logit| {expected.abs().max().item():.3f}); loss reference "
           f"{loss:.9f}, cmpi-train {expected_loss:.9f}, rel diff {loss_rel:.3e}")
     ok = max_abs <= args.logits_tolerance and loss_rel <= args.loss_tolerance

@@ -47,8 +47,10 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
+
+# The dump's reader is the plain reference's (this script's folder is on sys.path).
+from hf_reference import read_forward_dump  # noqa: E402
 
 BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias",
                    ".rotary_emb.inv_freq")
@@ -178,17 +180,6 @@ def retype(args):
     return 0
 
 
-def read_tensor_file(path):
-    """cmpi-train's tensor file (io/tensor_file.h): "CMPITNSR", u32 version,
-    u32 dtype (1 = float32), u32 ndim, i64 dims, values."""
-    data = open(path, "rb").read()
-    if data[:8] != b"CMPITNSR":
-        sys.exit(f"{path}: not a tensor file")
-    ndim = struct.unpack("<I", data[16:20])[0]
-    dims = struct.unpack(f"<{ndim}q", data[20:20 + 8 * ndim])
-    return torch.from_numpy(np.frombuffer(data, dtype="<f4", offset=20 + 8 * ndim).copy()).view(dims)
-
-
 def first_step_loss(path):
     for line in open(path):
         record = json.loads(line)
@@ -231,19 +222,8 @@ def compare(args):
             return 1
     ok = check_rotary_read(model, config_json) if args.expect_type == "gpt_neox" else True
 
-    expected = read_tensor_file(os.path.join(args.dump, "forward_logits.f32"))
-    batch = torch.from_numpy(np.fromfile(os.path.join(args.dump, "forward_tokens.i64"), dtype="<i8"))
     vocab = model.config.vocab_size
-    rows = expected.numel() // vocab
-    sequences = batch.numel() - rows
-    if rows * vocab != expected.numel() or sequences <= 0 or rows % sequences != 0:
-        sys.exit("forward_logits.f32 and forward_tokens.i64 do not describe one batch of this vocabulary")
-    t = rows // sequences
-    batch = batch.view(sequences, t + 1)
-    inputs, targets = batch[:, :t], batch[:, 1:]
-    expected = expected.reshape(sequences, t, vocab)
-    with open(os.path.join(args.dump, "forward_loss.txt")) as f:
-        dumped_loss = float(f.read())
+    inputs, targets, expected, dumped_loss = read_forward_dump(args.dump, vocab)
 
     with torch.no_grad():
         logits = model(input_ids=inputs).logits.float()
@@ -255,7 +235,7 @@ def compare(args):
     if args.metrics:
         losses["first step"] = first_step_loss(args.metrics)
     print(f"{model_class.__name__}.from_pretrained({args.dir}) "
-          f"[{model.config._attn_implementation} attention]: logits [{sequences}, {t}, {vocab}] "
+          f"[{model.config._attn_implementation} attention]: logits {list(expected.shape)} "
           f"max |diff| {max_abs:.3e} (largest |logit| {largest:.3f}, bound {logits_bound:.1e}); "
           f"loss transformers {loss:.9f}")
     if not max_abs <= logits_bound:
