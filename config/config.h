@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/policy_config.h"
+#include "config/config_enums.h"
 
 namespace cmpi::config {
 
@@ -27,7 +28,7 @@ struct RunConfig {
 struct ModelConfig {
   // gpt: the GPT below (vocab_size .. init_std); resnet: a pre-activation
   // ResNet v2 image classifier (depth .. classes; docs/cnn.md).
-  std::string kind = "gpt";
+  ModelFamily kind = ModelFamily::kGpt;
   int64_t vocab_size = 256;
   int64_t seq_len = 64;
   int64_t layers = 2;
@@ -85,7 +86,7 @@ struct ParallelConfig {
   // backward finishes them and added into the 1/dp shard: no full buffer,
   // M times the gradient traffic; docs/planner.md).
   std::string zero_gradient_memory = "full_buffer";
-  std::string schedule = "1f1b";  // gpipe | 1f1b
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;  // gpipe | 1f1b
   // How the layers are split over the pipeline stages
   // (parallel.pipeline_balance): "uniform" (L / P each, the first L % P one
   // more), "auto" (the split whose largest per-rank memory estimate, the
@@ -147,7 +148,7 @@ struct TrainingConfig {
   // and AdamW state stay float32 (the masters); gradients accumulate and are
   // reduced over dp in float32. fp16 is emulated on the CPU (16-bit storage,
   // float32 arithmetic) and scales its loss dynamically.
-  std::string precision = "fp32";  // fp32 | bf16 | fp16
+  Precision precision = Precision::kFp32;  // fp32 | bf16 | fp16
   // fp16 dynamic loss scaling: start at loss_scale_initial; an overflowing
   // step is skipped and multiplies the scale by loss_scale_backoff (never
   // below loss_scale_min); loss_scale_growth_interval finite steps in a row
@@ -168,8 +169,8 @@ struct DataConfig {
   // .bin/.idx datasets sampled as GPTDataset does (data/gpt_sample_index.h);
   // images: synthetic labelled images (data/synthetic_images.h), the only
   // kind model.kind resnet reads and its default.
-  std::string kind = "markov";
-  uint64_t seed = 42;          // the chain (markov); the shuffles (indexed)
+  DataKind kind = DataKind::kMarkov;  // markov | indexed | images
+  uint64_t seed = 42;                 // the chain (markov); the shuffles (indexed)
   int64_t branching = 4;       // successors per token in the chain (entropy <= log branching)
   double concentration = 1.0;  // Dirichlet-like spread of successor probabilities
   // indexed: dataset prefixes (PREFIX.bin + PREFIX.idx) and their blend

@@ -21,10 +21,6 @@ struct KeyBound {
   const char* why;
 };
 
-[[noreturn]] void fail_at(const Config& config, const std::string& key, const std::string& why) {
-  throw ConfigError(origin_of(config, key) + ": " + key + ": " + why);
-}
-
 std::string sci(long double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3Lg", x);
@@ -94,7 +90,7 @@ void check_size_limits(const Config& c) {
                   std::to_string(chunk));
   }
 
-  if (m.kind == "resnet") {
+  if (m.kind == ModelFamily::kResnet) {
     const KeyBound resnet_bounds[] = {
         {"model.depth", m.depth, int64_t(1) << 16, "ResNet-1001 is the deepest published"},
         {"model.width", m.width, int64_t(1) << 16, ""},

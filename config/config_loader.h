@@ -1,8 +1,12 @@
 // Loading, validating and writing back a run's Config.
 //
 //   Config c = load_config("configs/tiny.yaml", {"training.lr=0.01"});
-//   ParallelDims dims = validate_layout(c, world_size);
 //   std::ofstream(run_dir + "/config.yaml") << to_yaml(c);
+//
+// These check the keys and their relations within the config; the checks
+// that need a domain (the model family, the tokenizer, the parallel layout)
+// are launch::load_checked_config's (launch/checked_config.h), so that
+// config/ depends on no folder above it.
 //
 // Every error is a ConfigError whose message starts with where the culprit was
 // written ("configs/x.yaml:14" or "--set training.lr=0.01"), then the full key
@@ -14,7 +18,6 @@
 
 #include "config/config.h"
 #include "config/yaml_reader.h"
-#include "parallel/parallel_dims.h"
 
 namespace cmpi::config {
 
@@ -26,7 +29,7 @@ constexpr size_t kMaxConfigBytes = size_t(16) << 20;
 std::string read_config_text(const std::string& path);
 
 // Reads `path`, applies the `--set` overrides ("key.path=value") in order,
-// and validates everything that does not depend on the world size.
+// and validates the keys and how they relate to each other.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // The same from YAML text; `source` names it in messages. Text that holds no
@@ -35,14 +38,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides = {});
 
-// Resolves the parallel layout for `world_size` ranks (parallel.data: auto
-// takes what the others leave) and checks that the global batch splits into
-// micro-batches over the data-parallel ranks.
-parallel::ParallelDims validate_layout(const Config& config, int world_size);
-
 // The fully resolved config, every key written (defaults included), as YAML
 // that load_config reads back into an equal Config.
 std::string to_yaml(const Config& config);
+
+// Throws the ConfigError "<where key was written>: <key>: <why>": how every
+// domain reports a config value it refuses.
+[[noreturn]] void fail_at(const Config& config, const std::string& key, const std::string& why);
 
 // Where `key_path` was written ("configs/x.yaml:14", "--set ..."), or the
 // config's file if the key was left at its default.

@@ -24,6 +24,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/config_enums.h"
 #include "config/units.h"
 
 namespace cmpi::config {
@@ -103,6 +104,17 @@ class MapReader {
   // `choices` empty: any string (non-empty unless allow_empty).
   void read(const std::string& key, std::string& out, const std::vector<std::string>& choices = {},
             bool allow_empty = false);
+  // One of an enum's spellings (config_enums.h); `out` keeps its default
+  // when the key is absent.
+  template <class Enum, size_t N>
+  void read_choice(const std::string& key, Enum& out, const EnumSpelling<Enum> (&spellings)[N]) {
+    std::vector<std::string> choices;
+    for (const auto& s : spellings) choices.push_back(s.name);
+    std::string text = spelling_of(out, spellings);
+    read(key, text, choices);
+    for (const auto& s : spellings)
+      if (text == s.name) out = s.value;
+  }
   // `auto` (stored as auto_value) or an integer in range.
   void read_or_auto(const std::string& key, int64_t& out, IntRange range, int64_t auto_value);
   // A byte count: 65536, 64KiB, 1.5MiB, 25MB (see parse_size()).

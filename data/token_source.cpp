@@ -43,7 +43,8 @@ TokenDemand token_demand(const config::Config& config) {
 std::shared_ptr<const TokenSource> open_token_source(const config::DataConfig& section,
                                                      const TokenDemand& demand, MPI_Comm comm,
                                                      std::FILE* log) {
-  if (section.kind == "indexed") return open_indexed_token_source(section, demand, comm, log);
+  if (section.kind == config::DataKind::kIndexed)
+    return open_indexed_token_source(section, demand, comm, log);
   return std::make_shared<MarkovTokenSource>(section, demand.vocab_size);
 }
 

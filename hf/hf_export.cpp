@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "config/model_shape.h"
 #include "hf/hf_tensor_map.h"
 #include "hf/safetensors_reader.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
 #include "io/safetensors_writer.h"
+#include "models/family/gpt_family.h"
 
 namespace cmpi::hf {
 namespace {
@@ -35,8 +35,8 @@ HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
                          const config::Config& config, const std::string& dir) {
   HfExportResult result;
   result.architecture = hf_architecture(config.model);
-  checkpoint::check_model_shape(checkpoint, config::checkpoint_shape(config.model));
-  const models::GptOptions options = config::gpt_options(config.model);
+  checkpoint::check_model_shape(checkpoint, models::checkpoint_shape(config.model));
+  const models::GptOptions options = models::gpt_options(config.model);
   const auto mappings = tensor_mappings(result.architecture, options);
   // Hugging Face's layout of every tensor, kept until the file is written.
   std::vector<std::vector<float>> values;

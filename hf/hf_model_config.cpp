@@ -221,8 +221,8 @@ HfConfigFacts check_gpt2(const FieldChecker& c, const config::ModelConfig& m) {
 }  // namespace
 
 HfArchitecture hf_architecture(const config::ModelConfig& model) {
-  if (model.kind != "gpt")
-    throw std::invalid_argument("model.kind " + model.kind +
+  if (model.kind != config::ModelFamily::kGpt)
+    throw std::invalid_argument(std::string("model.kind ") + config::name_of(model.kind) +
                                 ": Hugging Face export and import cover GPT models (GPT-NeoX, "
                                 "GPT-2)");
   if (model.position == "rotary") return HfArchitecture::kGptNeoX;
@@ -287,8 +287,9 @@ HfConfigFacts check_hf_config(const JsonValue& json, const config::ModelConfig& 
                               const std::string& path) {
   const FieldChecker checker(json, path);
   if (json.kind() != JsonValue::Kind::kObject) checker.fail("not a JSON object");
-  if (model.kind != "gpt")
-    checker.fail("model.kind is " + model.kind + "; Hugging Face weights initialise GPT models");
+  if (model.kind != config::ModelFamily::kGpt)
+    checker.fail(std::string("model.kind is ") + config::name_of(model.kind) +
+                 "; Hugging Face weights initialise GPT models");
   const std::string type = checker.string("model_type", "");
   if (type == "gpt_neox") return check_neox(checker, model);
   if (type == "gpt2") return check_gpt2(checker, model);

@@ -5,8 +5,8 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "config/model_shape.h"
 #include "data/json_value.h"
+#include "models/family/gpt_family.h"
 
 namespace cmpi::hf {
 namespace {
@@ -87,7 +87,7 @@ HfPretrained HfPretrained::open(const std::string& dir, const config::ModelConfi
   pretrained.heads_ = model.heads;
   const WeightFiles files = find_weight_files(dir);
   for (const auto& path : files.paths) pretrained.files_.push_back(SafetensorsReader::open(path));
-  const models::GptOptions options = config::gpt_options(model);
+  const models::GptOptions options = models::gpt_options(model);
   for (const auto& m : tensor_mappings(facts.architecture, options, facts.position_rows)) {
     if (m.export_only) continue;
     // GPT-2 files saved from the bare GPT2Model have no "transformer." prefix.

@@ -6,8 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "config/memory_preflight.h"
-#include "config/model_shape.h"
+#include "models/family/gpt_family.h"
 #include "models/gpt_train_model.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/pipeline_engine.h"
@@ -69,11 +68,11 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
   torch::manual_seed(config.run.seed);
 
   // 1-2. This rank's stage of the model, tensor-parallel over tp.
-  auto model_options = config::gpt_options(config.model);
+  auto model_options = gpt_options(config.model);
   model_options.seed = config.run.seed;
-  model_options.precision = t.precision == "bf16"   ? ComputePrecision::kBf16
-                            : t.precision == "fp16" ? ComputePrecision::kFp16
-                                                    : ComputePrecision::kFp32;
+  model_options.precision = t.precision == config::Precision::kBf16   ? ComputePrecision::kBf16
+                            : t.precision == config::Precision::kFp16 ? ComputePrecision::kFp16
+                                                                      : ComputePrecision::kFp32;
   model_options.recompute = t.recompute == "full"        ? Recompute::kFull
                             : t.recompute == "selective" ? Recompute::kSelective
                                                          : Recompute::kNone;
@@ -90,7 +89,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       config.parallel.zero_stage == 3 && config.parallel.zero3_gather == "layer";
   model_options.materialize_parameters = !layered_zero3;
   const auto stage = parallel::stage_of(config.model.layers, groups.dims().pp, groups.coord().pp,
-                                        config::gpt_stage_layers(config, groups.dims()));
+                                        gpt_stage_layers(config, groups.dims()));
   parts.model =
       Gpt(model_options, groups,
           StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <utility>
 
-#include "config/model_shape.h"
 #include "io/atomic_file.h"
+#include "models/family/gpt_family.h"
 #include "models/generator_state.h"
 #include "models/tensor_dump.h"
 #include "parallel/data_parallel_optimizer.h"
@@ -19,7 +19,7 @@ GptTrainModel::GptTrainModel(const config::Config& config, parallel::ProcessGrou
                              GptParts parts)
     : config_(config), groups_(groups), parts_(std::move(parts)) {
   const auto& t = config.training;
-  if (t.precision == "fp16")
+  if (t.precision == config::Precision::kFp16)
     loss_scaler_ = std::make_unique<LossScaler>(
         LossScalerSettings{t.loss_scale_initial, t.loss_scale_growth_interval, t.loss_scale_backoff,
                            t.loss_scale_min});
@@ -28,7 +28,7 @@ GptTrainModel::GptTrainModel(const config::Config& config, parallel::ProcessGrou
 GptTrainModel::~GptTrainModel() = default;
 
 int64_t GptTrainModel::parameter_count() const {
-  return config::gpt_options(config_.model).parameter_count();
+  return gpt_options(config_.model).parameter_count();
 }
 
 int64_t GptTrainModel::local_parameter_count() const {
@@ -39,8 +39,8 @@ int64_t GptTrainModel::local_parameter_count() const {
 
 std::string GptTrainModel::describe() const {
   const double floor = loss_floor();
-  const std::string data =
-      floor > 0 ? "entropy floor " + std::to_string(floor) + " nats/token" : config_.data.kind;
+  const std::string data = floor > 0 ? "entropy floor " + std::to_string(floor) + " nats/token"
+                                     : std::string(config::name_of(config_.data.kind));
   char line[512];
   std::snprintf(line, sizeof line,
                 "model: %lld parameters (%lld on rank 0) | layout %s | %lld micro-batches of %lld "
@@ -50,11 +50,11 @@ std::string GptTrainModel::describe() const {
                 (long long)config_.training.micro_batch, data.c_str());
   std::string out = line;
   const auto& t = config_.training;
-  if (t.precision == "bf16")
+  if (t.precision == config::Precision::kBf16)
     out +=
         "\nprecision: bf16 activations, float32 products (16-bit inputs, float32 "
         "accumulation); float32 master weights, AdamW state and gradient reduction";
-  if (t.precision == "fp16")
+  if (t.precision == config::Precision::kFp16)
     out +=
         "\nprecision: fp16 EMULATED on the CPU (LibTorch has no half matmul here): half "
         "activations and weight roundings, float32 arithmetic; float32 master weights, AdamW "
@@ -225,7 +225,7 @@ std::pair<std::string, int64_t> GptTrainModel::memory_extra() const {
 
 checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
   checkpoint::CheckpointParts parts;
-  parts.model_shape = config::checkpoint_shape(config_.model);
+  parts.model_shape = checkpoint_shape(config_.model);
   checkpoint::OptimizerPart optimizer;
   optimizer.params = parts_.checkpointed;
   optimizer.optimizer = parts_.optimizer.get();

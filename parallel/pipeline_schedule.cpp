@@ -49,9 +49,19 @@ std::vector<PipelineAction> OneForwardOneBackwardSchedule::actions(int64_t stage
   return list;
 }
 
+std::unique_ptr<PipelineSchedule> make_pipeline_schedule(config::PipelineSchedule schedule) {
+  switch (schedule) {
+    case config::PipelineSchedule::kGpipe:
+      return std::make_unique<GpipeSchedule>();
+    case config::PipelineSchedule::kOneFOneB:
+      return std::make_unique<OneForwardOneBackwardSchedule>();
+  }
+  throw std::logic_error("make_pipeline_schedule: a schedule without a case");
+}
+
 std::unique_ptr<PipelineSchedule> make_pipeline_schedule(const std::string& name) {
-  if (name == "gpipe") return std::make_unique<GpipeSchedule>();
-  if (name == "1f1b") return std::make_unique<OneForwardOneBackwardSchedule>();
+  for (const auto& spelling : config::kPipelineScheduleSpellings)
+    if (name == spelling.name) return make_pipeline_schedule(spelling.value);
   throw std::invalid_argument("parallel.schedule: unknown pipeline schedule '" + name +
                               "' (known: gpipe, 1f1b)");
 }

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config_enums.h"
+
 namespace cmpi::parallel {
 
 struct PipelineAction {
@@ -63,6 +65,7 @@ class OneForwardOneBackwardSchedule final : public PipelineSchedule {
 // "gpipe" or "1f1b"; throws std::invalid_argument naming parallel.schedule
 // and the known names otherwise.
 std::unique_ptr<PipelineSchedule> make_pipeline_schedule(const std::string& name);
+std::unique_ptr<PipelineSchedule> make_pipeline_schedule(config::PipelineSchedule schedule);
 
 // The most micro-batches a stage holds at once (forwarded, not yet
 // backwarded) under `actions`.

@@ -76,8 +76,8 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
                     " of the activations"
               : std::string()) +
          ")\n";
-  if (p.precision != "fp32")
-    out += "precision: " + p.precision +
+  if (p.precision != config::Precision::kFp32)
+    out += std::string("precision: ") + config::name_of(p.precision) +
            " compute: activations 2 bytes a value (logits float32); float32 master weights, "
            "gradients and AdamW moments; pp activations and tp activation gradients travel as "
            "16-bit words; tp forward sums " +

@@ -7,7 +7,7 @@
 
 #include "comm/adaptive_model.h"
 #include "comm/policy.h"
-#include "config/memory_preflight.h"
+#include "models/family/model_family.h"
 
 namespace cmpi::plan {
 namespace {
@@ -142,10 +142,10 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.tp_forward_sum = c.parallel.tp_forward_sum;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
-  plan.memory = config::estimate_memory(c, dims);
+  plan.memory = models::estimate_memory(c, dims);
   plan.pipeline_balance =
       c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : std::string("explicit");
-  const std::vector<parallel::MemoryEstimate> stage_memory = config::estimate_stage_memory(c, dims);
+  const std::vector<parallel::MemoryEstimate> stage_memory = models::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
   const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
   const double m = double(plan.micro_batches);
@@ -191,7 +191,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       const comm::Locality locality = intra ? comm::Locality::kIntra : comm::Locality::kInter;
       // 2-byte messages are words of the compute dtype (rules may match on it).
       const compress::WordType word = msg.word_bytes == 4 ? compress::WordType::kFloat32
-                                      : c.training.precision == "bf16"
+                                      : c.training.precision == config::Precision::kBf16
                                           ? compress::WordType::kBFloat16
                                           : compress::WordType::kFloat16;
       comm::Plan route =
@@ -209,8 +209,8 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       // its ratio against the 16-bit bytes (comm/communicator_words16.cpp).
       const double widening = 4.0 / double(msg.word_bytes);
       const auto carries_raw = [&](const compress::CodecSpec& codec) {
-        return msg.word_bytes == 2 &&
-               (codec.name() == "identity" || codec.name() == c.training.precision);
+        return msg.word_bytes == 2 && (codec.name() == "identity" ||
+                                       codec.name() == config::name_of(c.training.precision));
       };
       const auto price = [&](const compress::CodecSpec* codec) {
         MessageCost cost;

@@ -78,7 +78,7 @@ struct StagePlan {
 
 struct StepPlan {
   std::string preset;
-  std::string precision;       // training.precision: fp32, bf16 or fp16
+  config::Precision precision = config::Precision::kFp32;  // training.precision
   std::string tp_forward_sum;  // parallel.tp_forward_sum: float32 or compute
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;

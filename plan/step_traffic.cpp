@@ -4,7 +4,7 @@
 #include <map>
 
 #include "comm/policy.h"
-#include "config/memory_preflight.h"
+#include "models/family/gpt_family.h"
 #include "parallel/pipeline_schedule.h"
 #include "parallel/pipeline_stages.h"
 #include "plan/layer_gathers.h"
@@ -115,7 +115,7 @@ int64_t block_parameters(const config::Config& c, int64_t tp) {
 
 StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& dims, int stage) {
   const auto s =
-      parallel::stage_of(c.model.layers, dims.pp, stage, config::gpt_stage_layers(c, dims));
+      parallel::stage_of(c.model.layers, dims.pp, stage, models::gpt_stage_layers(c, dims));
   const int64_t h = c.model.hidden, tp = dims.tp;
   const int64_t per_block = block_parameters(c, tp);
   StageShape shape;
@@ -143,7 +143,9 @@ namespace {
 // Bytes a value of the forward tp sums (parallel.tp_forward_sum): float32,
 // or the compute dtype's 2 under 16-bit compute with `compute`.
 int forward_sum_word_bytes(const config::Config& c) {
-  return c.parallel.tp_forward_sum == "compute" && c.training.precision != "fp32" ? 2 : 4;
+  return c.parallel.tp_forward_sum == "compute" && c.training.precision != config::Precision::kFp32
+             ? 2
+             : 4;
 }
 
 // The activations' tp collectives without sequence parallelism: allreduces
@@ -157,7 +159,7 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
   // (parallel/tensor_parallel_ops.cpp); the forward sums (the row-parallel
   // layers' partial products and the vocab-parallel embedding's rows) are
   // float32, or in the compute dtype with parallel.tp_forward_sum: compute.
-  const int word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int word_bytes = config::value_bytes(c.training.precision);
   const int sum_word_bytes = forward_sum_word_bytes(c);
   const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
   const int64_t sum_bytes = elems * sum_word_bytes, grad_bytes = elems * word_bytes;
@@ -202,7 +204,7 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   // inputs are LayerNorm outputs in the compute dtype, and so are the
   // gradients their backward reduce-scatters.
   const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
-  const int compute_word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int compute_word_bytes = config::value_bytes(c.training.precision);
   const int sum_word_bytes = forward_sum_word_bytes(c);
   const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
   const int64_t embedding = shape.has_embedding ? 1 : 0, head = shape.has_head ? 1 : 0;
@@ -247,7 +249,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   // Pipeline messages travel in the compute dtype
   // (PipelineEngine::set_wire_dtype).
-  const int activation_word_bytes = c.training.precision == "fp32" ? 4 : 2;
+  const int activation_word_bytes = config::value_bytes(c.training.precision);
   const int64_t activation_elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
   const int64_t activation_bytes = activation_elems * activation_word_bytes;
   std::vector<MessageClass> out;

@@ -7,10 +7,10 @@
 #include <cstdio>
 
 #include "comm/clock.h"
+#include "models/family/gpt_family.h"
 #include "models/gpt.h"
 #include "parallel/process_groups.h"
 #include "plan/step_plan.h"
-#include "config/model_shape.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -48,7 +48,7 @@ ComputeProbe probe_compute(const config::Config& config) {
   at::set_num_threads(int(std::max<int64_t>(1, c.training.threads)));
   torch::manual_seed(1);
   parallel::ProcessGroups groups(MPI_COMM_SELF, parallel::ParallelDims{});
-  models::Gpt model(config::gpt_options(c.model), groups);
+  models::Gpt model(models::gpt_options(c.model), groups);
   const auto tokens = torch::randint(c.model.vocab_size, {batch, c.model.seq_len}, torch::kLong);
   const auto targets = torch::randint(c.model.vocab_size, {batch, c.model.seq_len}, torch::kLong);
   // The best of several after a warm-up: on a busy machine some run gets the

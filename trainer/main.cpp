@@ -23,13 +23,15 @@
 #include "comm/node_grouping.h"
 #include "comm/termination_signals.h"
 #include "config/config_loader.h"
-#include "config/config_warnings.h"
-#include "config/job_config.h"
-#include "config/memory_preflight.h"
 #include "config/run_paths.h"
 #include "data/token_source.h"
 #include "hf/hf_export.h"
 #include "hf/hf_pretrained.h"
+#include "launch/checked_config.h"
+#include "launch/config_warnings.h"
+#include "launch/job_config.h"
+#include "launch/memory_preflight.h"
+#include "models/family/model_family.h"
 #include "parallel/process_groups.h"
 #include "trainer/allocator_settings.h"
 #include "trainer/blas_probe.h"
@@ -87,11 +89,11 @@ int main(int argc, char** argv) {
   args.help = any_help != 0;
   if (!args.help) {
     try {
-      config = config::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
+      config = launch::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
       // Exporting reads files only: the job's layout does not matter.
-      if (!args.exports()) dims = config::validate_layout(config, world);
+      if (!args.exports()) dims = launch::validate_layout(config, world);
       // Pretrained weights are part of the config: their config.json and
       // tensor shapes are checked here, before anything is allocated (a
       // resumed run takes its checkpoint's weights instead).
@@ -175,9 +177,9 @@ int main(int argc, char** argv) {
   }
   if (args.plan.enabled) {
     if (rank != 0) return 0;
-    if (config.model.kind != "gpt") {
+    if (!models::family_of(config.model).estimate_stage_memory) {
       std::fprintf(stderr, "%s: --plan models GPTs only; model.kind is %s\n", kProgram,
-                   config.model.kind.c_str());
+                   config::name_of(config.model.kind));
       return 2;
     }
     try {
@@ -192,8 +194,10 @@ int main(int argc, char** argv) {
   if (rank == 0 && !nodes.disagreement.empty())
     std::fprintf(stderr, "%s: warning: %s\n", kProgram, nodes.disagreement.c_str());
   try {
-    // The estimate sizes a GPT; a ResNet's synthetic images need no files.
-    if (config.model.kind == "gpt") error = config::check_memory_fits(config, dims, MPI_COMM_WORLD);
+    // The families with a memory estimate (the GPT) are held against the
+    // node's memory; the others (a ResNet) are not checked.
+    if (models::family_of(config.model).estimate_stage_memory)
+      error = launch::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -202,7 +206,7 @@ int main(int argc, char** argv) {
   // vocabulary or a split too small ends the job here, before training.
   std::shared_ptr<const data::TokenSource> tokens;
   try {
-    if (config.model.kind == "gpt")
+    if (models::family_of(config.model).reads_tokens)
       tokens = data::open_token_source(config.data, data::token_demand(config), MPI_COMM_WORLD,
                                        config.log.every > 0 ? stdout : nullptr);
   } catch (const std::exception& e) {
@@ -210,7 +214,7 @@ int main(int argc, char** argv) {
   }
   if (!all_ranks_ok(error, rank)) return 2;
   if (rank == 0)
-    for (const std::string& warning : config::config_warnings(config))
+    for (const std::string& warning : launch::config_warnings(config))
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, warning.c_str());
 
   try {

@@ -94,7 +94,8 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
                 (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
                 (long long)result.parameters, groups.dims().to_string().c_str());
   json = buf;
-  std::snprintf(buf, sizeof buf, ",\"precision\":\"%s\"", config.training.precision.c_str());
+  std::snprintf(buf, sizeof buf, ",\"precision\":\"%s\"",
+                config::name_of(config.training.precision));
   json += buf;
   if (result.loss_scale > 0) {
     std::snprintf(buf, sizeof buf, ",\"loss_scale\":%.9g,\"overflow_steps\":%lld",

@@ -13,8 +13,7 @@
 #include "hf/hf_pretrained.h"
 #include "io/atomic_file.h"
 #include "io/directories.h"
-#include "models/cnn/resnet_parallelize.h"
-#include "models/gpt_parallelize.h"
+#include "models/parallelize_model.h"
 #include "models/train_model.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/process_groups.h"
@@ -90,19 +89,10 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
                  TrainerOptions options)
     : impl_(std::make_unique<Impl>(config, groups, std::move(options))) {
   Impl& s = *impl_;
-  const bool dump = !s.options.dump_tensors_dir.empty();
-  if (config.model.kind == "resnet") {
-    if (dump)
-      throw std::invalid_argument(
-          "model.kind resnet: --dump-tensors writes a GPT's gradients and transformer-block "
-          "activations, the codec benchmark's data sets; a ResNet has none of those");
-    s.model = models::parallelize_resnet(config, groups);
-  } else {
-    models::GptBuildOptions build;
-    build.source = s.options.source;
-    build.dump_tensors = dump;
-    s.model = models::parallelize_gpt(config, groups, std::move(build));
-  }
+  models::ModelBuildOptions build;
+  build.source = s.options.source;
+  build.dump_tensors = !s.options.dump_tensors_dir.empty();
+  s.model = models::parallelize_model(config, groups, std::move(build));
   const auto& t = config.training;
   s.schedule.peak = t.lr;
   s.schedule.min_lr = t.min_lr;

@@ -6,10 +6,10 @@
 #include <string>
 #include <utility>
 
-#include "config/model_shape.h"
 #include "models/cnn/activation_estimate.h"
 #include "models/cnn/resnet_train_model.h"
 #include "models/cnn/spatial_conv_layer_factory.h"
+#include "models/family/resnet_family.h"
 #include "parallel/bidirectional_pipeline.h"
 #include "parallel/data_parallel_optimizer.h"
 #include "parallel/pipeline_engine.h"
@@ -120,9 +120,9 @@ std::unique_ptr<TrainModel> parallelize_resnet(const config::Config& config,
                                                parallel::ProcessGroups& groups) {
   const auto& t = config.training;
   const auto& dims = groups.dims();
-  if (config.model.kind != "resnet")
-    throw std::invalid_argument("parallelize_resnet: model.kind is " + config.model.kind +
-                                ", expected resnet");
+  if (config.model.kind != config::ModelFamily::kResnet)
+    throw std::invalid_argument(std::string("parallelize_resnet: model.kind is ") +
+                                config::name_of(config.model.kind) + ", expected resnet");
   if (dims.tp > 1)
     throw std::invalid_argument("tensor parallelism is not supported for model.kind resnet (" +
                                 dims.to_string() + ")");
@@ -139,7 +139,7 @@ std::unique_ptr<TrainModel> parallelize_resnet(const config::Config& config,
   at::set_num_threads(int(t.threads));
 
   // 1. The plan and the spatial cut.
-  parts.plan = resnet_layers(config::resnet_options(config.model, config.run.seed));
+  parts.plan = resnet_layers(resnet_options(config.model, config.run.seed));
   ResnetLayout layout{config, groups, parts.plan};
   layout.micro_batches = parts.micro_batches;
   if (dims.sp > 1) {

@@ -5,7 +5,7 @@
 #include <thread>
 #include <utility>
 
-#include "config/model_shape.h"
+#include "models/family/resnet_family.h"
 #include "models/generator_state.h"
 #include "parallel/bidirectional_pipeline.h"
 #include "parallel/data_parallel_optimizer.h"
@@ -45,7 +45,7 @@ ResnetTrainModel::ResnetTrainModel(const config::Config& config, parallel::Proce
 ResnetTrainModel::~ResnetTrainModel() = default;
 
 int64_t ResnetTrainModel::parameter_count() const {
-  return resnet_parameter_count(config::resnet_options(config_.model, config_.run.seed));
+  return resnet_parameter_count(resnet_options(config_.model, config_.run.seed));
 }
 
 int64_t ResnetTrainModel::local_parameter_count() const {
@@ -324,7 +324,7 @@ std::pair<std::string, int64_t> ResnetTrainModel::memory_extra() const {
 checkpoint::CheckpointParts ResnetTrainModel::checkpoint_parts() {
   const auto& coord = groups_.coord();
   checkpoint::CheckpointParts parts;
-  parts.model_shape = config::checkpoint_shape(config_.model);
+  parts.model_shape = checkpoint_shape(config_.model);
   for (auto* replica : {&parts_.a, &parts_.b}) {
     if (!replica->optimizer) continue;
     const bool writer = replica == &parts_.a && coord.sp == 0;

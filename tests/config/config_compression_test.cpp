@@ -32,7 +32,7 @@ TEST_F(ConfigTest, CompressionRulesAreReadInOrderWithTheirOrigin) {
       codec: none
 )";
   const std::string path = write(text);
-  const comm::PolicyConfig p = load_config(path).compression;
+  const comm::PolicyConfig p = load_checked_config(path).compression;
   EXPECT_EQ(p.preset, "mzhybrid");
   EXPECT_EQ(p.min_bytes, 32 << 10);
   EXPECT_EQ(p.chunk_bytes, 256 << 10);
@@ -112,7 +112,7 @@ TEST_F(ConfigTest, BadCompressionRulesNameTheRuleKeyFileAndLine) {
     SCOPED_TRACE(c.rule);
     const std::string text = head + c.rule;
     const std::string path = write(text);
-    const std::string message = error_of([&] { load_config(path); });
+    const std::string message = error_of([&] { load_checked_config(path); });
     const size_t at = text.find(c.needle, head.size());  // the needle in the bad rule
     ASSERT_NE(at, std::string::npos) << "test bug: " << c.needle;
     const int line = 1 + int(std::count(text.begin(), text.begin() + at, '\n'));
@@ -135,7 +135,7 @@ TEST_F(ConfigTest, CompressionRulesMatchOnWordTypeAndRoundTrip) {
     - match: {group: pp}
       codec: identity
 )";
-  const comm::PolicyConfig p = load_config(write(text)).compression;
+  const comm::PolicyConfig p = load_checked_config(write(text)).compression;
   ASSERT_EQ(p.rules.size(), 3u);
   EXPECT_EQ(p.rules[0].match.words,
             (std::vector<compress::WordType>{compress::WordType::kBFloat16,
@@ -144,10 +144,11 @@ TEST_F(ConfigTest, CompressionRulesMatchOnWordTypeAndRoundTrip) {
   EXPECT_EQ(p.rules[1].match.words, std::vector<compress::WordType>{compress::WordType::kFloat32});
   EXPECT_TRUE(p.rules[2].match.words.empty()) << "no word key: any";
 
-  const std::string written = to_yaml(load_config(write(text)));
+  const std::string written = to_yaml(load_checked_config(write(text)));
   EXPECT_CONTAINS(written, "word: [bf16, fp16]");
   EXPECT_CONTAINS(written, "word: float32");
-  EXPECT_EQ(load_config(write(written)).compression.rules[0].match.words, p.rules[0].match.words);
+  EXPECT_EQ(load_checked_config(write(written)).compression.rules[0].match.words,
+            p.rules[0].match.words);
 }
 
 TEST_F(ConfigTest, BadCompressionSectionValues) {
@@ -173,11 +174,11 @@ TEST_F(ConfigTest, ZfpParametersAreValidatedWhenZfpIsBuiltIn) {
       "compression:\n  rules:\n    - match: {group: dp}\n      codec: {name: zfp, mode: rate, "
       "rate: fast}\n";
   expect_error_at(text, "codec:", "compression.rules[0].codec", "rate");
-  const Config ok =
-      load_config(write("compression:\n  rules:\n    - match: {group: dp}\n      codec: {name: "
-                        "zfp, mode: rate, rate: 10}\n"
-                        "      error_feedback: true\n",
-                        "ok.yaml"));
+  const Config ok = load_checked_config(
+      write("compression:\n  rules:\n    - match: {group: dp}\n      codec: {name: "
+            "zfp, mode: rate, rate: 10}\n"
+            "      error_feedback: true\n",
+            "ok.yaml"));
   EXPECT_TRUE(ok.compression.rules.at(0).error_feedback);
 }
 
@@ -195,7 +196,7 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   auto: {max_rel_error: 0.002, max_rel_error_feedback: 0.2, decide_every: 2, probe_every: 0,
          min_gain: 0.1, trend_window: 6}
 )";
-  const comm::PolicyConfig p = load_config(write(text)).compression;
+  const comm::PolicyConfig p = load_checked_config(write(text)).compression;
   EXPECT_EQ(p.preset, "auto");
   EXPECT_DOUBLE_EQ(p.auto_settings.max_rel_error, 0.002);
   EXPECT_DOUBLE_EQ(p.auto_settings.max_rel_error_feedback, 0.2);
@@ -205,7 +206,8 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   EXPECT_EQ(p.auto_settings.trend_window, 6);
 
   const comm::PolicyConfig back =
-      load_config(write(to_yaml(load_config(write(text))), "resolved.yaml")).compression;
+      load_checked_config(write(to_yaml(load_checked_config(write(text))), "resolved.yaml"))
+          .compression;
   EXPECT_DOUBLE_EQ(back.auto_settings.max_rel_error, 0.002);
   EXPECT_DOUBLE_EQ(back.auto_settings.max_rel_error_feedback, 0.2);
   EXPECT_EQ(back.auto_settings.decide_every, 2);
@@ -214,7 +216,8 @@ TEST_F(ConfigTest, AutoPresetReadsItsSectionAndRoundTrips) {
   EXPECT_EQ(back.auto_settings.trend_window, 6);
 
   // Defaults without the section.
-  const comm::PolicyConfig plain = load_config(write("compression: {preset: auto}\n")).compression;
+  const comm::PolicyConfig plain =
+      load_checked_config(write("compression: {preset: auto}\n")).compression;
   EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error, 0.01);
   EXPECT_DOUBLE_EQ(plain.auto_settings.max_rel_error_feedback, 0.1);
   EXPECT_EQ(plain.auto_settings.decide_every, 1);
@@ -233,7 +236,7 @@ TEST_F(ConfigTest, AutoSectionBadValuesAreNamed) {
   };
   for (const auto& [text, key] : cases) {
     const std::string path = write(text);
-    const std::string message = error_of([&] { load_config(path); });
+    const std::string message = error_of([&] { load_checked_config(path); });
     EXPECT_NE(message.find(key), std::string::npos) << text << " -> " << message;
     EXPECT_NE(message.find(path), std::string::npos) << message;
   }

@@ -19,8 +19,8 @@ TEST_F(ConfigTest, IndexedDataKeysLoadAndRoundTrip) {
   const std::string text =
       "data:\n  kind: indexed\n  paths: [a/b, \"c d/e\"]\n  weights: [3, 1]\n"
       "  split: [0.9, 0.1]\n  cache_dir: /tmp/x\n  seed: 7\neval:\n  every: 5\n  batches: 2\n";
-  const Config c = load_config(write(text));
-  EXPECT_EQ(c.data.kind, "indexed");
+  const Config c = load_checked_config(write(text));
+  EXPECT_STREQ(config::name_of(c.data.kind), "indexed");
   EXPECT_EQ(c.data.paths, (std::vector<std::string>{"a/b", "c d/e"}));
   EXPECT_EQ(c.data.weights, (std::vector<double>{3, 1}));
   EXPECT_EQ(c.data.split, (std::vector<double>{0.9, 0.1}));
@@ -28,7 +28,7 @@ TEST_F(ConfigTest, IndexedDataKeysLoadAndRoundTrip) {
   EXPECT_EQ(c.eval.every, 5);
   EXPECT_EQ(c.eval.batches, 2);
 
-  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  const Config again = parse_checked_config(to_yaml(c), "resolved.yaml");
   EXPECT_EQ(again.data.paths, c.data.paths);
   EXPECT_EQ(again.data.weights, c.data.weights);
   EXPECT_EQ(again.data.split, c.data.split);
@@ -38,13 +38,13 @@ TEST_F(ConfigTest, IndexedDataKeysLoadAndRoundTrip) {
   const auto body = [](const std::string& yaml) { return yaml.substr(yaml.find('\n')); };
   EXPECT_EQ(body(to_yaml(again)), body(to_yaml(c))) << "only the source comment differs";
 
-  const Config one = load_config(write("data:\n  kind: indexed\n  paths: corpus/kjv\n"));
+  const Config one = load_checked_config(write("data:\n  kind: indexed\n  paths: corpus/kjv\n"));
   EXPECT_EQ(one.data.paths, std::vector<std::string>{"corpus/kjv"});
   EXPECT_TRUE(one.data.weights.empty());
   EXPECT_EQ(one.data.split, (std::vector<double>{0.98, 0.02}));
   EXPECT_EQ(one.eval.every, 0) << "no evaluation unless asked for";
-  const Config markov = load_config(write("{}"));
-  EXPECT_EQ(parse_config(to_yaml(markov), "r.yaml").data.paths.size(), 0u);
+  const Config markov = load_checked_config(write("{}"));
+  EXPECT_EQ(parse_checked_config(to_yaml(markov), "r.yaml").data.paths.size(), 0u);
 }
 
 TEST_F(ConfigTest, InconsistentDataKeysAreRefusedAtTheirKey) {
@@ -90,10 +90,10 @@ TEST_F(ConfigTest, DataTokenizerMustFitTheVocabulary) {
       write(R"({"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": )" +
                 vocab + R"(, "merges": []}})",
             "tokenizer.json");
-  const Config c =
-      load_config(write("model:\n  vocab_size: 257\ndata:\n  tokenizer: " + tokenizer + "\n"));
+  const Config c = load_checked_config(
+      write("model:\n  vocab_size: 257\ndata:\n  tokenizer: " + tokenizer + "\n"));
   EXPECT_EQ(c.data.tokenizer, tokenizer);
-  EXPECT_EQ(parse_config(to_yaml(c), "r.yaml").data.tokenizer, tokenizer);
+  EXPECT_EQ(parse_checked_config(to_yaml(c), "r.yaml").data.tokenizer, tokenizer);
   expect_error_at("model:\n  vocab_size: 256\ndata:\n  tokenizer: " + tokenizer + "\n",
                   "vocab_size", "model.vocab_size", "has 257 ids");
   const std::string unsupported = write(

@@ -9,8 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "config/config_loader.h"
-#include "config/config_warnings.h"
-#include "config/memory_preflight.h"
+#include "launch/config_warnings.h"
+#include "launch/memory_preflight.h"
+#include "models/family/model_family.h"
 #include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
@@ -21,11 +22,11 @@ using namespace config_testing;
 TEST_F(ConfigTest, EmptyOrCommentOnlyConfigIsAnErrorThatSaysHowToAskForDefaults) {
   for (const std::string text : {"", "\n\n  \n", "# nothing here\n# at all\n", "---\n"}) {
     const std::string path = write(text);
-    const std::string message = error_of([&] { load_config(path); });
+    const std::string message = error_of([&] { load_checked_config(path); });
     EXPECT_EQ(message.rfind(path + ": the config is empty", 0), 0u) << message;
     EXPECT_CONTAINS(message, "{}");
   }
-  EXPECT_EQ(load_config(write("{}")).model.layers, ModelConfig().layers);
+  EXPECT_EQ(load_checked_config(write("{}")).model.layers, ModelConfig().layers);
 }
 
 TEST_F(ConfigTest, HugeModelSizesAreRefusedAtTheKeyBeforeAnyArithmetic) {
@@ -62,14 +63,15 @@ TEST_F(ConfigTest, ProductsOfLegalSizesThatNoMachineHoldsNameTheLargestWrittenFa
 TEST_F(ConfigTest, TinyChunksAndBucketsAreLegalButWarnedAboutWithTheirCost) {
   const std::string text = "compression:\n  chunk_bytes: 4\nparallel:\n  dp_bucket_bytes: 1KiB\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   const std::vector<std::string> warnings = config_warnings(c);
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_EQ(warnings[0].rfind(path + ":2: compression.chunk_bytes: 4 bytes", 0), 0u) << warnings[0];
   EXPECT_CONTAINS(warnings[0], "messages per step");
   EXPECT_EQ(warnings[1].rfind(path + ":4: parallel.dp_bucket_bytes: 1KiB", 0), 0u) << warnings[1];
   EXPECT_CONTAINS(warnings[1], "collectives per step");
-  EXPECT_TRUE(config_warnings(load_config(write("{}"))).empty()) << "defaults warn about nothing";
+  EXPECT_TRUE(config_warnings(load_checked_config(write("{}"))).empty())
+      << "defaults warn about nothing";
 }
 
 TEST_F(ConfigTest, PowerSgdSetUpAsMeasuredNotToConvergeIsWarnedAbout) {
@@ -77,7 +79,7 @@ TEST_F(ConfigTest, PowerSgdSetUpAsMeasuredNotToConvergeIsWarnedAbout) {
       "compression:\n  rules:\n    - match: {group: dp, op: allreduce, role: gradient}\n";
   const std::string path =
       write(head + "      codec: {name: powersgd, rank: 2, raw_embeddings: false}\n");
-  const std::vector<std::string> warnings = config_warnings(load_config(path));
+  const std::vector<std::string> warnings = config_warnings(load_checked_config(path));
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_EQ(warnings[0].rfind(
                 path + ":4: compression.rules[0].codec: powersgd with raw_embeddings: false", 0),
@@ -85,15 +87,16 @@ TEST_F(ConfigTest, PowerSgdSetUpAsMeasuredNotToConvergeIsWarnedAbout) {
       << warnings[0];
   EXPECT_CONTAINS(warnings[0], "never reached");
   EXPECT_CONTAINS(warnings[1], "powersgd rank 2 is below 4");
-  EXPECT_TRUE(config_warnings(load_config(write(head + "      codec: {name: powersgd, rank: 4}\n")))
-                  .empty())
+  EXPECT_TRUE(
+      config_warnings(load_checked_config(write(head + "      codec: {name: powersgd, rank: 4}\n")))
+          .empty())
       << "the defaults at rank 4 warn about nothing";
 }
 
 TEST_F(ConfigTest, LayoutErrorWithDataLeftAtAutoNamesTheKeyTheUserWrote) {
   const std::string text = "model:\n  heads: 4\nparallel:\n  tensor: 2\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   const std::string message = error_of([&] { validate_layout(c, 3); });
   EXPECT_EQ(message.rfind(path + ":4: parallel.tensor: ", 0), 0u) << message;
   EXPECT_CONTAINS(message, "world size 3 is not divisible by tensor(2)");
@@ -102,7 +105,7 @@ TEST_F(ConfigTest, LayoutErrorWithDataLeftAtAutoNamesTheKeyTheUserWrote) {
 TEST_F(ConfigTest, MemoryPreflightRefusesARunThatCannotFitNamingItsDrivers) {
   const std::string text = "model:\n  hidden: 65536\n  heads: 4\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   const parallel::ParallelDims dims = validate_layout(c, 4);
   const uint64_t gib = uint64_t(1) << 30;
   // 2 layers of 12 x 65536^2 weights: ~400 GB of parameters per rank.
@@ -112,16 +115,16 @@ TEST_F(ConfigTest, MemoryPreflightRefusesARunThatCannotFitNamingItsDrivers) {
   EXPECT_CONTAINS(message, "model.hidden = 65536 (" + path + ":2)");
   EXPECT_CONTAINS(message, "run.memory_check: false");
 
-  const Config small = load_config(write("{}"));
+  const Config small = load_checked_config(write("{}"));
   EXPECT_EQ(memory_fit_error(small, validate_layout(small, 4), 4, 24 * gib), "");
   EXPECT_EQ(memory_fit_error(c, dims, 4, 0), "") << "unknown memory: no verdict";
-  const Config off = load_config(write(text + "run:\n  memory_check: false\n"));
+  const Config off = load_checked_config(write(text + "run:\n  memory_check: false\n"));
   EXPECT_EQ(memory_fit_error(off, dims, 4, 24 * gib), "");
 }
 
 TEST_F(ConfigTest, MemoryPreflightNamesActivationKeysWhenActivationsDominate) {
   const std::string text = "model:\n  seq_len: 1000000\n  layers: 1\n";
-  const Config c = load_config(write(text));
+  const Config c = load_checked_config(write(text));
   const std::string message = memory_fit_error(c, validate_layout(c, 1), 1, uint64_t(8) << 30);
   EXPECT_CONTAINS(message, "The largest part is activations");
   EXPECT_CONTAINS(message, "model.seq_len = 1000000");
@@ -149,9 +152,9 @@ TEST(MemoryEstimate, ScalesWithShardingAndPipelineSchedule) {
   EXPECT_LT(estimate_memory(c, tp2).parameter_bytes, 0.55 * whole.parameter_bytes);
   parallel::ParallelDims pp4 = one;
   pp4.pp = 4;
-  c.parallel.schedule = "gpipe";
+  c.parallel.schedule = config::PipelineSchedule::kGpipe;
   const auto gpipe = estimate_memory(c, pp4);
-  c.parallel.schedule = "1f1b";
+  c.parallel.schedule = config::PipelineSchedule::kOneFOneB;
   const auto one_f_one_b = estimate_memory(c, pp4);
   EXPECT_GT(gpipe.activation_bytes, 2 * one_f_one_b.activation_bytes)
       << "GPipe keeps all 16 micro-batches, 1F1B at most 4";

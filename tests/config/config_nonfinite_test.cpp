@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -20,19 +20,19 @@ using namespace config_testing;
 using NonfiniteConfigTest = ConfigTest;
 
 TEST_F(NonfiniteConfigTest, DefaultsAbortAfterNoSkippedStepAndAllowFiveInARowWhenSkipping) {
-  const Config c = load_config(write("{}"));
+  const Config c = load_checked_config(write("{}"));
   EXPECT_EQ(c.training.on_nonfinite, "abort");
   EXPECT_EQ(c.training.max_skipped_steps, 5);
 }
 
 TEST_F(NonfiniteConfigTest, ReadsBothKeysFromTheFileAndFromSet) {
   const Config c =
-      load_config(write("training:\n  on_nonfinite: skip_step\n  max_skipped_steps: 2\n"));
+      load_checked_config(write("training:\n  on_nonfinite: skip_step\n  max_skipped_steps: 2\n"));
   EXPECT_EQ(c.training.on_nonfinite, "skip_step");
   EXPECT_EQ(c.training.max_skipped_steps, 2);
 
-  const Config overridden =
-      load_config(write("{}"), {"training.on_nonfinite=skip_step", "training.max_skipped_steps=9"});
+  const Config overridden = load_checked_config(
+      write("{}"), {"training.on_nonfinite=skip_step", "training.max_skipped_steps=9"});
   EXPECT_EQ(overridden.training.on_nonfinite, "skip_step");
   EXPECT_EQ(overridden.training.max_skipped_steps, 9);
 }
@@ -59,13 +59,13 @@ TEST_F(NonfiniteConfigTest, MaxSkippedStepsMustBePositive) {
 }
 
 TEST_F(NonfiniteConfigTest, ToYamlWritesBothKeysAndReadsThemBack) {
-  Config original = load_config(write("{}"));
+  Config original = load_checked_config(write("{}"));
   original.training.on_nonfinite = "skip_step";
   original.training.max_skipped_steps = 7;
   const std::string written = to_yaml(original);
   EXPECT_NE(written.find("on_nonfinite: skip_step"), std::string::npos) << written;
   EXPECT_NE(written.find("max_skipped_steps: 7"), std::string::npos) << written;
-  const Config reloaded = load_config(write(written, "resolved.yaml"));
+  const Config reloaded = load_checked_config(write(written, "resolved.yaml"));
   EXPECT_EQ(reloaded.training.on_nonfinite, "skip_step");
   EXPECT_EQ(reloaded.training.max_skipped_steps, 7);
 }

@@ -18,7 +18,7 @@ const std::string kRule =
     "      codec: {name: powersgd, rank: 2, start_step: 3, warm_start: false}\n";
 
 TEST_F(ConfigTest, PowerSgdRuleIsReadWithItsSettings) {
-  const comm::PolicyConfig p = load_config(write(kRule)).compression;
+  const comm::PolicyConfig p = load_checked_config(write(kRule)).compression;
   ASSERT_EQ(p.rules.size(), 1u);
   ASSERT_TRUE(p.rules[0].codec.has_value());
   ASSERT_TRUE(comm::is_powersgd(*p.rules[0].codec));
@@ -38,7 +38,7 @@ TEST_F(ConfigTest, PowerSgdRuleIsReadWithItsSettings) {
   EXPECT_FALSE(plain.error_feedback);
   EXPECT_FALSE(plain.raw_embeddings);
   // The resolved config (--print-config writes error_feedback: false) reads back.
-  EXPECT_NO_THROW(load_config(write(kRule + "      error_feedback: false\n")));
+  EXPECT_NO_THROW(load_checked_config(write(kRule + "      error_feedback: false\n")));
 }
 
 TEST_F(ConfigTest, BadPowerSgdRulesNameTheRuleKeyFileAndLine) {
@@ -79,11 +79,11 @@ TEST_F(ConfigTest, PowerSgdRefusesZeroStage2And3ButNotCheckpoints) {
     expect_error_at(text, "zero_stage", "parallel.zero_stage", "reduce-scatters the gradients");
   }
   const std::string path = write("parallel:\n  zero_stage: 3\n" + kRule);
-  EXPECT_CONTAINS(error_of([&] { load_config(path); }), path + ":5");  // names the rule
+  EXPECT_CONTAINS(error_of([&] { load_checked_config(path); }), path + ":5");  // names the rule
   // Checkpoints hold PowerSGD's state (checkpoint_reshard_mpi_test.cpp).
-  EXPECT_NO_THROW(load_config(write("checkpoint:\n  every: 10\n" + kRule)));
+  EXPECT_NO_THROW(load_checked_config(write("checkpoint:\n  every: 10\n" + kRule)));
   // Stages 0 and 1 keep the gradient allreduce.
-  EXPECT_NO_THROW(load_config(write("parallel:\n  zero_stage: 1\n" + kRule)));
+  EXPECT_NO_THROW(load_checked_config(write("parallel:\n  zero_stage: 1\n" + kRule)));
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ using namespace config_testing;
 using PrecisionConfigTest = ConfigTest;
 
 TEST_F(PrecisionConfigTest, DefaultsAreFloat32AndNeox20bsLossScaling) {
-  const Config c = load_config(write("{}"));
-  EXPECT_EQ(c.training.precision, "fp32");
+  const Config c = load_checked_config(write("{}"));
+  EXPECT_STREQ(config::name_of(c.training.precision), "fp32");
   EXPECT_EQ(c.training.loss_scale_initial, 4096);
   EXPECT_EQ(c.training.loss_scale_growth_interval, 1000);
   EXPECT_EQ(c.training.loss_scale_backoff, 0.5);
@@ -25,15 +25,18 @@ TEST_F(PrecisionConfigTest, DefaultsAreFloat32AndNeox20bsLossScaling) {
 
 TEST_F(PrecisionConfigTest, ReadsEveryKey) {
   const Config c =
-      load_config(write("training:\n  precision: fp16\n  loss_scale_initial: 65536\n"
-                        "  loss_scale_growth_interval: 50\n  loss_scale_backoff: 0.25\n"
-                        "  loss_scale_min: 2\n"));
-  EXPECT_EQ(c.training.precision, "fp16");
+      load_checked_config(write("training:\n  precision: fp16\n  loss_scale_initial: 65536\n"
+                                "  loss_scale_growth_interval: 50\n  loss_scale_backoff: 0.25\n"
+                                "  loss_scale_min: 2\n"));
+  EXPECT_STREQ(config::name_of(c.training.precision), "fp16");
   EXPECT_EQ(c.training.loss_scale_initial, 65536);
   EXPECT_EQ(c.training.loss_scale_growth_interval, 50);
   EXPECT_EQ(c.training.loss_scale_backoff, 0.25);
   EXPECT_EQ(c.training.loss_scale_min, 2);
-  EXPECT_EQ(load_config(write("{}"), {"training.precision=bf16"}).training.precision, "bf16");
+  EXPECT_STREQ(
+      config::name_of(
+          load_checked_config(write("{}"), {"training.precision=bf16"}).training.precision),
+      "bf16");
 }
 
 TEST_F(PrecisionConfigTest, BadValuesNameTheKeyAndTheLine) {
@@ -51,12 +54,13 @@ TEST_F(PrecisionConfigTest, BadValuesNameTheKeyAndTheLine) {
 // parallel.tp_forward_sum: float32 by default; compute is accepted in any
 // precision and layout (under fp32 and with tensor 1 it is the same thing).
 TEST_F(PrecisionConfigTest, TpForwardSumDefaultsToFloat32AndNamesTheKeyWhenWrong) {
-  EXPECT_EQ(load_config(write("{}")).parallel.tp_forward_sum, "float32");
-  EXPECT_EQ(load_config(write("parallel:\n  tensor: 2\n  tp_forward_sum: compute\n"))
+  EXPECT_EQ(load_checked_config(write("{}")).parallel.tp_forward_sum, "float32");
+  EXPECT_EQ(load_checked_config(write("parallel:\n  tensor: 2\n  tp_forward_sum: compute\n"))
                 .parallel.tp_forward_sum,
             "compute");
-  EXPECT_EQ(load_config(write("{}"), {"parallel.tp_forward_sum=compute"}).parallel.tp_forward_sum,
-            "compute");
+  EXPECT_EQ(
+      load_checked_config(write("{}"), {"parallel.tp_forward_sum=compute"}).parallel.tp_forward_sum,
+      "compute");
   const std::string path = (dir_ / "run.yaml").string();
   const std::string message = load_error("parallel:\n  tp_forward_sum: bf16\n");
   EXPECT_EQ(message.rfind(path + ":2: parallel.tp_forward_sum: ", 0), 0u) << message;

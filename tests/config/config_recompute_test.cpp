@@ -15,19 +15,20 @@ using namespace config_testing;
 using RecomputeConfigTest = ConfigTest;
 
 TEST_F(RecomputeConfigTest, DefaultsKeepEveryActivation) {
-  const Config c = load_config(write("{}"));
+  const Config c = load_checked_config(write("{}"));
   EXPECT_EQ(c.training.recompute, "none");
   EXPECT_EQ(c.training.recompute_layers, 0);
 }
 
 TEST_F(RecomputeConfigTest, ReadsModesAndLayersAndWritesThemBack) {
-  const Config c = load_config(write("training:\n  recompute: full\n  recompute_layers: 3\n"));
+  const Config c =
+      load_checked_config(write("training:\n  recompute: full\n  recompute_layers: 3\n"));
   EXPECT_EQ(c.training.recompute, "full");
   EXPECT_EQ(c.training.recompute_layers, 3);
-  const Config reloaded = load_config(write(to_yaml(c), "resolved.yaml"));
+  const Config reloaded = load_checked_config(write(to_yaml(c), "resolved.yaml"));
   EXPECT_EQ(reloaded.training.recompute, "full");
   EXPECT_EQ(reloaded.training.recompute_layers, 3);
-  EXPECT_EQ(load_config(write("{}"), {"training.recompute=selective"}).training.recompute,
+  EXPECT_EQ(load_checked_config(write("{}"), {"training.recompute=selective"}).training.recompute,
             "selective");
 }
 
@@ -52,7 +53,7 @@ TEST_F(RecomputeConfigTest, ResnetTakesFullButRefusesSelective) {
       "model:\n  kind: resnet\ndata:\n  kind: images\ntraining:\n  recompute: selective\n");
   EXPECT_NE(message.find("training.recompute"), std::string::npos) << message;
   EXPECT_NE(message.find("no attention core"), std::string::npos) << message;
-  const Config c = load_config(
+  const Config c = load_checked_config(
       write("model:\n  kind: resnet\ndata:\n  kind: images\ntraining:\n  recompute: full\n"));
   EXPECT_EQ(c.training.recompute, "full");
 }

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/config/config_test_support.h"
 #include "config/config_loader.h"
+#include "tests/config/config_test_support.h"
 
 namespace cmpi::config {
 namespace {
@@ -17,40 +17,41 @@ const std::string kResnet =
     "  classes: 7\n";
 
 TEST_F(ConfigTest, ResnetKeysLoadAndRoundTrip) {
-  const Config c = load_config(write(kResnet + "data:\n  noise: 0.25\n"));
-  EXPECT_EQ(c.model.kind, "resnet");
+  const Config c = load_checked_config(write(kResnet + "data:\n  noise: 0.25\n"));
+  EXPECT_STREQ(config::name_of(c.model.kind), "resnet");
   EXPECT_EQ(c.model.depth, 20);
   EXPECT_EQ(c.model.width, 8);
   EXPECT_EQ(c.model.image_size, 32);
   EXPECT_EQ(c.model.channels, 1);
   EXPECT_EQ(c.model.classes, 7);
-  EXPECT_EQ(c.data.kind, "images") << "a ResNet's data defaults to the synthetic images";
+  EXPECT_STREQ(config::name_of(c.data.kind), "images")
+      << "a ResNet's data defaults to the synthetic images";
   EXPECT_EQ(c.data.noise, 0.25);
-  const Config again = parse_config(to_yaml(c), "resolved.yaml");
-  EXPECT_EQ(again.model.kind, "resnet");
+  const Config again = parse_checked_config(to_yaml(c), "resolved.yaml");
+  EXPECT_STREQ(config::name_of(again.model.kind), "resnet");
   EXPECT_EQ(again.model.depth, 20);
   EXPECT_EQ(again.model.classes, 7);
-  EXPECT_EQ(again.data.kind, "images");
+  EXPECT_STREQ(config::name_of(again.data.kind), "images");
   EXPECT_EQ(again.data.noise, 0.25);
   EXPECT_EQ(again.model.activation, "relu") << "ReLU stays the default";
-  const Config silu = load_config(write(kResnet + "  activation: silu\n"));
+  const Config silu = load_checked_config(write(kResnet + "  activation: silu\n"));
   EXPECT_EQ(silu.model.activation, "silu");
-  EXPECT_EQ(parse_config(to_yaml(silu), "resolved.yaml").model.activation, "silu");
+  EXPECT_EQ(parse_checked_config(to_yaml(silu), "resolved.yaml").model.activation, "silu");
 }
 
 TEST_F(ConfigTest, GptStaysTheDefault) {
-  const Config c = load_config(write("{}"));
-  EXPECT_EQ(c.model.kind, "gpt");
-  EXPECT_EQ(c.data.kind, "markov");
+  const Config c = load_checked_config(write("{}"));
+  EXPECT_STREQ(config::name_of(c.model.kind), "gpt");
+  EXPECT_STREQ(config::name_of(c.data.kind), "markov");
 }
 
 TEST_F(ConfigTest, ResnetStagesCountItsLayers) {
   // depth 20: stem, 6 blocks, head = 8 layers.
   const Config c =
-      load_config(write(kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 3]\n"));
+      load_checked_config(write(kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 3]\n"));
   EXPECT_EQ(c.parallel.stage_layers, (std::vector<int64_t>{5, 3}));
   const std::string text = kResnet + "parallel:\n  pipeline: 2\n  stage_layers: [5, 2]\n";
-  const std::string message = error_of([&] { load_config(write(text)); });
+  const std::string message = error_of([&] { load_checked_config(write(text)); });
   EXPECT_CONTAINS(message, "parallel.stage_layers");
   EXPECT_CONTAINS(message, "the ResNet has 8");
   EXPECT_CONTAINS(message, "model.depth 20 makes 8 layers");
@@ -92,7 +93,7 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
   };
   for (const Case& c : cases) {
     const std::string path = write(c.yaml);
-    const std::string message = error_of([&] { load_config(path); });
+    const std::string message = error_of([&] { load_checked_config(path); });
     EXPECT_CONTAINS(message, c.key);
     EXPECT_CONTAINS(message, c.words);
     EXPECT_CONTAINS(message, "run.yaml") << "the file is named";
@@ -101,29 +102,29 @@ TEST_F(ConfigTest, ResnetErrorsNameTheKey) {
 
 TEST_F(ConfigTest, SpatialKeysLoadAndRoundTrip) {
   // 32 pixels over 3 slabs: uneven tiles (11, 11, 10) are fine.
-  const Config c = load_config(
+  const Config c = load_checked_config(
       write(kResnet + "parallel:\n  spatial: 3\n  pipeline: 2\n  spatial_slicing: horizontal\n"
                       "  spatial_stages: 1\n"));
   EXPECT_EQ(c.parallel.spatial, 3);
   EXPECT_EQ(c.parallel.spatial_slicing, "horizontal");
   EXPECT_EQ(c.parallel.spatial_stages, 1);
-  const Config again = parse_config(to_yaml(c), "resolved.yaml");
+  const Config again = parse_checked_config(to_yaml(c), "resolved.yaml");
   EXPECT_EQ(again.parallel.spatial_slicing, "horizontal");
   EXPECT_EQ(again.parallel.spatial_stages, 1);
-  const Config square = load_config(write(kResnet + "parallel:\n  spatial: 4\n  "
-                                                    "spatial_slicing: square\n"));
+  const Config square = load_checked_config(write(kResnet + "parallel:\n  spatial: 4\n  "
+                                                            "spatial_slicing: square\n"));
   EXPECT_EQ(validate_layout(square, 4).sp, 4);
-  const std::string message =
-      error_of([&] { load_config(write(kResnet + "parallel:\n  spatial_slicing: diagonal\n")); });
+  const std::string message = error_of(
+      [&] { load_checked_config(write(kResnet + "parallel:\n  spatial_slicing: diagonal\n")); });
   EXPECT_CONTAINS(message, "parallel.spatial_slicing");
 }
 
 TEST_F(ConfigTest, BidirectionalNeedsAnEvenMicroBatchCount) {
   const Config c =
-      load_config(write(kResnet + "parallel:\n  pipeline: 2\n  bidirectional: true\n"
-                                  "training:\n  global_batch: 48\n  micro_batch: 8\n"));
+      load_checked_config(write(kResnet + "parallel:\n  pipeline: 2\n  bidirectional: true\n"
+                                          "training:\n  global_batch: 48\n  micro_batch: 8\n"));
   EXPECT_TRUE(c.parallel.bidirectional);
-  EXPECT_TRUE(parse_config(to_yaml(c), "resolved.yaml").parallel.bidirectional);
+  EXPECT_TRUE(parse_checked_config(to_yaml(c), "resolved.yaml").parallel.bidirectional);
   EXPECT_EQ(validate_layout(c, 2).pp, 2) << "6 micro-batches: 3 per replica";
   const std::string message = error_of([&] { validate_layout(c, 4); });
   EXPECT_CONTAINS(message, "training.global_batch");

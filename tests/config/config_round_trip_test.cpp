@@ -142,9 +142,9 @@ compression:
 checkpoint: {dir: "", every: 0, keep_last: 5, async: true}
 log: {every: 4, metrics_jsonl: false}
 )";
-  const Config original = load_config(write(text));
+  const Config original = load_checked_config(write(text));
   const std::string written = to_yaml(original);
-  const Config reloaded = load_config(write(written, "resolved.yaml"));
+  const Config reloaded = load_checked_config(write(written, "resolved.yaml"));
   expect_same_config(original, reloaded);
   EXPECT_EQ(reloaded.run.name, "null");
   EXPECT_EQ(reloaded.run.dir, "runs: #1");
@@ -156,7 +156,7 @@ log: {every: 4, metrics_jsonl: false}
 }
 
 TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
-  const Config defaults = load_config(write("{}"));
+  const Config defaults = load_checked_config(write("{}"));
   const std::string written = to_yaml(defaults);
   for (const char* key : {"run:",
                           "name:",
@@ -196,7 +196,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "log:",
                           "metrics_jsonl: true"})
     EXPECT_CONTAINS(written, key);
-  expect_same_config(defaults, load_config(write(written, "resolved.yaml")));
+  expect_same_config(defaults, load_checked_config(write(written, "resolved.yaml")));
 }
 
 // ----------------------------------------------------------- shipped configs
@@ -208,29 +208,29 @@ TEST_F(ConfigTest, EveryFileInConfigsLoadsAndRoundTrips) {
     SCOPED_TRACE(entry.path().string());
     Config c;
     try {
-      c = load_config(entry.path().string());
+      c = load_checked_config(entry.path().string());
     } catch (const std::exception& e) {
       ADD_FAILURE() << e.what();
       continue;
     }
-    expect_same_config(c, load_config(write(to_yaml(c), "resolved.yaml")));
+    expect_same_config(c, load_checked_config(write(to_yaml(c), "resolved.yaml")));
     ++loaded;
   }
   EXPECT_GE(loaded, 2);
 }
 
 TEST(ShippedConfigs, TinyIsATwoLayerGptOnMarkovDataForFourRanks) {
-  const Config c = load_config("configs/tiny.yaml");
+  const Config c = load_checked_config("configs/tiny.yaml");
   EXPECT_EQ(c.model.layers, 2);
   EXPECT_EQ(c.model.hidden, 64);
   EXPECT_EQ(c.model.heads, 4);
-  EXPECT_EQ(c.data.kind, "markov");
+  EXPECT_STREQ(config::name_of(c.data.kind), "markov");
   EXPECT_EQ(validate_layout(c, 4).dp, 4);
   EXPECT_EQ(validate_layout(c, 1).dp, 1);
 }
 
 TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
-  const Config c = load_config("configs/gpt20b.yaml");
+  const Config c = load_checked_config("configs/gpt20b.yaml");
   EXPECT_EQ(c.model.layers, 44);
   EXPECT_EQ(c.model.hidden, 6144);
   EXPECT_EQ(c.model.heads, 64);
@@ -243,11 +243,12 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
   EXPECT_TRUE(c.model.parallel_residual);
   EXPECT_EQ(c.model.mlp_activation, "gelu_tanh");
   EXPECT_EQ(c.model.init, "neox");
-  EXPECT_EQ(c.checkpoint.every, 500);       // as the published run
-  EXPECT_EQ(c.training.precision, "fp16");  // as the published run, with loss scaling
+  EXPECT_EQ(c.checkpoint.every, 500);  // as the published run
+  EXPECT_STREQ(config::name_of(c.training.precision),
+               "fp16");  // as the published run, with loss scaling
   EXPECT_EQ(c.training.loss_scale_initial, 4096.0);
   EXPECT_EQ(c.training.recompute, "full");  // the published run's activation checkpointing
-  EXPECT_EQ(c.data.kind, "indexed");        // the corpus a user fills in
+  EXPECT_STREQ(config::name_of(c.data.kind), "indexed");  // the corpus a user fills in
   const parallel::ParallelDims dims = validate_layout(c, 96);
   EXPECT_EQ(dims.tp, 4);
   EXPECT_EQ(dims.pp, 6);
@@ -260,8 +261,8 @@ TEST(ShippedConfigs, Gpt20bHasNeoX20bShapeAndGivesDp4On96Ranks) {
 
 // GPT-NeoX-20B's architecture at a size that trains on the KJV text.
 TEST(ShippedConfigs, NeoxScaledHasTheNeoX20bArchitecture) {
-  const Config c = load_config("configs/neox-scaled.yaml");
-  const Config big = load_config("configs/gpt20b.yaml");
+  const Config c = load_checked_config("configs/neox-scaled.yaml");
+  const Config big = load_checked_config("configs/gpt20b.yaml");
   EXPECT_EQ(c.model.position, big.model.position);
   EXPECT_EQ(c.model.rotary_pct, big.model.rotary_pct);
   EXPECT_EQ(c.model.rotary_base, big.model.rotary_base);
@@ -269,7 +270,7 @@ TEST(ShippedConfigs, NeoxScaledHasTheNeoX20bArchitecture) {
   EXPECT_EQ(c.model.mlp_activation, big.model.mlp_activation);
   EXPECT_EQ(c.model.init, big.model.init);
   EXPECT_EQ(c.model.tie_embeddings, big.model.tie_embeddings);
-  EXPECT_EQ(c.data.kind, "indexed");
+  EXPECT_STREQ(config::name_of(c.data.kind), "indexed");
 }
 
 }  // namespace

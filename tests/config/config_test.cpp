@@ -18,17 +18,17 @@ using namespace config_testing;
 // ------------------------------------------------------------------ defaults
 
 TEST_F(ConfigTest, EmptyMappingGivesTheDefaultsOfEverySection) {
-  const Config c = load_config(write("{}\n"));
+  const Config c = load_checked_config(write("{}\n"));
   const Config defaults;
   EXPECT_EQ(c.run.name, defaults.run.name);
   EXPECT_EQ(c.model.layers, defaults.model.layers);
   EXPECT_EQ(c.model.hidden, defaults.model.hidden);
   EXPECT_EQ(c.parallel.data, 0) << "data defaults to auto";
-  EXPECT_EQ(c.parallel.schedule, "1f1b");
+  EXPECT_STREQ(config::name_of(c.parallel.schedule), "1f1b");
   EXPECT_EQ(c.parallel.dp_bucket_bytes, 25LL << 20);
   EXPECT_EQ(c.training.micro_batch, defaults.training.micro_batch);
   EXPECT_DOUBLE_EQ(c.training.lr, defaults.training.lr);
-  EXPECT_EQ(c.data.kind, "markov");
+  EXPECT_STREQ(config::name_of(c.data.kind), "markov");
   EXPECT_EQ(c.compression.preset, "none");
   EXPECT_EQ(c.compression.min_bytes, 64 << 10);
   EXPECT_TRUE(c.compression.rules.empty());
@@ -42,7 +42,7 @@ TEST_F(ConfigTest, EmptyMappingGivesTheDefaultsOfEverySection) {
 TEST_F(ConfigTest, KeysLeftOutKeepTheirDefaultsAndEmptySectionsAreAllowed) {
   const std::string text = "model:\n  layers: 3\nlog:\ntraining:\n  lr: 0.01\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   EXPECT_EQ(c.model.layers, 3);
   EXPECT_EQ(c.model.hidden, ModelConfig().hidden);
   EXPECT_DOUBLE_EQ(c.training.lr, 0.01);
@@ -54,7 +54,7 @@ TEST_F(ConfigTest, KeysLeftOutKeepTheirDefaultsAndEmptySectionsAreAllowed) {
 }
 
 TEST_F(ConfigTest, ReadsEveryValueForm) {
-  const Config c = load_config(write(R"(
+  const Config c = load_checked_config(write(R"(
 run: {name: exp1, dir: /tmp/runs, seed: 18446744073709551615}
 model: {vocab_size: 512, seq_len: 32, layers: 4, hidden: 96, heads: 6, mlp_ratio: 2,
         dropout: 0.1, init_std: 1e-2}
@@ -74,7 +74,7 @@ log: {every: 1, metrics_jsonl: no}
   EXPECT_DOUBLE_EQ(c.model.init_std, 0.01);
   EXPECT_EQ(c.parallel.data, 2);
   EXPECT_EQ(c.parallel.zero_stage, 2);
-  EXPECT_EQ(c.parallel.schedule, "gpipe");
+  EXPECT_STREQ(config::name_of(c.parallel.schedule), "gpipe");
   EXPECT_EQ(c.parallel.dp_bucket_bytes, 1536 * 1024);
   EXPECT_DOUBLE_EQ(c.training.min_lr, 0.0);
   EXPECT_EQ(c.training.warmup_steps, 20);
@@ -123,9 +123,9 @@ TEST(SizeParsing, FormatsWithTheLargestWholeUnit) {
 
 TEST_F(ConfigTest, OverridesReplaceValuesAndCreateMissingKeys) {
   const std::string path = write("training:\n  lr: 0.003\nparallel:\n  tensor: 1\nlog:\n");
-  const Config c =
-      load_config(path, {"training.lr=0.01", "compression.min_bytes=1MiB", "parallel.data=2",
-                         "log.every=5", "model.heads=8", "compression.preset=zhybrid"});
+  const Config c = load_checked_config(
+      path, {"training.lr=0.01", "compression.min_bytes=1MiB", "parallel.data=2", "log.every=5",
+             "model.heads=8", "compression.preset=zhybrid"});
   EXPECT_DOUBLE_EQ(c.training.lr, 0.01);
   EXPECT_EQ(c.compression.min_bytes, 1 << 20);
   EXPECT_EQ(c.parallel.data, 2);
@@ -140,7 +140,7 @@ TEST_F(ConfigTest, LaterOverridesWinAndFlowValuesAndListIndicesWork) {
   const std::string text =
       "compression:\n  rules:\n    - match: {group: dp}\n      codec: identity\n";
   const std::string path = write(text);
-  const Config c = load_config(
+  const Config c = load_checked_config(
       path, {"training.steps=50", "training.steps=60", "compression.rules[0].match.group=[tp, pp]",
              "compression.rules[0].chunk_bytes=64KiB"});
   EXPECT_EQ(c.training.steps, 60);
@@ -151,7 +151,7 @@ TEST_F(ConfigTest, LaterOverridesWinAndFlowValuesAndListIndicesWork) {
   EXPECT_EQ(c.compression.rules[0].origin, path + ":3");
 
   const Config replaced =
-      load_config(path, {"compression.rules=[{match: {op: allgather}, codec: none}]"});
+      load_checked_config(path, {"compression.rules=[{match: {op: allgather}, codec: none}]"});
   ASSERT_EQ(replaced.compression.rules.size(), 1u);
   EXPECT_FALSE(replaced.compression.rules[0].codec.has_value());
   EXPECT_EQ(replaced.compression.rules[0].origin,
@@ -217,7 +217,7 @@ TEST_F(ConfigTest, UnknownKeyFarFromAnyKnownOneListsTheKnownKeys) {
 TEST_F(ConfigTest, DuplicatedKeyIsAnError) {
   const std::string text = "training:\n  steps: 10\n  steps: 20\n";
   const std::string path = write(text);
-  const std::string message = error_of([&] { load_config(path); });
+  const std::string message = error_of([&] { load_checked_config(path); });
   EXPECT_EQ(message, path + ":3: training.steps: key written twice (first at " + path + ":2)");
 }
 
@@ -319,21 +319,21 @@ TEST_F(ConfigTest, ImpossibleValuesNameTheKeyAtFault) {
 
 TEST_F(ConfigTest, InvalidYamlAndMissingFileNameTheFile) {
   const std::string path = write("training:\n  lr: [0.1\n");
-  std::string message = error_of([&] { load_config(path); });
+  std::string message = error_of([&] { load_checked_config(path); });
   EXPECT_EQ(message.rfind(path + ":", 0), 0u) << message;
   EXPECT_CONTAINS(message, "not valid YAML");
 
   const std::string missing = (dir_ / "nope.yaml").string();
-  message = error_of([&] { load_config(missing); });
+  message = error_of([&] { load_checked_config(missing); });
   EXPECT_EQ(message, missing + ": cannot open the config file: No such file or directory");
-  EXPECT_EQ(error_of([&] { load_config(dir_.string()); }),
+  EXPECT_EQ(error_of([&] { load_checked_config(dir_.string()); }),
             dir_.string() + ": is a directory, not a config file");
 }
 
 // -------------------------------------------------------------------- layout
 
 TEST_F(ConfigTest, LayoutResolvesDataParallelFromTheWorldSize) {
-  const Config c = load_config(write("parallel:\n  data: auto\n  tensor: 2\n"));
+  const Config c = load_checked_config(write("parallel:\n  data: auto\n  tensor: 2\n"));
   const parallel::ParallelDims dims = validate_layout(c, 8);
   EXPECT_EQ(dims.dp, 4);
   EXPECT_EQ(dims.tp, 2);
@@ -343,7 +343,7 @@ TEST_F(ConfigTest, LayoutResolvesDataParallelFromTheWorldSize) {
 TEST_F(ConfigTest, LayoutThatDoesNotDivideTheWorldSizeNamesTheParallelKeys) {
   const std::string text = "model:\n  heads: 4\nparallel:\n  data: auto\n  tensor: 4\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   std::string message = error_of([&] { validate_layout(c, 6); });
   EXPECT_EQ(
       message.rfind(path + ":" + std::to_string(line_of(text, "data")) + ": parallel.data: ", 0),
@@ -354,7 +354,7 @@ TEST_F(ConfigTest, LayoutThatDoesNotDivideTheWorldSizeNamesTheParallelKeys) {
 
   const std::string fixed_text = "parallel:\n  data: 2\n  tensor: 2\n";
   const std::string fixed_path = write(fixed_text, "fixed.yaml");
-  const Config fixed = load_config(fixed_path);
+  const Config fixed = load_checked_config(fixed_path);
   message = error_of([&] { validate_layout(fixed, 8); });
   EXPECT_EQ(message.rfind(fixed_path + ":2: parallel.data: ", 0), 0u) << message;
   EXPECT_CONTAINS(message, "but the world has 8");
@@ -370,7 +370,7 @@ TEST_F(ConfigTest, HeadsNotDivisibleByTensorParallelismIsAnError) {
 TEST_F(ConfigTest, GlobalBatchMustSplitOverMicroBatchesAndDataParallelRanks) {
   const std::string text = "training:\n  global_batch: 32\n  micro_batch: 8\n";
   const std::string path = write(text);
-  const Config c = load_config(path);
+  const Config c = load_checked_config(path);
   EXPECT_EQ(validate_layout(c, 2).dp, 2);
   EXPECT_EQ(validate_layout(c, 4).dp, 4);
   const std::string message = error_of([&] { validate_layout(c, 3); });

@@ -14,10 +14,23 @@
 #include <gtest/gtest.h>
 
 #include "config/config_loader.h"
+#include "launch/checked_config.h"
+#include "launch/config_warnings.h"
+#include "launch/memory_preflight.h"
+#include "models/family/model_family.h"
 
 namespace cmpi::config::config_testing {
 
 namespace fs = std::filesystem;
+
+// The config as a run loads it: the keys' checks and every domain's
+// (launch/checked_config.h), which are what these tests hold to account.
+using launch::config_warnings;
+using launch::load_checked_config;
+using launch::memory_fit_error;
+using launch::parse_checked_config;
+using launch::validate_layout;
+using models::estimate_memory;
 
 // 1-based line of the first occurrence of `needle` in `text`.
 inline int line_of(const std::string& text, const std::string& needle) {
@@ -64,7 +77,7 @@ class ConfigTest : public ::testing::Test {
   // Loads `text` from a file and returns the error message it gives.
   std::string load_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
     const std::string path = write(text);
-    return error_of([&] { load_config(path, overrides); });
+    return error_of([&] { load_checked_config(path, overrides); });
   }
 
   // Expects loading `text` to fail with a message "<file>:<line>: <key>: ..."
@@ -72,7 +85,7 @@ class ConfigTest : public ::testing::Test {
   void expect_error_at(const std::string& text, const std::string& line_needle,
                        const std::string& key, const std::string& detail) {
     const std::string path = write(text);
-    const std::string message = error_of([&] { load_config(path, {}); });
+    const std::string message = error_of([&] { load_checked_config(path, {}); });
     const std::string prefix =
         path + ":" + std::to_string(line_of(text, line_needle)) + ": " + key + ": ";
     EXPECT_EQ(message.rfind(prefix, 0), 0u)

@@ -19,13 +19,13 @@
 #include <string>
 #include <vector>
 
-#include "config/model_shape.h"
 #include "data/json_value.h"
 #include "hf/hf_model_config.h"
 #include "hf/hf_pretrained.h"
 #include "hf/hf_tensor_map.h"
 #include "hf/safetensors_reader.h"
 #include "io/safetensors_writer.h"
+#include "models/family/gpt_family.h"
 #include "tests/io/scratch_dir.h"
 #include "tests/support/test_seed.h"
 
@@ -253,7 +253,7 @@ TEST(HfPretrained, DirectoryWithMaskBuffersLoadsAndAWeightInI32IsRefused) {
       model.parallel_residual = true;
     }
     const HfArchitecture arch = rotary ? HfArchitecture::kGptNeoX : HfArchitecture::kGpt2;
-    const auto mappings = tensor_mappings(arch, config::gpt_options(model));
+    const auto mappings = tensor_mappings(arch, models::gpt_options(model));
     for (const bool i32_weight : {false, true}) {
       ScratchDir dir;
       write_bytes(dir.file("config.json"), hf_config_json(model));
@@ -449,7 +449,7 @@ TEST(HfConfig, PublishedDefaultsAndUnsupportedSettings) {
             }).find("model.tie_embeddings false with model.position learned"),
             std::string::npos);
   config::ModelConfig resnet;
-  resnet.kind = "resnet";
+  resnet.kind = config::ModelFamily::kResnet;
   EXPECT_NE(message_of([&] { hf_config_json(resnet); }).find("model.kind resnet"),
             std::string::npos);
 }

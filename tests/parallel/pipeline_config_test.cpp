@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config/config_loader.h"
+#include "launch/checked_config.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -17,8 +18,9 @@ const std::string kBase =
     "model: {layers: 5, hidden: 32, heads: 4}\n"
     "training: {global_batch: 8, micro_batch: 2}\n";
 
-config::Config parse(const std::string& parallel_section, const std::vector<std::string>& overrides = {}) {
-  return config::parse_config(kBase + parallel_section, "pp.yaml", overrides);
+config::Config parse(const std::string& parallel_section,
+                     const std::vector<std::string>& overrides = {}) {
+  return launch::parse_checked_config(kBase + parallel_section, "pp.yaml", overrides);
 }
 
 std::string error_of(const std::string& parallel_section,
@@ -75,7 +77,8 @@ TEST(PipelineConfig, StageLayersSurviveTheResolvedConfig) {
         "parallel: {pipeline: 2, pipeline_balance: auto}\n",
         "parallel: {pipeline: 2, pipeline_balance: [4, 1]}\n"}) {
     const config::Config first = parse(section);
-    const config::Config again = config::parse_config(config::to_yaml(first), "resolved.yaml");
+    const config::Config again =
+        launch::parse_checked_config(config::to_yaml(first), "resolved.yaml");
     EXPECT_EQ(again.parallel.stage_layers, first.parallel.stage_layers) << config::to_yaml(first);
     EXPECT_EQ(again.parallel.pipeline_balance, first.parallel.pipeline_balance)
         << config::to_yaml(first);

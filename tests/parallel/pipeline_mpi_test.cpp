@@ -403,10 +403,10 @@ uint64_t run_seed() {
 
 TEST(PipelineTraining, Pp2GpipeAndOneForwardOneBackwardMatchSingleRank) {
   auto gpipe = small_config(run_seed(), 3);
-  gpipe.parallel.schedule = "gpipe";
+  gpipe.parallel.schedule = config::PipelineSchedule::kGpipe;
   expect_layouts_match_single_rank(gpipe, {{1, 1, 2, "pp2 gpipe"}});
   auto one_f_one_b = small_config(run_seed(), 3);
-  one_f_one_b.parallel.schedule = "1f1b";
+  one_f_one_b.parallel.schedule = config::PipelineSchedule::kOneFOneB;
   expect_layouts_match_single_rank(one_f_one_b, {{1, 1, 2, "pp2 1f1b"}});
 }
 

@@ -339,7 +339,7 @@ TEST(SequenceParallelTraining, Bf16ComputeMatchesTheSingleRankRun) {
   using cmpi::testing::with_zero;
   constexpr double kBf16TensorParallelTolerance = 2e-3;
   auto c = cmpi::testing::tiny_neox_config(seed());
-  c.training.precision = "bf16";
+  c.training.precision = config::Precision::kBf16;
   expect_layouts_match(c, {{2, dims_of(1, 2), c, kBf16TensorParallelTolerance, "bf16 tp2"},
                            {4, dims_of(2, 2, 1, 1), with_zero(c, 1), kBf16TensorParallelTolerance,
                             "bf16 dp2 x tp2 zero1"}});

@@ -208,7 +208,7 @@ TEST(TpForwardSumTraining, OneTpRankAndFloat32ComputeAreUnchanged) {
     return cmpi::testing::train_in_groups_of(2, with_forward_sum(c, sum), dims_of(1, 2)).losses;
   };
   EXPECT_EQ(fp32_tp2("compute"), fp32_tp2("float32")) << "fp32 tp2" << at_seed();
-  c.training.precision = "bf16";
+  c.training.precision = config::Precision::kBf16;
   EXPECT_EQ(cmpi::testing::single_rank_losses(with_forward_sum(c, "compute")),
             cmpi::testing::single_rank_losses(c))
       << "bf16 on one rank" << at_seed();
@@ -219,7 +219,7 @@ TEST(TpForwardSumTraining, Bf16LayoutsFollowTheSingleRankRun) {
   using cmpi::testing::with_zero;
   ASSERT_EQ(world_size() % 4, 0) << "run this test on 4 ranks";
   auto c = cmpi::testing::tiny_neox_config(seed());
-  c.training.precision = "bf16";
+  c.training.precision = config::Precision::kBf16;
   const auto reference = cmpi::testing::single_rank_losses(c);
   ASSERT_LT(reference.back(), reference.front()) << "the 1-rank run should learn" << at_seed();
   const auto sums = with_forward_sum(c, "compute");

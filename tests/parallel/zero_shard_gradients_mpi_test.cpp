@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "config/memory_preflight.h"
+#include "models/family/model_family.h"
 #include "models/gpt.h"
 #include "parallel/process_groups.h"
 #include "tests/support/counting_allocator.h"
@@ -135,7 +135,7 @@ TEST(ZeroShardGradients, PeakMemoryHoldsNoFullGradientBuffer) {
     MPI_Comm_free(&pair);
     int64_t largest = 0;
     MPI_Allreduce(&peak, &largest, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    const auto plan = config::estimate_stage_memory(config, dims).at(0);
+    const auto plan = models::estimate_stage_memory(config, dims).at(0);
     if (world_rank() == 0)
       std::printf("| ZeRO-%d %s | %.2f MB | %.2f MB |\n", stage, memory.c_str(),
                   double(largest) / 1e6, double(plan.gradient_bytes) / 1e6);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "config/memory_preflight.h"
+#include "models/family/model_family.h"
 #include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
@@ -100,7 +100,7 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
     dims.zero_stage = l.zero_stage;
     const int group_rank = world_rank() % ranks;
     const int stage = group_rank / (l.dp * l.tp);  // tp fastest, then dp, then pp
-    const auto plan = config::estimate_stage_memory(config, dims).at(size_t(stage));
+    const auto plan = models::estimate_stage_memory(config, dims).at(size_t(stage));
     const double planned = double(plan.total() - plan.runtime_bytes - plan.scratch_bytes);
     int64_t peak = 0;
     {
@@ -122,7 +122,7 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
         int64_t stage_peak = 0;
         for (int r = 0; r < ranks; ++r)
           if (r / (l.dp * l.tp) == s) stage_peak = std::max(stage_peak, peaks[size_t(r)]);
-        const auto stage_plan = config::estimate_stage_memory(config, dims).at(size_t(s));
+        const auto stage_plan = models::estimate_stage_memory(config, dims).at(size_t(s));
         const double stage_planned =
             double(stage_plan.total() - stage_plan.runtime_bytes - stage_plan.scratch_bytes);
         std::printf("| %s | %s | %d | %.2f MB | %.2f MB | %.3f |\n", l.name, l.recompute, s,

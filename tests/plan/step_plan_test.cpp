@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "config/config.h"
-#include "config/memory_preflight.h"
+#include "models/family/model_family.h"
 #include "parallel/parallel_dims.h"
 #include "plan/step_plan.h"
 #include "plan/step_traffic.h"
@@ -176,7 +176,7 @@ TEST(StepTraffic, ForwardSumsInTheComputeDtypeHalveOnlyTheirBytes) {
       compute.parallel.tp_forward_sum = "compute";
       return tp_bytes(compute, d);
     }()) << "fp32";
-    c.training.precision = "bf16";
+    c.training.precision = config::Precision::kBf16;
     const auto float32 = tp_bytes(c, d);
     c.parallel.tp_forward_sum = "compute";
     const auto compute = tp_bytes(c, d);
@@ -208,7 +208,7 @@ TEST(StepPlan, SixteenBitWordsTakeTheRulesOfTheirWordType) {
   CodecCostTable codecs;
   for (const std::string precision : {"fp32", "bf16"}) {
     SCOPED_TRACE(precision);
-    c.training.precision = precision;
+    c.training.precision = config::precision_named(precision);
     const StepPlan p = plan_step(c, d, o, codecs);
     bool found = false;
     for (const GroupCost& g : p.stages[0].groups) {
@@ -227,30 +227,30 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   // bucket's piece for the allgather and takes one reduced piece; ZeRO-2
   // stages one piece and adds the P/dp gradient shard to the flat buffer.
   const auto c = small_gpt();
-  const double p = double(config::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
-  const auto zero0 = config::estimate_memory(c, layout(4, 1, 1, 0));
+  const double p = double(models::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
+  const auto zero0 = models::estimate_memory(c, layout(4, 1, 1, 0));
   EXPECT_NEAR(double(zero0.state()), 4 * p, 1);
   EXPECT_NEAR(double(zero0.scratch_bytes), 4 << 20, 1) << "one bucket for the reduction";
-  const auto zero1 = config::estimate_memory(c, layout(4, 1, 1, 1));
+  const auto zero1 = models::estimate_memory(c, layout(4, 1, 1, 1));
   EXPECT_NEAR(double(zero1.optimizer_bytes), 2 * p / 4, 1);
   EXPECT_NEAR(double(zero1.buffer_bytes), 2 * double(4 << 20) / 4, 1);
   EXPECT_NEAR(double(zero1.gradient_bytes), p, 1) << "ZeRO-1 reduce-scatters in place";
-  const auto zero2 = config::estimate_memory(c, layout(4, 1, 1, 2));
+  const auto zero2 = models::estimate_memory(c, layout(4, 1, 1, 2));
   EXPECT_NEAR(double(zero2.buffer_bytes), double(4 << 20) / 4, 1);
   EXPECT_NEAR(double(zero2.gradient_bytes), p + p / 4, 1);
-  EXPECT_EQ(double(config::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
+  EXPECT_EQ(double(models::estimate_memory(c, layout(1, 1, 1)).scratch_bytes), 0)
       << "no dp, no reduction";
   // Pipeline messages in flight: one micro-batch's activation-sized input
   // gradient held after its send (stages after the first) and one output
   // gradient received (stages before the last).
-  const auto stages = config::estimate_stage_memory(c, layout(1, 1, 4));
+  const auto stages = models::estimate_stage_memory(c, layout(1, 1, 4));
   const double message =
       double(c.training.micro_batch * c.model.seq_len * c.model.hidden) * sizeof(float);
   ASSERT_EQ(stages.size(), 4u);
   EXPECT_EQ(double(stages[0].pipeline_send_bytes), message);
   EXPECT_EQ(double(stages[1].pipeline_send_bytes), 2 * message);
   EXPECT_EQ(double(stages[3].pipeline_send_bytes), message);
-  EXPECT_EQ(double(config::estimate_memory(c, layout(4, 1, 1)).pipeline_send_bytes), 0);
+  EXPECT_EQ(double(models::estimate_memory(c, layout(4, 1, 1)).pipeline_send_bytes), 0);
 }
 
 // 16-bit compute halves the activations a middle stage keeps (blocks only)
@@ -260,9 +260,9 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
 // logits stay float32.
 TEST(MemoryEstimate, SixteenBitComputeHalvesBlockActivationsOnly) {
   auto c = small_gpt();
-  const auto fp32 = config::estimate_stage_memory(c, layout(1, 1, 4));
-  c.training.precision = "bf16";
-  const auto bf16 = config::estimate_stage_memory(c, layout(1, 1, 4));
+  const auto fp32 = models::estimate_stage_memory(c, layout(1, 1, 4));
+  c.training.precision = config::Precision::kBf16;
+  const auto bf16 = models::estimate_stage_memory(c, layout(1, 1, 4));
   ASSERT_EQ(bf16.size(), 4u);
   EXPECT_NEAR(double(bf16[1].activation_bytes), double(fp32[1].activation_bytes) / 2, 1);
   EXPECT_GT(double(bf16[3].activation_bytes), double(fp32[3].activation_bytes) / 2)

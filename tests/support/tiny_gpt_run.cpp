@@ -58,13 +58,13 @@ config::Config with_zero(config::Config config, int stage) {
 config::Config tiny_resnet_config(uint64_t seed) {
   config::Config c;
   c.run.seed = seed;
-  c.model.kind = "resnet";
+  c.model.kind = config::ModelFamily::kResnet;
   c.model.depth = 11;  // stem, 3 blocks, head: 5 layers
   c.model.width = 4;
   c.model.image_size = 16;
   c.model.channels = 3;
   c.model.classes = 4;
-  c.data.kind = "images";
+  c.data.kind = config::DataKind::kImages;
   c.data.seed = seed + 1;
   c.data.noise = 0.5;
   c.training.steps = 8;

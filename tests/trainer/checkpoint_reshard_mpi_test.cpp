@@ -135,7 +135,7 @@ config::Config test_config(const std::string& checkpoint_dir, const Variant& var
   c.parallel.zero_gradient_memory = layout.zero >= 2 ? variant.gradient_memory : "full_buffer";
   c.model.layers = 4;  // room for 4 pipeline stages
   c.model.dropout = variant.dropout;
-  c.training.precision = variant.precision;
+  c.training.precision = config::precision_named(variant.precision);
   c.training.loss_scale_growth_interval = 1;  // fp16 only
   c.training.steps = kSteps;
   c.training.warmup_steps = 1;

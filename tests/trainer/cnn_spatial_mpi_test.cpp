@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "launch/checked_config.h"
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
@@ -144,7 +145,7 @@ TEST_F(CnnSpatial, SpatialWithDataAndPipelineMatchesSingleRank) {
   expect_same_run(reference, train_on(MPI_COMM_WORLD, pp, dims_of(2, 1, 2)),
                   "sp2 x pp2, spatial_stages 1 (gathered into the tail)");
   config::Config all = config_;
-  all.parallel.schedule = "gpipe";
+  all.parallel.schedule = config::PipelineSchedule::kGpipe;
   expect_same_run(reference, train_on(MPI_COMM_WORLD, all, dims_of(2, 1, 2)),
                   "sp2 x pp2, both stages spatial");
 }
@@ -172,7 +173,7 @@ TEST_F(CnnSpatial, RecomputationLeavesTheTrajectoryUnchanged) {
 
 config::Config with_rule(const config::Config& base, const std::string& rule) {
   config::Config c =
-      config::parse_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
+      launch::parse_checked_config("compression:\n  rules:\n    - " + rule + "\n", "mpc.yaml");
   c.run = base.run;
   c.model = base.model;
   c.data = base.data;

@@ -35,7 +35,8 @@ parallel::ParallelDims dims_of(int dp, int pp, int zero_stage = 0) {
   return d;
 }
 
-TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_on(MPI_Comm comm, const config::Config& config,
+                     const parallel::ParallelDims& dims) {
   parallel::ProcessGroups groups(comm, dims, config.compression);
   TrainerOptions options;
   options.print_every = 0;
@@ -45,7 +46,8 @@ TrainResult train_on(MPI_Comm comm, const config::Config& config, const parallel
 
 // Groups of `size` consecutive world ranks each train; every rank returns
 // its group's result.
-TrainResult train_in_groups_of(int size, const config::Config& config, const parallel::ParallelDims& dims) {
+TrainResult train_in_groups_of(int size, const config::Config& config,
+                               const parallel::ParallelDims& dims) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm group;
@@ -133,10 +135,10 @@ TEST_F(CnnTrajectory, DataParallelMatchesSingleRank) {
 TEST_F(CnnTrajectory, PipelineMatchesSingleRank) {
   const TrainResult reference = single_rank(config_);
   config::Config gpipe = config_;
-  gpipe.parallel.schedule = "gpipe";
+  gpipe.parallel.schedule = config::PipelineSchedule::kGpipe;
   expect_same_run(reference, train_in_groups_of(2, gpipe, dims_of(1, 2)), "pp2 gpipe");
   config::Config uneven = config_;
-  uneven.parallel.schedule = "1f1b";
+  uneven.parallel.schedule = config::PipelineSchedule::kOneFOneB;
   uneven.parallel.stage_layers = {1, 4};
   expect_same_run(reference, train_in_groups_of(2, uneven, dims_of(1, 2)), "pp2 1f1b [1, 4]");
   config::Config four = config_;
@@ -157,7 +159,7 @@ TEST_F(CnnTrajectory, BidirectionalPipelineMatchesSingleRank) {
   const TrainResult reference = single_rank(config_);
   config::Config two = config_;
   two.parallel.bidirectional = true;
-  two.parallel.schedule = "gpipe";
+  two.parallel.schedule = config::PipelineSchedule::kGpipe;
   expect_same_run(reference, train_in_groups_of(2, two, dims_of(1, 2)), "bidirectional pp2 gpipe");
   config::Config four = config_;
   four.parallel.bidirectional = true;

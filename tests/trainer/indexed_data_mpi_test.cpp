@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "config/config_loader.h"
 #include "data/indexed_dataset_builder.h"
+#include "data/token_source.h"
 #include "parallel/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
-#include "config/config_loader.h"
-#include "data/token_source.h"
 
 namespace cmpi::trainer {
 namespace {
@@ -89,7 +89,7 @@ TEST(IndexedData, DataParallelReproducesTheSingleRankTrainingAndValidationLosses
 
   config::Config config = cmpi::testing::tiny_gpt_config(seed);
   config.parallel.dp_bucket_bytes = 16 << 10;
-  config.data.kind = "indexed";
+  config.data.kind = config::DataKind::kIndexed;
   config.data.paths = {dir.path("a"), dir.path("b")};
   config.data.weights = {2, 1};
   config.data.split = {0.8, 0.2};
@@ -138,7 +138,7 @@ TEST(IndexedData, BadDataStopsEveryRankWithTheKeyAndTheFile) {
   MPI_Barrier(MPI_COMM_WORLD);
   config::Config config = cmpi::testing::tiny_gpt_config(seed);
   config.source = "run.yaml";
-  config.data.kind = "indexed";
+  config.data.kind = config::DataKind::kIndexed;
 
   const auto error_of = [&](const config::Config& c) -> std::string {
     try {

@@ -47,7 +47,7 @@ constexpr double kFromFloat32 = 0.01;              // 16-bit vs float32, every s
 
 config::Config mixed_config(uint64_t seed, const std::string& precision) {
   config::Config c = cmpi::testing::tiny_neox_config(seed);
-  c.training.precision = precision;
+  c.training.precision = config::precision_named(precision);
   return c;
 }
 

@@ -199,7 +199,7 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   dims.zero_stage = stage;
   config::Config config = testing::tiny_gpt_config(seed);
   config.parallel.sequence_parallel = sequence_parallel;
-  config.training.precision = precision;
+  config.training.precision = config::precision_named(precision);
   config.parallel.tp_forward_sum = tp_forward_sum;
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;

@@ -1,4 +1,4 @@
-#include "config/memory_preflight.h"
+#include "launch/memory_preflight.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,8 +9,13 @@
 #include "comm/node_grouping.h"
 #include "config/config_loader.h"
 #include "config/units.h"
+#include "models/family/model_family.h"
 
-namespace cmpi::config {
+namespace cmpi::launch {
+
+using config::Config;
+using config::human_bytes;
+using config::origin_of;
 namespace {
 
 uint64_t read_number(const std::string& path) {
@@ -45,53 +50,6 @@ std::string keys_text(const Config& c, const std::vector<std::pair<std::string, 
 
 }  // namespace
 
-parallel::MemoryEstimateInput memory_estimate_input(const Config& c,
-                                                    const parallel::ParallelDims& dims) {
-  parallel::MemoryEstimateInput in;
-  in.vocab_size = c.model.vocab_size;
-  in.seq_len = c.model.seq_len;
-  in.layers = c.model.layers;
-  in.hidden = c.model.hidden;
-  in.heads = c.model.heads;
-  in.mlp_ratio = c.model.mlp_ratio;
-  in.tie_embeddings = c.model.tie_embeddings;
-  in.learned_positions = c.model.position == "learned";
-  in.dp = dims.dp;
-  in.tp = dims.tp;
-  in.pp = dims.pp;
-  in.zero_stage = dims.zero_stage;
-  in.micro_batch = c.training.micro_batch;
-  in.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
-  in.gpipe = c.parallel.schedule == "gpipe";
-  in.stage_layers = c.parallel.stage_layers;
-  in.auto_balance = c.parallel.pipeline_balance == "auto" && c.model.kind != "resnet";
-  in.bucket_bytes = c.parallel.dp_bucket_bytes;
-  in.zero3_per_layer = c.parallel.zero3_gather == "layer";
-  in.shard_gradient_memory = c.parallel.zero_gradient_memory == "shard";
-  in.activation_value_bytes = c.training.precision == "fp32" ? 4 : 2;
-  in.parallel_residual = c.model.parallel_residual;
-  in.dropout = c.model.dropout > 0;
-  in.recompute = c.training.recompute == "full"        ? parallel::ActivationRecompute::kFull
-                 : c.training.recompute == "selective" ? parallel::ActivationRecompute::kSelective
-                                                       : parallel::ActivationRecompute::kNone;
-  in.recompute_layers = c.training.recompute_layers;
-  in.sequence_parallel = c.parallel.sequence_parallel && c.model.kind == "gpt";
-  return in;
-}
-
-std::vector<int64_t> gpt_stage_layers(const Config& c, const parallel::ParallelDims& dims) {
-  return parallel::stage_layers_of(memory_estimate_input(c, dims));
-}
-
-parallel::MemoryEstimate estimate_memory(const Config& c, const parallel::ParallelDims& dims) {
-  return parallel::estimate_rank_memory(memory_estimate_input(c, dims));
-}
-
-std::vector<parallel::MemoryEstimate> estimate_stage_memory(const Config& c,
-                                                            const parallel::ParallelDims& dims) {
-  return parallel::estimate_stage_memory(memory_estimate_input(c, dims));
-}
-
 uint64_t available_memory_bytes() {
   uint64_t available = mem_available_bytes();
   // cgroup v2, then v1: a container's limit minus what it already uses.
@@ -113,7 +71,7 @@ uint64_t available_memory_bytes() {
 std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims, int ranks_on_node,
                              uint64_t available_bytes) {
   if (!c.run.memory_check || available_bytes == 0) return "";
-  const parallel::MemoryEstimate e = estimate_memory(c, dims);
+  const parallel::MemoryEstimate e = models::estimate_memory(c, dims);
   const long double needed = e.total() * (long double)ranks_on_node;
   if (needed <= (long double)available_bytes) return "";
 
@@ -160,4 +118,4 @@ std::string check_memory_fits(const Config& c, const parallel::ParallelDims& dim
   return memory_fit_error(c, dims, ranks_on_node, available);
 }
 
-}  // namespace cmpi::config
+}  // namespace cmpi::launch

@@ -1,4 +1,4 @@
-#include "config/job_config.h"
+#include "launch/job_config.h"
 
 #include <cstdint>
 #include <cstring>
@@ -6,8 +6,12 @@
 
 #include "config/config_loader.h"
 #include "config/yaml_reader.h"
+#include "launch/checked_config.h"
 
-namespace cmpi::config {
+namespace cmpi::launch {
+
+using config::Config;
+using config::ConfigError;
 namespace {
 
 // Rank 0's file bytes, or its read error, on every rank: a status, a length,
@@ -17,7 +21,7 @@ std::string broadcast_file(const std::string& path, MPI_Comm world, int rank) {
   std::string bytes;
   if (rank == 0) {
     try {
-      bytes = read_config_text(path);
+      bytes = config::read_config_text(path);
     } catch (const ConfigError& e) {
       ok = 0;
       bytes = e.what();
@@ -55,11 +59,12 @@ Config load_job_config(const std::string& path, const std::vector<std::string>& 
   std::string error;
   Config config;
   try {
-    config = parse_config(text, path, overrides);
+    config = parse_checked_config(text, path, overrides);
   } catch (const ConfigError& e) {
     error = e.what();
   }
-  const uint64_t digest = error.empty() ? config_digest(to_yaml(config)) : config_digest(error);
+  const uint64_t digest =
+      error.empty() ? config_digest(config::to_yaml(config)) : config_digest(error);
   std::vector<uint64_t> digests(size_t(size), 0);
   MPI_Allgather(&digest, 1, MPI_UINT64_T, digests.data(), 1, MPI_UINT64_T, world);
   for (int r = 1; r < size; ++r) {
@@ -75,4 +80,4 @@ Config load_job_config(const std::string& path, const std::vector<std::string>& 
   return config;
 }
 
-}  // namespace cmpi::config
+}  // namespace cmpi::launch

@@ -1,4 +1,4 @@
-#include "config/spatial_resnet_check.h"
+#include "models/cnn/spatial_resnet_check.h"
 
 #include <string>
 

@@ -10,8 +10,8 @@
 
 #include "config/config.h"
 
-namespace cmpi::config {
+namespace cmpi::launch {
 
-std::vector<std::string> config_warnings(const Config& config);
+std::vector<std::string> config_warnings(const config::Config& config);
 
-}  // namespace cmpi::config
+}  // namespace cmpi::launch

@@ -4,7 +4,9 @@
 // (MemAvailable, or the cgroup's limit if lower). A run that cannot fit
 // fails here, naming the config keys that drive the largest part, instead of
 // dying in an allocation (or the kernel's OOM killer) minutes later.
-// `run.memory_check: false` turns it off for a user who knows better.
+// `run.memory_check: false` turns it off for a user who knows better. The
+// estimate is the model family's (models/family/model_family.h); a family
+// without one is not checked.
 #pragma once
 
 #include <mpi.h>
@@ -17,17 +19,9 @@
 #include "parallel/memory_estimate.h"
 #include "parallel/parallel_dims.h"
 
-namespace cmpi::config {
+namespace cmpi::launch {
 
-// The GPT's layers per pipeline stage under parallel.pipeline_balance (the
-// explicit list, the auto split for this layout, or empty for uniform), as
-// parallel::partition_layers takes them. Every rank derives the same.
-std::vector<int64_t> gpt_stage_layers(const Config& config, const parallel::ParallelDims& dims);
-
-// The busiest pipeline stage's estimate, and every stage's.
-parallel::MemoryEstimate estimate_memory(const Config& config, const parallel::ParallelDims& dims);
-std::vector<parallel::MemoryEstimate> estimate_stage_memory(const Config& config,
-                                                            const parallel::ParallelDims& dims);
+using config::Config;
 
 // Bytes this process could still allocate on its node (MemAvailable, capped
 // by the cgroup v2/v1 limit); 0 if unknown.
@@ -43,4 +37,4 @@ std::string memory_fit_error(const Config& config, const parallel::ParallelDims&
 std::string check_memory_fits(const Config& config, const parallel::ParallelDims& dims,
                               MPI_Comm world);
 
-}  // namespace cmpi::config
+}  // namespace cmpi::launch

@@ -1,13 +1,15 @@
-#include "config/config_warnings.h"
+#include "launch/config_warnings.h"
 
 #include <cstdio>
 
 #include "comm/powersgd_settings.h"
 #include "config/config_loader.h"
-#include "config/model_shape.h"
 #include "config/yaml_reader.h"
+#include "models/family/gpt_family.h"
 
-namespace cmpi::config {
+namespace cmpi::launch {
+
+using namespace config;
 namespace {
 
 // Below these a message's fixed costs (MPI's per-message latency, a payload
@@ -16,7 +18,7 @@ constexpr int64_t kSmallChunkBytes = 4 << 10;
 constexpr int64_t kSmallBucketBytes = 64 << 10;
 
 double gradient_bytes(const ModelConfig& m) {
-  return double(gpt_options(m).parameter_count()) * sizeof(float);
+  return double(models::gpt_options(m).parameter_count()) * sizeof(float);
 }
 
 std::string count_text(double n) {
@@ -83,4 +85,4 @@ std::vector<std::string> config_warnings(const Config& c) {
   return out;
 }
 
-}  // namespace cmpi::config
+}  // namespace cmpi::launch
