@@ -46,8 +46,7 @@ std::vector<ShardEntry> own_entries(const CheckpointParts& parts, EntryPool* reu
   std::vector<ShardEntry> entries;
   for (const auto& part : parts.optimizers) {
     if (!part.writes) continue;
-    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated,
-                             part.held_elsewhere, reuse);
+    auto own = shard_entries(part.params, part.optimizer->state(), part.writes_replicated, reuse);
     for (auto& e : own) entries.push_back(std::move(e));
   }
   for (const auto& tensor : parts.tensors)

@@ -72,7 +72,6 @@ struct OptimizerPart {
   bool writes = true;
   // True where this rank writes state that is replicated over dp (dp rank 0).
   bool writes_replicated = true;
-  std::set<std::string> held_elsewhere;  // parameters another stage writes
 };
 
 // A tensor that is saved and resharded but not optimized.

@@ -34,14 +34,12 @@ std::string resolve_resume_path(const std::string& root, const std::string& requ
 
 std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& params,
                                       const parallel::OptimizerStateView& state,
-                                      bool writes_replicated,
-                                      const std::set<std::string>& held_elsewhere,
-                                      EntryPool* reuse) {
+                                      bool writes_replicated, EntryPool* reuse) {
   std::vector<ShardEntry> entries;
   if (state.replicated_over_dp && !writes_replicated) return entries;
   for (const auto& run : state.runs) {
     const auto& param = params.at(run.param);
-    if (held_elsewhere.count(param.name)) continue;
+    if (param.written_elsewhere) continue;
     ShardEntry e = reuse ? reuse->take() : ShardEntry{};
     e.name = param.name;
     e.slice = param.slice;

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +26,10 @@ namespace cmpi::checkpoint {
 struct CheckpointedParam {
   std::string name;
   SliceSpec slice;
+  // Another rank writes this parameter, bit for bit the same (the head
+  // stage's copy of the tied embedding: the embedding stage writes it):
+  // saving skips it, loading still fills it.
+  bool written_elsewhere = false;
 };
 
 // Entries of an earlier snapshot, handed out again in order, so that a
@@ -47,13 +50,10 @@ class EntryPool {
 
 // This rank's shard entries of one optimizer: every run of its state, unless
 // the state is replicated over dp and `writes_replicated` is false (another
-// replica writes it), skipping parameters named in `held_elsewhere` (the head
-// stage's copy of the tied embedding).
+// replica writes it), skipping parameters written_elsewhere.
 std::vector<ShardEntry> shard_entries(const std::vector<CheckpointedParam>& params,
                                       const parallel::OptimizerStateView& state,
-                                      bool writes_replicated,
-                                      const std::set<std::string>& held_elsewhere,
-                                      EntryPool* reuse = nullptr);
+                                      bool writes_replicated, EntryPool* reuse = nullptr);
 
 // A plain tensor's entry: its values, zero moments (nothing optimizes it).
 ShardEntry tensor_entry(const CheckpointedParam& param, const float* values,

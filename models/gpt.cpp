@@ -154,7 +154,7 @@ void GptImpl::collect_layouts() {
   using Init = ParamLayout::Init;
   std::vector<ParamLayout> described;
   if (token_embedding_)
-    described.push_back({"token_embedding.weight", token_embedding_->weight, 0, Init::kNormal,
+    described.push_back({kTokenEmbeddingWeight, token_embedding_->weight, 0, Init::kNormal,
                          options_.input_init_std(), true});
   if (position_embedding_)
     described.push_back({"position_embedding.weight", position_embedding_->weight, -1,

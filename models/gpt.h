@@ -15,7 +15,7 @@
 // stages: a StagePlan selects the blocks [first_layer, end_layer) and
 // whether the stage holds the embedding and/or the head. Tied, a head-only
 // stage keeps its own copy of the tied table under the same name,
-// "token_embedding.weight"; whoever runs the pipeline sums the two copies'
+// kTokenEmbeddingWeight; whoever runs the pipeline sums the two copies'
 // gradients. Initial weights depend only on (options.seed, parameter name,
 // element index), so every layout starts from the single-rank model's global
 // weights, and a ZeRO-3 rank generates its shard alone (fill_initial_values)
@@ -67,6 +67,12 @@ class VocabParallelEmbeddingImpl;
 
 namespace cmpi::models {
 
+// The token embedding's parameter name ("token_embedding.weight"), the one
+// spelling that the model, its parallelization (which flags the parameter:
+// sparse, tied across pipeline stages) and its checkpoints use. The tied
+// table's head copy on the last pipeline stage has the same name.
+inline constexpr const char* kTokenEmbeddingWeight = "token_embedding.weight";
+
 class TransformerBlockImpl;
 
 class GptImpl : public torch::nn::Module {
@@ -95,7 +101,7 @@ class GptImpl : public torch::nn::Module {
   // Every parameter of this rank, in registration order.
   std::vector<parallel::ParamInfo> param_infos() const;
   const std::vector<ParamLayout>& layouts() const { return layouts_; }
-  // The tied table's shard ("token_embedding.weight"): defined on stages with
+  // The tied table's shard (kTokenEmbeddingWeight): defined on stages with
   // the embedding or the head (one tensor when a stage has both); undefined
   // when the embeddings are untied.
   torch::Tensor tied_embedding_weight() const;

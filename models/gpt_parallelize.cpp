@@ -115,41 +115,50 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       parts.tied_embedding =
           std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());
   }
-  const auto param_infos = model->param_infos();
+  auto param_infos = model->param_infos();
   parts.checkpointed = global_layout(model, groups);
+
+  // How this layout makes the token embedding special, flagged on its
+  // ParamInfo for the optimizer (parallel/param_info.h) and on its
+  // checkpoint entry:
+  //  - untied, its gradient holds only the rows of the step's tokens: its own
+  //    buckets, role embedding_gradient, so the policy may send it
+  //    block-sparse (compression.sparse_embedding);
+  //  - tied over pp > 1, the table on both pipeline ends: the first stage adds
+  //    the last stage's gradient to its own after backward (pipeline_step),
+  //    so its buckets are reduced over dp only in step(), and only there
+  //    (late); the last stage takes the reduced table from it
+  //    (PipelineTiedEmbedding::share_reduced), so both copies stay the same
+  //    bits, and leaves the copy to the first stage in the global gradient
+  //    norm and in checkpoints.
+  const bool tied_across_stages = parts.tied_embedding && parts.tied_embedding->holds_copy();
+  const bool head_copy = tied && model->stage().has_head && !model->stage().has_embedding;
+  for (size_t i = 0; i < param_infos.size(); ++i) {
+    auto& info = param_infos[i];
+    if (info.name != kTokenEmbeddingWeight) continue;
+    info.sparse_gradient = !tied && model->stage().has_embedding;
+    info.tied_across_stages = tied_across_stages;
+    info.late_gradient = tied_across_stages && parts.tied_embedding->reduces();
+    info.counted_on_other_stage = head_copy;
+    parts.checkpointed[i].written_elsewhere = head_copy;
+  }
 
   // 5. Equal replicas over dp.
   if (!layered_zero3) broadcast_over_dp(param_infos, groups);
 
-  // 6. The optimizer. Weight decay on matrices only (ParamInfo::weight_decay);
-  // the head's copy of the tied table on a stage without the embedding is
-  // counted in the global gradient norm by the first stage.
+  // 6. The optimizer. Weight decay on matrices only (ParamInfo::weight_decay).
   parallel::DataParallelOptimizerOptions optimizer_options;
   optimizer_options.adamw = {t.lr, t.beta1, t.beta2, t.eps, t.weight_decay};
   optimizer_options.zero_stage = int(config.parallel.zero_stage);
   optimizer_options.bucket_bytes = config.parallel.dp_bucket_bytes;
   optimizer_options.shard_gradient_memory = config.parallel.zero_gradient_memory == "shard";
-  if (tied && model->stage().has_head && !model->stage().has_embedding)
-    optimizer_options.counted_elsewhere.insert("token_embedding.weight");
-  // Untied, the token embedding's gradient holds only the rows of the step's
-  // tokens: its own buckets, role embedding_gradient, so the policy may send
-  // it block-sparse (compression.sparse_embedding).
-  if (!tied && model->stage().has_embedding)
-    optimizer_options.sparse_gradients.insert("token_embedding.weight");
-  // The tied table: the first stage adds the last stage's gradient to its own
-  // after backward (pipeline_step), so its buckets are reduced over dp only in
-  // step(), and only there; the last stage takes the reduced table from it
-  // (PipelineTiedEmbedding::share_reduced), so both copies stay the same bits.
   optimizer_options.overlap_grad_reduce = t.overlap_grad_reduce;
-  if (parts.tied_embedding && parts.tied_embedding->holds_copy()) {
+  if (tied_across_stages) {
     auto* tied_embedding = parts.tied_embedding.get();
     optimizer_options.tied_gradient = parallel::DataParallelOptimizerOptions::TiedGradient{
-        "token_embedding.weight", tied_embedding->reduces(),
-        [tied_embedding](size_t part, float* data, size_t n) {
+        tied_embedding->reduces(), [tied_embedding](size_t part, float* data, size_t n) {
           tied_embedding->share_reduced(part, data, n);
         }};
-    if (tied_embedding->reduces())
-      optimizer_options.late_gradients.insert("token_embedding.weight");
   }
   if (layered_zero3) {
     optimizer_options.layer_schedule = model->layer_schedule();

@@ -230,9 +230,6 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
   optimizer.params = parts_.checkpointed;
   optimizer.optimizer = parts_.optimizer.get();
   optimizer.writes_replicated = groups_.coord().dp == 0;
-  // The head stage's copy of the tied table equals the embedding stage's.
-  if (config_.model.tie_embeddings && !parts_.model->stage().has_embedding)
-    optimizer.held_elsewhere.insert("token_embedding.weight");
   parts.optimizers.push_back(std::move(optimizer));
   parts.generators.push_back(default_generator_part());
   if (loss_scaler_) {

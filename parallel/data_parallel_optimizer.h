@@ -16,13 +16,14 @@
 // accumulated every gradient in it (autograd hooks on the parameters'
 // AccumulateGrad nodes), on a communication thread while backward goes on,
 // buckets in reverse parameter order (see gradient_bucket_reducer.h); step()
-// launches what is left (unused parameters, late_gradients) and waits.
+// launches what is left (unused parameters, ParamInfo::late_gradient) and
+// waits.
 // Without overlap, or without begin_last_micro_batch(), step() reduces every
 // bucket. Both orders give bit-identical results.
 //
 //   stage 0  replicated: bucketed allreduce of gradients over dp (role
-//            gradient; embedding_gradient for the buckets of
-//            sparse_gradients), full optimizer state on every rank.
+//            gradient; embedding_gradient for the buckets of parameters
+//            flagged sparse_gradient), full optimizer state on every rank.
 //   stage 1  optimizer state sharded over dp: each gradient bucket is
 //            reduce-scattered over the zero group (role gradient), so a rank
 //            gets the sum of only the 1/dp it updates — half an allreduce's
@@ -80,9 +81,9 @@
 // The global gradient norm is the norm of the whole model's gradient:
 //   norm² = Σ_pp ( Σ_tp Σ tensor-parallel ‖g‖² + Σ replicated ‖g‖² )
 // computed from the reduced gradient (its shards, summed over dp, under
-// stages 2/3), with parameters marked counted_elsewhere (the tied head copy on
-// the last pipeline stage) left out. Scalar allreduces (role other) over dp,
-// tp and pp as needed.
+// stages 2/3), with parameters flagged counted_on_other_stage (the tied head
+// copy on the last pipeline stage) left out. Scalar allreduces (role other)
+// over dp, tp and pp as needed.
 //
 // A non-finite global norm (NaN or infinity anywhere in the reduced
 // gradient, or a sum of squares that overflowed) skips the update: weights,
@@ -132,7 +133,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -260,27 +260,18 @@ struct DataParallelOptimizerOptions {
   AdamWOptions adamw;
   int zero_stage = 0;                 // 0..3
   int64_t bucket_bytes = 25LL << 20;  // per collective call
-  // Parameters whose gradient another pipeline stage already counts in the
-  // global norm (the head's copy of the tied embedding on a stage without the
-  // embedding). Named by ParamInfo::name.
-  std::set<std::string> counted_elsewhere;
   // Reduce buckets during the last backward, on a communication thread
   // (needs MPI_THREAD_MULTIPLE when dp > 1). false: all in step().
   bool overlap_grad_reduce = true;
-  // Parameters whose gradient is sparse (an untied token embedding's: only
-  // the rows of the step's tokens): each is cut into gradient buckets of its
-  // own (parallel/zero_layout.h), reduced with role embedding_gradient, so
-  // the policy can send them block-sparse. Named by ParamInfo::name.
-  std::set<std::string> sparse_gradients;
-  // Parameters whose gradient is changed after backward, before step() (the
-  // tied table on the first stage, to which the last adds its copy's): their buckets are
-  // reduced in step(). Named by ParamInfo::name.
-  std::set<std::string> late_gradients;
-  // The tied table on the pipeline's first and last stage (pp > 1, tied),
-  // named by ParamInfo::name: cut into buckets of its own on both stages, so
-  // both cut it alike. The stage that `reduces` (the first, which holds the
-  // sum of both copies' gradients) reduces it over its dp group as any
-  // gradient; the other stage does not reduce it. After the dp reduction
+  // What a parameter's gradient needs beyond this (sparse, late, counted on
+  // another stage, tied across stages) is flagged on its ParamInfo.
+  //
+  // The tied table on the pipeline's first and last stage (pp > 1, tied): the
+  // parameter flagged ParamInfo::tied_across_stages, cut into buckets of its
+  // own on both stages, so both cut it alike. Required exactly when a
+  // parameter carries that flag. The stage that `reduces` (the first, which
+  // holds the sum of both copies' gradients) reduces it over its dp group as
+  // any gradient; the other stage does not reduce it. After the dp reduction
   // step() calls `share` on both stages for each of its buckets in order
   // (part k: its k-th bucket) with this rank's reduced part of it (the whole
   // bucket at stage 0 and under powersgd, the piece it owns at stages 1-3),
@@ -288,7 +279,6 @@ struct DataParallelOptimizerOptions {
   // (PipelineTiedEmbedding::share_reduced): both copies then take the same
   // update. Collective over the two stages' matching ranks.
   struct TiedGradient {
-    std::string name;
     bool reduces = true;
     std::function<void(size_t part, float* data, size_t n)> share;
   };

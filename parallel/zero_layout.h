@@ -54,10 +54,10 @@ struct FlatParam {
   size_t numel = 0;
   bool tensor_parallel = false;  // a distinct shard on every tp rank
   bool weight_decay = true;
-  bool counted_elsewhere = false;  // its gradient norm is counted by another pp stage
-  bool own_buckets = false;        // no other parameter shares its buckets
-  bool tied_copy = false;          // the tied table on a pipeline end: buckets of its own
-  bool exact = false;              // replicated over tp: buckets shared only with such
+  bool counted_on_other_stage = false;  // its gradient norm is counted by another pp stage
+  bool own_buckets = false;             // no other parameter shares its buckets
+  bool tied_copy = false;               // the tied table on a pipeline end: buckets of its own
+  bool exact = false;                   // replicated over tp: buckets shared only with such
 };
 
 struct ZeroBucket {

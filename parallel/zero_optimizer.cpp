@@ -49,14 +49,9 @@ namespace {
 std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
                                       const DataParallelOptimizerOptions& options,
                                       bool tp_replicas) {
-  const auto& counted_elsewhere = options.counted_elsewhere;
-  const auto& sparse_gradients = options.sparse_gradients;
-  const std::string tied = options.tied_gradient ? options.tied_gradient->name : "";
   std::vector<FlatParam> flat;
   std::unordered_set<const void*> seen;
-  std::set<std::string> unmatched = counted_elsewhere;
-  std::set<std::string> unmatched_sparse = sparse_gradients;
-  bool tied_found = tied.empty();
+  std::string tied;  // the parameter flagged tied_across_stages, if any
   for (const auto& p : params) {
     const auto& t = p.tensor;
     if (!t.defined())
@@ -69,30 +64,30 @@ std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
       throw std::invalid_argument("optimizer parameter " + p.name + " is not on the CPU");
     if (!seen.insert(t.unsafeGetTensorImpl()).second)
       throw std::invalid_argument("optimizer parameter " + p.name + " is listed twice");
-    unmatched.erase(p.name);
-    unmatched_sparse.erase(p.name);
-    FlatParam f{p.name,
-                size_t(t.numel()),
-                p.tensor_parallel,
-                p.weight_decay,
-                counted_elsewhere.count(p.name) > 0,
-                sparse_gradients.count(p.name) > 0};
-    f.tied_copy = p.name == tied;
-    tied_found = tied_found || f.tied_copy;
+    if (p.tied_across_stages && !options.tied_gradient)
+      throw std::invalid_argument("optimizer parameter " + p.name +
+                                  " is tied_across_stages, but no tied_gradient says how to "
+                                  "share it");
+    if (p.tied_across_stages && !tied.empty())
+      throw std::invalid_argument("optimizer parameters " + tied + " and " + p.name +
+                                  " are both tied_across_stages; at most one may be");
+    if (p.tied_across_stages) tied = p.name;
+    FlatParam f;
+    f.name = p.name;
+    f.numel = size_t(t.numel());
+    f.tensor_parallel = p.tensor_parallel;
+    f.weight_decay = p.weight_decay;
+    f.counted_on_other_stage = p.counted_on_other_stage;
+    f.own_buckets = p.sparse_gradient;
+    f.tied_copy = p.tied_across_stages;
     f.exact = tp_replicas && !p.tensor_parallel && !f.tied_copy;
     flat.push_back(f);
   }
-  if (!tied_found)
-    throw std::invalid_argument("tied_gradient names " + tied +
-                                ", which is not a parameter of this rank");
+  if (options.tied_gradient && tied.empty())
+    throw std::invalid_argument(
+        "tied_gradient is set, but no parameter of this rank is tied_across_stages");
   if (options.tied_gradient && !options.tied_gradient->share)
     throw std::invalid_argument("tied_gradient " + tied + " has no share function");
-  if (!unmatched.empty())
-    throw std::invalid_argument("counted_elsewhere names " + *unmatched.begin() +
-                                ", which is not a parameter of this rank");
-  if (!unmatched_sparse.empty())
-    throw std::invalid_argument("sparse_gradients names " + *unmatched_sparse.begin() +
-                                ", which is not a parameter of this rank");
   return flat;
 }
 
@@ -203,12 +198,8 @@ void ZeroOptimizer::set_up_reduction() {
       params_of_bucket[b].push_back(p);
   }
   std::vector<size_t> late;
-  std::set<std::string> unmatched = options_.late_gradients;
   for (size_t i = 0; i < params_.size(); ++i)
-    if (unmatched.erase(params_[i].name) > 0) late.push_back(i);
-  if (!unmatched.empty())
-    throw std::invalid_argument("late_gradients names " + *unmatched.begin() +
-                                ", which is not a parameter of this rank");
+    if (params_[i].late_gradient) late.push_back(i);
   params_of_bucket_ = params_of_bucket;
   if (shard_only_) late = deferred_params();
   // Reverse flat order is reverse parameter order: what backward finishes

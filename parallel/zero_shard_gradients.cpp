@@ -70,7 +70,7 @@ void ZeroOptimizer::on_gradient_arriving(size_t param) {
 std::vector<size_t> ZeroOptimizer::deferred_params() const {
   std::vector<char> deferred(params_.size(), 0);
   for (size_t i = 0; i < params_.size(); ++i)
-    deferred[i] = layout_.params()[i].tied_copy || options_.late_gradients.count(params_[i].name);
+    deferred[i] = layout_.params()[i].tied_copy || params_[i].late_gradient;
   // A bucket holding a deferred parameter is packed in step(), so every
   // parameter in it must still hold its whole step's gradient then.
   for (bool changed = true; changed;) {

@@ -35,7 +35,7 @@ double ZeroOptimizer::global_norm() {
   double tensor_parallel = 0, replicated = 0;
   for (const auto& s : segments) {
     const auto& param = layout_.params()[s.param];
-    if (param.counted_elsewhere) continue;
+    if (param.counted_on_other_stage) continue;
     const double squares =
         sum_of_squares(grads + (sharded_grads ? s.shard_offset : s.flat_offset), s.length);
     (param.tensor_parallel ? tensor_parallel : replicated) += squares;

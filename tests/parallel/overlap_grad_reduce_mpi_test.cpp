@@ -88,8 +88,8 @@ Trained train(const RunSetup& s, uint64_t seed) {
   options.zero_stage = s.stage;
   options.bucket_bytes = s.bucket_bytes * dims.dp;
   options.overlap_grad_reduce = s.overlap;
-  options.late_gradients = s.late;
   auto params = make_params(seed);
+  for (auto& p : params) p.late_gradient = s.late.count(p.name) > 0;
   auto optimizer = make_data_parallel_optimizer(params, options, groups);
   Trained out;
   for (int64_t step = 0; step < kSteps; ++step) {

@@ -363,9 +363,11 @@ TEST(ZeroOptimizer, RejectsBadInputNamingTheCulprit) {
   auto doubles = make_params(seed);
   doubles[2].tensor = doubles[2].tensor.detach().to(torch::kDouble);
   EXPECT_NE(message(doubles, test_options(0, 1 << 20)).find("b.weight"), std::string::npos);
-  auto elsewhere = test_options(0, 1 << 20);
-  elsewhere.counted_elsewhere = {"no.such.param"};
-  EXPECT_NE(message(make_params(seed), elsewhere).find("no.such.param"), std::string::npos);
+  // A tied table with no tied_gradient to share it.
+  auto unshared = make_params(seed);
+  unshared[1].name = "no.such.param";
+  unshared[1].tied_across_stages = true;
+  EXPECT_NE(message(unshared, test_options(0, 1 << 20)).find("no.such.param"), std::string::npos);
   EXPECT_NE(message(make_params(seed), test_options(2, 2)).find("bucket"), std::string::npos);
 }
 
@@ -404,7 +406,7 @@ TEST(ZeroOptimizer, GlobalNormCountsShardsOnceAndSkipsTheTiedCopy) {
           {"shared", torch::zeros({7}).requires_grad_(true), false, false},
           {"tied", torch::zeros({7}).requires_grad_(true), false, true}};
       auto options = test_options(stage, 32);
-      if (me.pp > 0) options.counted_elsewhere = {"tied"};
+      params[2].counted_on_other_stage = me.pp > 0;
       auto optimizer = make_data_parallel_optimizer(params, options, groups);
       optimizer->zero_grad();
       optimizer->before_forward();
