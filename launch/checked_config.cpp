@@ -17,10 +17,9 @@ using config::fail_at;
 // The config key that sets the size of a group ParallelDims complains about.
 std::string key_of_group(const std::string& layout_message) {
   const std::string group = layout_message.substr(0, layout_message.find(' '));
-  if (group == "tp") return "parallel.tensor";
-  if (group == "pp") return "parallel.pipeline";
-  if (group == "sp") return "parallel.spatial";
   if (group == "zero") return "parallel.zero_stage";
+  for (const parallel::MeshDimInfo& d : parallel::kMesh)
+    if (group == comm::to_string(d.group)) return std::string("parallel.") + d.config_key;
   return "parallel.data";
 }
 
@@ -30,15 +29,34 @@ std::string key_of_group(const std::string& layout_message) {
 // key, which then points at the config file without a line.
 std::string layout_key_at_fault(const Config& config, const std::string& group_key) {
   if (config.origins.count(group_key)) return group_key;
-  for (const char* key : {"parallel.tensor", "parallel.pipeline", "parallel.spatial"})
-    if (config.origins.count(key)) return key;
+  for (const parallel::MeshDimInfo& d : parallel::kMesh) {
+    const std::string key = std::string("parallel.") + d.config_key;
+    if (!d.auto_sized && config.origins.count(key)) return key;
+  }
   return group_key;
 }
 
+// The sizes the parallel section asks for, one per mesh dimension: the one
+// place a new dimension's config key meets its MeshDim.
+parallel::MeshSizes requested_sizes(const config::ParallelConfig& p) {
+  parallel::MeshSizes sizes{};
+  sizes[size_t(parallel::MeshDim::kDp)] = p.data;
+  sizes[size_t(parallel::MeshDim::kTp)] = p.tensor;
+  sizes[size_t(parallel::MeshDim::kPp)] = p.pipeline;
+  sizes[size_t(parallel::MeshDim::kSp)] = p.spatial;
+  return sizes;
+}
+
+// "parallel (data: auto, tensor: 2, pipeline: 1, spatial: 1)"
 std::string layout_text(const config::ParallelConfig& p) {
-  return "parallel (data: " + (p.data > 0 ? std::to_string(p.data) : std::string("auto")) +
-         ", tensor: " + std::to_string(p.tensor) + ", pipeline: " + std::to_string(p.pipeline) +
-         ", spatial: " + std::to_string(p.spatial) + ")";
+  const parallel::MeshSizes sizes = requested_sizes(p);
+  std::string text;
+  for (const parallel::MeshDimInfo& d : parallel::kMesh) {
+    const int64_t size = sizes[size_t(d.dim)];
+    text += std::string(text.empty() ? "" : ", ") + d.config_key + ": " +
+            (d.auto_sized && size <= 0 ? std::string("auto") : std::to_string(size));
+  }
+  return "parallel (" + text + ")";
 }
 
 parallel::ParallelDims resolve_layout(const Config& config, int world_size,
@@ -46,8 +64,8 @@ parallel::ParallelDims resolve_layout(const Config& config, int world_size,
   const config::ParallelConfig& p = config.parallel;
   const models::ModelFamilySpec& family = models::family_of(config.model);
   try {
-    return parallel::ParallelDims::resolve(p.data, p.tensor, p.pipeline, p.spatial, p.zero_stage,
-                                           world_size, family.layout_shape(config.model));
+    return parallel::ParallelDims::resolve(requested_sizes(p), p.zero_stage, world_size,
+                                           family.layout_shape(config.model));
   } catch (const parallel::LayoutError& e) {
     const std::string key = layout_key_at_fault(config, key_of_group(e.what()));
     std::string why = e.what();

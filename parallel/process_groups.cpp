@@ -18,18 +18,17 @@ int node_of(MPI_Comm world, int world_rank, int64_t ranks_per_node) {
   return comm::shared_memory_node(world);
 }
 
-// Ranks that agree on every coordinate but `varying` land in one group,
+// Ranks that agree on every coordinate but `varying`'s land in one group,
 // ordered by their coordinate along `varying`.
 std::unique_ptr<comm::Communicator> split(MPI_Comm world, const ParallelDims& dims,
-                                          const GridCoord& me, int GridCoord::*varying,
-                                          const comm::Policy& policy, comm::GroupKind kind,
-                                          int node) {
+                                          const GridCoord& me, const MeshDimInfo& varying,
+                                          const comm::Policy& policy, int node) {
   GridCoord anchor = me;
-  anchor.*varying = 0;
+  anchor.*varying.coord = 0;
   int color = dims.rank_of(anchor);
   MPI_Comm comm;
-  MPI_Comm_split(world, color, me.*varying, &comm);
-  return make_group(comm, policy, kind, node);
+  MPI_Comm_split(world, color, me.*varying.coord, &comm);
+  return make_group(comm, policy, varying.group, node);
 }
 
 }  // namespace
@@ -48,42 +47,41 @@ ProcessGroups::ProcessGroups(MPI_Comm world, const ParallelDims& dims,
   node_ = node_of(world, world_rank_, policy.ranks_per_node);
   MPI_Comm world_copy;
   MPI_Comm_dup(world, &world_copy);
-  world_ = make_group(world_copy, policy_, comm::GroupKind::kWorld, node_);
-  tp_ = split(world, dims, coord_, &GridCoord::tp, policy_, comm::GroupKind::kTp, node_);
-  sp_ = split(world, dims, coord_, &GridCoord::sp, policy_, comm::GroupKind::kSp, node_);
-  dp_ = split(world, dims, coord_, &GridCoord::dp, policy_, comm::GroupKind::kDp, node_);
-  pp_ = split(world, dims, coord_, &GridCoord::pp, policy_, comm::GroupKind::kPp, node_);
-  MPI_Comm zero_comm;
-  MPI_Comm_dup(dp_->mpi(), &zero_comm);
-  zero_ = make_group(zero_comm, policy_, comm::GroupKind::kZero, node_);
+  groups_[size_t(comm::GroupKind::kWorld)] =
+      make_group(world_copy, policy_, comm::GroupKind::kWorld, node_);
+  // Splits are collective: every rank makes them in the same (rank) order.
+  for (MeshDim dim : kMeshRankOrder) {
+    const MeshDimInfo& d = mesh_dim(dim);
+    groups_[size_t(d.group)] = split(world, dims, coord_, d, policy_, node_);
+  }
+  for (const GroupCopy& copy : kGroupCopies) {
+    MPI_Comm copy_comm;
+    MPI_Comm_dup(group(mesh_dim(copy.of).group).mpi(), &copy_comm);
+    groups_[size_t(copy.copy)] = make_group(copy_comm, policy_, copy.copy, node_);
+  }
 }
 
 std::vector<comm::AutoDecision> ProcessGroups::adapt(int64_t step, double previous_loss) {
+  std::vector<comm::GroupKind> order;
+  for (const MeshDimInfo& d : kMesh) {
+    order.push_back(d.group);
+    for (const GroupCopy& copy : kGroupCopies)
+      if (copy.of == d.dim) order.push_back(copy.copy);
+  }
+  order.push_back(comm::GroupKind::kWorld);
   std::vector<comm::AutoDecision> decisions;
-  for (comm::Communicator* group :
-       {dp_.get(), zero_.get(), tp_.get(), pp_.get(), sp_.get(), world_.get()}) {
-    auto mine = group->adapt(step, previous_loss);
+  for (comm::GroupKind kind : order) {
+    auto mine = group(kind).adapt(step, previous_loss);
     decisions.insert(decisions.end(), mine.begin(), mine.end());
   }
   return decisions;
 }
 
 comm::Communicator& ProcessGroups::group(comm::GroupKind kind) {
-  switch (kind) {
-    case comm::GroupKind::kWorld:
-      return *world_;
-    case comm::GroupKind::kDp:
-      return *dp_;
-    case comm::GroupKind::kTp:
-      return *tp_;
-    case comm::GroupKind::kPp:
-      return *pp_;
-    case comm::GroupKind::kSp:
-      return *sp_;
-    case comm::GroupKind::kZero:
-      return *zero_;
-  }
-  throw std::invalid_argument("unknown group kind");
+  const size_t index = size_t(kind);
+  if (index >= groups_.size() || groups_[index] == nullptr)
+    throw std::invalid_argument("unknown group kind");
+  return *groups_[index];
 }
 
 }  // namespace cmpi::parallel

@@ -1,12 +1,15 @@
 // ProcessGroups: one Communicator per parallel group of this rank, built once
-// from ParallelDims by MPI_Comm_split and passed explicitly to whatever
-// communicates. `zero` is a duplicate of `dp` (ZeRO shards over the DP
-// ranks) so that its traffic is counted and governed by its own policy slice.
+// from ParallelDims by MPI_Comm_split (one per kMesh row) and passed
+// explicitly to whatever communicates. `zero` is a duplicate of `dp` (ZeRO
+// shards over the DP ranks; see kGroupCopies) so that its traffic is counted
+// and governed by its own policy slice.
 // Each communicator gets the slice of one Policy built from `policy`: the
 // codec instances its group's rules need, so nothing is looked up per call.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
@@ -30,18 +33,19 @@ class ProcessGroups {
   int node() const { return node_; }
   const comm::Policy& policy() const { return policy_; }
 
-  comm::Communicator& world() { return *world_; }
-  comm::Communicator& dp() { return *dp_; }
-  comm::Communicator& tp() { return *tp_; }
-  comm::Communicator& pp() { return *pp_; }
-  comm::Communicator& sp() { return *sp_; }
-  comm::Communicator& zero() { return *zero_; }
+  comm::Communicator& world() { return group(comm::GroupKind::kWorld); }
+  comm::Communicator& dp() { return group(comm::GroupKind::kDp); }
+  comm::Communicator& tp() { return group(comm::GroupKind::kTp); }
+  comm::Communicator& pp() { return group(comm::GroupKind::kPp); }
+  comm::Communicator& sp() { return group(comm::GroupKind::kSp); }
+  comm::Communicator& zero() { return group(comm::GroupKind::kZero); }
   comm::Communicator& group(comm::GroupKind kind);
 
   // Preset auto: every group's step-boundary decision
-  // (comm::Communicator::adapt), in one fixed order (dp, zero, tp, pp, sp,
-  // world) so that no two ranks wait on different groups. Collective over
-  // the world; call between steps, when no operation is in flight.
+  // (comm::Communicator::adapt), in one fixed order (kMesh's rows, each
+  // followed by its copies, then world: dp, zero, tp, pp, sp, world) so that
+  // no two ranks wait on different groups. Collective over the world; call
+  // between steps, when no operation is in flight.
   // `previous_loss`: the training loss of step - 1 (kNoPreviousLoss: none).
   std::vector<comm::AutoDecision> adapt(int64_t step, double previous_loss = comm::kNoPreviousLoss);
 
@@ -51,7 +55,8 @@ class ProcessGroups {
   GridCoord coord_;
   int world_rank_ = 0;
   int node_ = 0;
-  std::unique_ptr<comm::Communicator> world_, dp_, tp_, pp_, sp_, zero_;
+  // Indexed by comm::GroupKind; every kind is built.
+  std::array<std::unique_ptr<comm::Communicator>, comm::kGroupKindCount> groups_;
 };
 
 }  // namespace cmpi::parallel

@@ -66,50 +66,39 @@ int latency_rounds(Op op, int n) {
   }
 }
 
-// World ranks of the group of `kind` that contains the rank at (dp 0, tp 0,
-// sp 0, pp stage), in the trainer's order (tp fastest, then sp, dp, pp).
+// Whether the group of `kind` that contains the rank at (0, ..., pp stage)
+// sits on one node: its members vary along the group's mesh dimension (a
+// copy's source for zero; every rank for the world group).
 bool group_is_intra_node(GroupKind kind, const parallel::ParallelDims& dims, int stage,
                          int ranks_per_node) {
+  const parallel::MeshDimInfo* varying = parallel::mesh_dim_of(kind);
   std::vector<int> members;
-  for (int i = 0;; ++i) {
+  if (varying == nullptr) {
+    for (int r = 0; r < dims.world_size(); ++r) members.push_back(r);
+  } else {
     parallel::GridCoord c;
     c.pp = stage;
-    if (kind == GroupKind::kTp) {
-      if (i >= dims.tp) break;
-      c.tp = i;
-    } else if (kind == GroupKind::kPp) {
-      if (i >= dims.pp) break;
-      c.pp = i;
-    } else {
-      if (i >= dims.dp) break;
-      c.dp = i;
+    for (int i = 0; i < dims.*varying->size; ++i) {
+      c.*varying->coord = i;
+      members.push_back(dims.rank_of(c));
     }
-    members.push_back(dims.rank_of(c));
   }
   for (int r : members)
     if (r / ranks_per_node != members.front() / ranks_per_node) return false;
   return true;
 }
 
-// Ranks on the node of the rank at (dp 0, tp 0, sp 0, `stage`) that belong
-// to the same pipeline stage: they run the stage's micro-batches in lockstep,
-// so their dp, zero, tp and pp messages leave the node at the same time and
+// Ranks on the node of the rank at (0, ..., pp `stage`) that belong to the
+// same pipeline stage: they run the stage's micro-batches in lockstep, so
+// their dp, zero, tp and pp messages leave the node at the same time and
 // share its uplink. (Ranks of other stages on the node send at other times.)
 int ranks_sharing_uplink(const parallel::ParallelDims& dims, int stage, int ranks_per_node) {
   parallel::GridCoord first;
   first.pp = stage;
   const int node = dims.rank_of(first) / ranks_per_node;
   int sharing = 0;
-  for (int dp = 0; dp < dims.dp; ++dp)
-    for (int sp = 0; sp < dims.sp; ++sp)
-      for (int tp = 0; tp < dims.tp; ++tp) {
-        parallel::GridCoord c;
-        c.dp = dp;
-        c.sp = sp;
-        c.tp = tp;
-        c.pp = stage;
-        if (dims.rank_of(c) / ranks_per_node == node) ++sharing;
-      }
+  for (int r = 0; r < dims.world_size(); ++r)
+    if (dims.coord_of(r).pp == stage && r / ranks_per_node == node) ++sharing;
   return std::max(1, sharing);
 }
 

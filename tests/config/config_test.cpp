@@ -361,6 +361,24 @@ TEST_F(ConfigTest, LayoutThatDoesNotDivideTheWorldSizeNamesTheParallelKeys) {
   EXPECT_EQ(validate_layout(fixed, 4).dp, 2);
 }
 
+// parallel.data left out (auto): a dp error points at the first layout key
+// the user wrote, in the section's order, and the text names every size.
+TEST_F(ConfigTest, DataParallelErrorWithoutADataKeyPointsAtTheWrittenLayoutKey) {
+  const std::string text = "model:\n  layers: 4\nparallel:\n  pipeline: 4\n";
+  const std::string path = write(text);
+  const Config c = load_checked_config(path);
+  const std::string message = error_of([&] { validate_layout(c, 6); });
+  EXPECT_EQ(message.rfind(path + ":4: parallel.pipeline: ", 0), 0u) << message;
+  EXPECT_CONTAINS(message, "parallel (data: auto, tensor: 1, pipeline: 4, spatial: 1) on 6 ranks");
+  EXPECT_CONTAINS(message, "dp group: world size 6 is not divisible by");
+
+  const std::string both = "parallel:\n  data: 3\n  spatial: 1\n  tensor: 2\n";
+  const std::string both_path = write(both, "both.yaml");
+  const std::string both_message = error_of([&] { validate_layout(load_checked_config(both_path), 4); });
+  EXPECT_EQ(both_message.rfind(both_path + ":2: parallel.data: ", 0), 0u) << both_message;
+  EXPECT_CONTAINS(both_message, "parallel (data: 3, tensor: 2, pipeline: 1, spatial: 1)");
+}
+
 TEST_F(ConfigTest, HeadsNotDivisibleByTensorParallelismIsAnError) {
   const std::string text = "model:\n  heads: 4\n  hidden: 48\nparallel:\n  tensor: 3\n";
   expect_error_at(text, "tensor", "parallel.tensor",

@@ -70,6 +70,14 @@ TEST(ProcessGrid, CoordinatesAndGroupsFollowTpSpDpPpOrder) {
     EXPECT_EQ(groups.world().size(), world);
     EXPECT_EQ(groups.tp().kind(), comm::GroupKind::kTp);
     EXPECT_EQ(groups.zero().kind(), comm::GroupKind::kZero);
+    // The same, read from the mesh table: every row's group has its kind,
+    // and holds the ranks that differ from this one along its dimension only.
+    for (const MeshDimInfo& d : kMesh) {
+      SCOPED_TRACE(comm::to_string(d.group));
+      EXPECT_EQ(groups.group(d.group).kind(), d.group);
+      EXPECT_EQ(groups.group(d.group).rank(), c.*d.coord);
+      EXPECT_EQ(members(groups.group(d.group)), expected(dims, c, d.coord, dims.*d.size));
+    }
   }
 }
 
