@@ -60,50 +60,39 @@ torch::Tensor SpatialConv2dImpl::forward(const torch::Tensor& tile) {
   return torch::conv2d(local, weight, bias, stride, no_padding, dilation);
 }
 
-SpatialMaxPool2dImpl::SpatialMaxPool2dImpl(const Window& window, const TileGrid& input,
-                                           comm::Communicator& sp, const std::string& name,
-                                           uint64_t buffer_key)
+template <PoolKind kKind>
+SpatialPool2dImpl<kKind>::SpatialPool2dImpl(const Window& window, const TileGrid& input,
+                                            comm::Communicator& sp, const std::string& name,
+                                            uint64_t buffer_key)
     : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
+  if (kKind == PoolKind::kAverage) require_no_dilation(window, name);
   require_group_matches(input, sp, name);
 }
 
-SpatialMaxPool2dImpl::SpatialMaxPool2dImpl(const Window& window, Slicing slicing,
-                                           comm::Communicator& sp, const std::string& name,
-                                           uint64_t buffer_key)
+template <PoolKind kKind>
+SpatialPool2dImpl<kKind>::SpatialPool2dImpl(const Window& window, Slicing slicing,
+                                            comm::Communicator& sp, const std::string& name,
+                                            uint64_t buffer_key)
     : plan_(slicing, window, name), sp_(sp), buffer_key_(buffer_key) {
+  if (kKind == PoolKind::kAverage) require_no_dilation(window, name);
   grid_shape(slicing, sp.size());
 }
 
-torch::Tensor SpatialMaxPool2dImpl::forward(const torch::Tensor& tile) {
+template <PoolKind kKind>
+torch::Tensor SpatialPool2dImpl<kKind>::forward(const torch::Tensor& tile) {
   const WindowPlan& plan = plan_.for_tile(tile, sp_);
   const Window& w = plan.window();
-  const torch::Tensor local =
-      halo_exchange(tile, plan, sp_, -std::numeric_limits<double>::infinity(), buffer_key_);
-  return torch::max_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0},
-                           {w.dilation, w.dilation});
-}
-
-SpatialAvgPool2dImpl::SpatialAvgPool2dImpl(const Window& window, const TileGrid& input,
-                                           comm::Communicator& sp, const std::string& name,
-                                           uint64_t buffer_key)
-    : plan_(input, window, name), sp_(sp), buffer_key_(buffer_key) {
-  require_no_dilation(window, name);
-  require_group_matches(input, sp, name);
-}
-
-SpatialAvgPool2dImpl::SpatialAvgPool2dImpl(const Window& window, Slicing slicing,
-                                           comm::Communicator& sp, const std::string& name,
-                                           uint64_t buffer_key)
-    : plan_(slicing, window, name), sp_(sp), buffer_key_(buffer_key) {
-  require_no_dilation(window, name);
-  grid_shape(slicing, sp.size());
-}
-
-torch::Tensor SpatialAvgPool2dImpl::forward(const torch::Tensor& tile) {
-  const WindowPlan& plan = plan_.for_tile(tile, sp_);
-  const Window& w = plan.window();
-  const torch::Tensor local = halo_exchange(tile, plan, sp_, 0.0, buffer_key_);
+  // The halo pads with what cannot win a max, or with the zeros an average
+  // over a padded window counts.
+  const double pad = kKind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+  const torch::Tensor local = halo_exchange(tile, plan, sp_, pad, buffer_key_);
+  if (kKind == PoolKind::kMax)
+    return torch::max_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0},
+                             {w.dilation, w.dilation});
   return torch::avg_pool2d(local, {w.kernel, w.kernel}, {w.stride, w.stride}, {0, 0});
 }
+
+template class SpatialPool2dImpl<PoolKind::kMax>;
+template class SpatialPool2dImpl<PoolKind::kAverage>;
 
 }  // namespace cmpi::parallel::spatial

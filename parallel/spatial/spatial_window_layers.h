@@ -54,12 +54,19 @@ class SpatialConv2dImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SpatialConv2d);
 
-class SpatialMaxPool2dImpl : public torch::nn::Module {
+// Max and average pooling differ only in the value the halo pads with (-inf
+// or 0) and the LibTorch op; one class template serves both.
+enum class PoolKind { kMax, kAverage };
+
+template <PoolKind kKind>
+class SpatialPool2dImpl : public torch::nn::Module {
  public:
-  SpatialMaxPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
-                       const std::string& name, uint64_t buffer_key = 0);
-  SpatialMaxPool2dImpl(const Window& window, Slicing slicing, comm::Communicator& sp,
-                       const std::string& name, uint64_t buffer_key = 0);
+  // Average pooling: window.dilation must be 1 (GeometryError naming the
+  // layer otherwise).
+  SpatialPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
+                    const std::string& name, uint64_t buffer_key = 0);
+  SpatialPool2dImpl(const Window& window, Slicing slicing, comm::Communicator& sp,
+                    const std::string& name, uint64_t buffer_key = 0);
   torch::Tensor forward(const torch::Tensor& tile);
   const TileGrid& output_grid() const { return plan_.plan().output(); }
 
@@ -68,23 +75,10 @@ class SpatialMaxPool2dImpl : public torch::nn::Module {
   comm::Communicator& sp_;
   uint64_t buffer_key_;
 };
+
+using SpatialMaxPool2dImpl = SpatialPool2dImpl<PoolKind::kMax>;
+using SpatialAvgPool2dImpl = SpatialPool2dImpl<PoolKind::kAverage>;
 TORCH_MODULE(SpatialMaxPool2d);
-
-class SpatialAvgPool2dImpl : public torch::nn::Module {
- public:
-  // window.dilation must be 1 (GeometryError naming the layer otherwise).
-  SpatialAvgPool2dImpl(const Window& window, const TileGrid& input, comm::Communicator& sp,
-                       const std::string& name, uint64_t buffer_key = 0);
-  SpatialAvgPool2dImpl(const Window& window, Slicing slicing, comm::Communicator& sp,
-                       const std::string& name, uint64_t buffer_key = 0);
-  torch::Tensor forward(const torch::Tensor& tile);
-  const TileGrid& output_grid() const { return plan_.plan().output(); }
-
- private:
-  LayerPlan plan_;
-  comm::Communicator& sp_;
-  uint64_t buffer_key_;
-};
 TORCH_MODULE(SpatialAvgPool2d);
 
 }  // namespace cmpi::parallel::spatial
