@@ -11,8 +11,8 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
-#include "parallel/data_parallel_optimizer.h"
-#include "parallel/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
+#include "parallel/mesh/process_groups.h"
 
 namespace cmpi::checkpoint {
 namespace {

@@ -59,7 +59,7 @@
 #include "checkpoint/background_writer.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_state.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::checkpoint {
 

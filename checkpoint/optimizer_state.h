@@ -18,7 +18,7 @@
 #include "checkpoint/loaded_checkpoint.h"
 #include "checkpoint/shard_file.h"
 #include "checkpoint/slice_spec.h"
-#include "parallel/data_parallel_optimizer.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::checkpoint {
 

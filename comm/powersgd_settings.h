@@ -1,7 +1,7 @@
 // PowerSgdSettings: the parameters of a `codec: {name: powersgd, ...}` policy
 // rule. PowerSGD (Vogels et al., NeurIPS 2019) is not a Codec: it compresses a
 // gradient *matrix* to two thin factors and needs the tensor shapes, so the
-// data-parallel optimizer (parallel/powersgd_reducer.h) runs it, not the
+// data-parallel optimizer (parallel/zero/powersgd_reducer.h) runs it, not the
 // Communicator. The policy only validates the rule and tells the optimizer
 // that the dp gradient allreduce is to be low-rank; the factors' own
 // allreduces then travel raw through the same rule (which sends raw).

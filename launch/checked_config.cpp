@@ -6,7 +6,7 @@
 #include "config/config_sections.h"
 #include "data/tokenizer_check.h"
 #include "models/family/model_family.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 namespace cmpi::launch {
 namespace {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::launch {
 

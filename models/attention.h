@@ -39,7 +39,7 @@
 #include "models/gpt_options.h"
 #include "models/param_layout.h"
 #include "models/rotary_embedding.h"
-#include "parallel/tensor_parallel_layers.h"
+#include "parallel/tensor/tensor_parallel_layers.h"
 
 namespace cmpi::models {
 

@@ -54,7 +54,7 @@
 #include "models/gpt_options.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
-#include "parallel/layer_schedule.h"
+#include "parallel/zero/layer_schedule.h"
 #include "parallel/param_info.h"
 
 namespace cmpi::comm {

@@ -23,7 +23,7 @@
 #include "models/gpt.h"
 #include "models/loss_scaler.h"
 #include "models/train_model.h"
-#include "parallel/pipeline_engine.h"
+#include "parallel/pipeline/pipeline_engine.h"
 
 namespace cmpi::parallel {
 class PipelineTiedEmbedding;

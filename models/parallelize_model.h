@@ -9,7 +9,7 @@
 #include "config/config.h"
 #include "models/gpt_parallelize.h"
 #include "models/train_model.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 
 namespace cmpi::models {
 

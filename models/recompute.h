@@ -20,7 +20,7 @@
 //    again: every rank of the group recomputes in the same backward node, so
 //    the calls pair up; a lossy tp codec compresses the repeat anew.
 // Parameters are read when `forward` runs: per-layer ZeRO-3 has gathered a
-// block again before its backward (parallel/zero3_gather_rules.h), which is
+// block again before its backward (parallel/zero/zero3_gather_rules.h), which is
 // when its recomputation runs.
 #pragma once
 

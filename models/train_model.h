@@ -22,7 +22,7 @@
 #include "checkpoint/checkpoint_manager.h"
 #include "comm/adaptive_policy.h"
 #include "comm/comm_stats.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::parallel {
 class DataParallelOptimizer;

@@ -4,7 +4,7 @@
 
 #include "models/recompute.h"
 #include "parallel/low_precision_ops.h"
-#include "parallel/sequence_parallel_ops.h"
+#include "parallel/tensor/sequence_parallel_ops.h"
 
 namespace cmpi::models {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "parallel/pipeline_balance.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_balance.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 namespace cmpi::parallel {
 namespace {

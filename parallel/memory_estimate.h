@@ -49,7 +49,7 @@
 //               and ZeRO-1 takes one bucket's reduced 1/dp piece in another;
 //               stage 0 and 3 reduce and gather in place (none);
 //   pipeline sends  the messages between stages alive beside the
-//               activations (parallel/pipeline_engine.h): the input
+//               activations (parallel/pipeline/pipeline_engine.h): the input
 //               gradient sent back, held until the stage's next action
 //               (every stage but the first), and the output gradient
 //               received for the running backward (every stage but the
@@ -94,7 +94,7 @@ struct MemoryEstimateInput {
   bool gpipe = false;                 // schedule; false = 1F1B
   std::vector<int64_t> stage_layers;  // empty = uniform, or auto_balance
   // parallel.pipeline_balance: auto (with stage_layers empty): the layers
-  // are split to minimise the largest stage total (parallel/pipeline_balance.h).
+  // are split to minimise the largest stage total (parallel/pipeline/pipeline_balance.h).
   bool auto_balance = false;
   int64_t bucket_bytes = 0;
   bool zero3_per_layer = true;  // parallel.zero3_gather: layer (false: model)

@@ -1,7 +1,7 @@
 // The replay is a set of alive units that Zero3GatherRules acts on: a unit
 // counts a gather each time it goes from released to requested, and the
 // bytes of alive units are summed as they change. A pass walks the uses as
-// a model's forward and autograd call the gate (parallel/layer_gate_ops.h):
+// a model's forward and autograd call the gate (parallel/zero/layer_gate_ops.h):
 // forward u = 0..n-1, before_forward then after_forward; backward
 // u = n-1..0, before_backward then after_backward, except that the first
 // use's after_backward never comes when its input has no gradient.
@@ -11,8 +11,8 @@
 #include <numeric>
 #include <string>
 
-#include "parallel/zero3_gather_rules.h"
-#include "parallel/zero_layout.h"
+#include "parallel/zero/zero3_gather_rules.h"
+#include "parallel/zero/zero_layout.h"
 
 namespace cmpi::plan {
 namespace {

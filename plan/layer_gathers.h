@@ -43,7 +43,7 @@ struct StageUnits {
   std::vector<std::vector<size_t>> uses;  // units each use reads, forward order
   // Whether backward reaches the first use's input (false when it is token
   // ids: the embedding stage). Only then is the first use's after_backward
-  // called (parallel/layer_gate_ops.h), which releases its units.
+  // called (parallel/zero/layer_gate_ops.h), which releases its units.
   bool first_input_has_gradient = false;
 };
 

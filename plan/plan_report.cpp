@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "config/units.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 namespace cmpi::plan {
 namespace {

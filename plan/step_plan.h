@@ -35,7 +35,7 @@
 
 #include "config/config.h"
 #include "parallel/memory_estimate.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 #include "plan/cost_model.h"
 #include "plan/step_traffic.h"
 

@@ -5,8 +5,8 @@
 
 #include "comm/policy.h"
 #include "models/family/gpt_family.h"
-#include "parallel/pipeline_schedule.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_stages.h"
 #include "plan/layer_gathers.h"
 
 namespace cmpi::plan {
@@ -156,7 +156,7 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
                                                   const parallel::ParallelDims& dims,
                                                   const StageShape& shape, int64_t micro_batches) {
   // Activation gradients travel in the compute dtype
-  // (parallel/tensor_parallel_ops.cpp); the forward sums (the row-parallel
+  // (parallel/tensor/tensor_parallel_ops.cpp); the forward sums (the row-parallel
   // layers' partial products and the vocab-parallel embedding's rows) are
   // float32, or in the compute dtype with parallel.tp_forward_sum: compute.
   const int word_bytes = config::value_bytes(c.training.precision);
@@ -183,7 +183,7 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
   return {forward, backward};
 }
 
-// With sequence parallelism (parallel/sequence_parallel_ops.h) the same
+// With sequence parallelism (parallel/tensor/sequence_parallel_ops.h) the same
 // activations travel as reduce-scatters (after the row-parallel layers and
 // the embedding; backward: all-gathers) and all-gathers (before the
 // column-parallel layers and the head, forward and again in backward;
@@ -197,7 +197,7 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
                                                     const StageShape& shape,
                                                     int64_t micro_batches) {
   // Each collective carries the dtype it is given
-  // (parallel/sequence_parallel_ops.cpp): the forward reduce-scatters sum
+  // (parallel/tensor/sequence_parallel_ops.cpp): the forward reduce-scatters sum
   // float32 partial products (and the embedding's float32 rows), so their
   // backward all-gathers carry float32 gradients — both in the compute
   // dtype with parallel.tp_forward_sum: compute; the gathered linears'

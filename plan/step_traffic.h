@@ -35,7 +35,7 @@
 
 #include "comm/group_kind.h"
 #include "config/config.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::plan {
 

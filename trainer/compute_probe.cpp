@@ -9,7 +9,7 @@
 #include "comm/clock.h"
 #include "models/family/gpt_family.h"
 #include "models/gpt.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "plan/step_plan.h"
 
 namespace cmpi::trainer {

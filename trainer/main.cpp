@@ -32,7 +32,7 @@
 #include "launch/job_config.h"
 #include "launch/memory_preflight.h"
 #include "models/family/model_family.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "trainer/allocator_settings.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 
 namespace cmpi::trainer {
 namespace {

@@ -23,7 +23,7 @@
 
 #include "config/config.h"
 #include "models/train_model.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::parallel {
 class ProcessGroups;

@@ -3,7 +3,7 @@
 // with --compare-presets, every preset side by side); writes JSON on request.
 #pragma once
 
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 #include "trainer/cli_args.h"
 #include "config/config.h"
 

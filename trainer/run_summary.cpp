@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io/atomic_file.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "trainer/metrics.h"
 
 namespace cmpi::trainer {

@@ -4,7 +4,7 @@
 Simulates data-parallel training of the benchmark's GPT (bench/train/ddp_peer.py's model,
 cmpi-train's initial weights, the same indexed Markov dataset, AdamW, LR schedule and clipping):
 each step computes the W workers' gradients one after another, reduces them with a variant of
-PowerSGD written as parallel/powersgd_reducer.cpp does it (error feedback, P = M Q, sum,
+PowerSGD written as parallel/zero/powersgd_reducer.cpp does it (error feedback, P = M Q, sum,
 Gram-Schmidt, Q = M^T P, sum, P Q^T, warm start, 1-D tensors raw), then clips and steps AdamW.
 Variants change one thing at a time: rank, warm-up steps, error feedback, the embedding tables
 raw, and AdamW's second moment frozen after the warm-up (1-bit Adam's remedy).

@@ -33,7 +33,7 @@
 #include "models/cnn/cnn_stage.h"
 #include "models/cnn/resnet_plan.h"
 #include "models/train_model.h"
-#include "parallel/pipeline_engine.h"
+#include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/spatial/tile_geometry.h"
 
 namespace cmpi::comm {

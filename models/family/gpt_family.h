@@ -9,7 +9,7 @@
 #include "models/family/model_family.h"
 #include "models/gpt_options.h"
 #include "parallel/memory_estimate.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::models {
 

@@ -22,7 +22,7 @@
 
 #include "config/config.h"
 #include "parallel/memory_estimate.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::models {
 

@@ -4,7 +4,7 @@
 
 #include "config/config_loader.h"
 #include "models/cnn/spatial_resnet_check.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/spatial/tile_geometry.h"
 
 namespace cmpi::models {

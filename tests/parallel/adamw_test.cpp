@@ -1,4 +1,4 @@
-// parallel/adamw.h: adamw_update (a SIMD loop) gives, for every length
+// parallel/zero/adamw.h: adamw_update (a SIMD loop) gives, for every length
 // (SIMD body and scalar tail alike), exactly the values of the update written
 // element by element here in plain scalar code, with and without weight
 // decay, over several steps. Random data from the printed seed.
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "parallel/adamw.h"
+#include "parallel/zero/adamw.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::parallel {

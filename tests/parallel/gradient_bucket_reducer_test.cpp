@@ -5,7 +5,7 @@
 // collective (and stops the buckets after it), and destruction with a
 // collective that never ends returns instead of hanging; every_backward
 // launches each bucket once per backward.
-#include "parallel/gradient_bucket_reducer.h"
+#include "parallel/zero/gradient_bucket_reducer.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 
 namespace cmpi::parallel {
 namespace {

@@ -2,7 +2,7 @@
 // submission order, threaded or inline; wait(ticket) returns once that task
 // is done; the first error names its task, drops what follows and reaches
 // every later wait; destruction with a task that never ends abandons it.
-#include "parallel/ordered_comm_queue.h"
+#include "parallel/zero/ordered_comm_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::parallel {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "parallel/memory_estimate.h"
-#include "parallel/pipeline_balance.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_balance.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 namespace cmpi::parallel {
 namespace {

@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "parallel/pipeline_schedule.h"
-#include "parallel/pipeline_stages.h"
+#include "parallel/pipeline/pipeline_schedule.h"
+#include "parallel/pipeline/pipeline_stages.h"
 
 namespace cmpi::parallel {
 namespace {

@@ -1,4 +1,4 @@
-// PowerSGD (parallel/powersgd_reducer.h) on 1, 2 and 4 ranks:
+// PowerSGD (parallel/zero/powersgd_reducer.h) on 1, 2 and 4 ranks:
 // - the reducer against direct computations: a summed gradient of rank <= r
 //   comes back exact (to float rounding, on input whose projection on the
 //   starting Q is well conditioned: well_conditioned_draw); rank >= min(n, m) equals the raw sum;
@@ -23,9 +23,9 @@
 
 #include "comm/communicator.h"
 #include "comm/policy_config.h"
-#include "parallel/data_parallel_optimizer.h"
-#include "parallel/powersgd_reducer.h"
-#include "parallel/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
+#include "parallel/zero/powersgd_reducer.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"

@@ -26,8 +26,8 @@
 
 #include "comm/communicator.h"
 #include "models/gpt.h"
-#include "parallel/process_groups.h"
-#include "parallel/sequence_parallel_ops.h"
+#include "parallel/mesh/process_groups.h"
+#include "parallel/tensor/sequence_parallel_ops.h"
 #include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"

@@ -23,7 +23,7 @@
 
 #include "comm/communicator.h"
 #include "models/gpt.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 #include "parallel/param_info.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"

@@ -27,7 +27,7 @@
 
 #include "comm/communicator.h"
 #include "parallel/leaf_saving_linear.h"
-#include "parallel/tensor_parallel_layers.h"
+#include "parallel/tensor/tensor_parallel_layers.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"

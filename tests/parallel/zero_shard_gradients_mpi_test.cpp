@@ -20,7 +20,7 @@
 
 #include "models/family/model_family.h"
 #include "models/gpt.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"

@@ -12,7 +12,7 @@
 
 #include "config/config.h"
 #include "models/family/model_family.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 #include "plan/step_plan.h"
 #include "plan/step_traffic.h"
 

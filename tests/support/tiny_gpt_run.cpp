@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "trainer/trainer.h"
 
 namespace cmpi::testing {

@@ -14,7 +14,7 @@
 #include "comm/comm_stats.h"
 #include "comm/policy_config.h"
 #include "config/config.h"
-#include "parallel/parallel_dims.h"
+#include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::testing {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/io/scratch_dir.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"

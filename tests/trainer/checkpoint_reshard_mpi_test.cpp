@@ -33,7 +33,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/loaded_checkpoint.h"
 #include "checkpoint/metadata.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/checkpoint_state.h"
 #include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"

@@ -23,7 +23,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/loaded_checkpoint.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/checkpoint_state.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"

@@ -27,7 +27,7 @@
 
 #include "config/config_loader.h"
 #include "launch/checked_config.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"

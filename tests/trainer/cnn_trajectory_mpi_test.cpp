@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 #include "trainer/trainer.h"

@@ -17,7 +17,7 @@
 #include "config/config_loader.h"
 #include "data/indexed_dataset_builder.h"
 #include "data/token_source.h"
-#include "parallel/process_groups.h"
+#include "parallel/mesh/process_groups.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 

@@ -1,0 +1,229 @@
+// ZeroOptimizer: the DataParallelOptimizer of ZeRO stages 0–3 (see
+// data_parallel_optimizer.h for what each stage keeps and moves). One class
+// for all stages: they differ only in which buffers exist when, which slice
+// of the flat buffer a rank updates (ZeroLayout), and which collective
+// reduces gradients.
+//
+//   buffer            stage 0    stage 1    stage 2          stage 3
+//   flat parameters   always     always     always           forward..step
+//   parameter shard   -          -          -                always (master)
+//   flat gradients    always     always     backward..step   backward..step
+//   gradient shard    -          -          always           always
+//   AdamW moments     whole      shard      shard            shard
+//   reduce over dp    allreduce  r-scatter  r-scatter        r-scatter
+//   (shard-only gradient memory, below: no flat gradients at stages 2/3)
+//
+// Stage 1 reduce-scatters each bucket (half an allreduce's bytes) into a
+// piece-sized buffer and copies the piece back into the flat gradients,
+// where its update reads it; the other pieces keep this rank's unreduced
+// values, which nothing reads. Under a powersgd rule (or dp = 1) stage 1
+// allreduces as stage 0 does, and the buckets of a sparse embedding that the
+// dp policy sends block-sparse (compression.sparse_embedding) keep that
+// allreduce, which sends only their non-zero blocks.
+//
+// Gradient buckets are ZeroLayout's (flat order, so shards and error-feedback
+// keys stay as they were); they are launched last bucket first, which is
+// reverse parameter order. With overlap and dp > 1 a GradientBucketReducer
+// runs them on its thread; each parameter's AccumulateGrad node carries a
+// post hook (LibTorch 1.13 has no post-accumulate-grad tensor hook; a tensor
+// hook would see the gradient before accumulation) that reports the
+// parameter ready once begin_last_micro_batch() has armed the reducer.
+//
+// Shard-only gradient memory (stages 2/3, options.shard_gradient_memory; see
+// zero_shard_gradients.cpp): no flat gradient buffer. Autograd keeps each
+// parameter's gradient of one backward; as each bucket's parameters are all
+// accumulated, the bucket is packed into one of two bucket-sized buffers,
+// the gradients it took are freed, and its reduce-scatter over zero adds
+// the received piece into the gradient shard — every micro-batch.
+//
+// Per-layer ZeRO-3 (options.layer_schedule): the layout's buckets follow the
+// schedule's units, a LayerParameterGatherer materialises units as the model
+// runs them, and every zero-group collective (unit gathers and gradient
+// reduce-scatters) goes through one OrderedCommQueue, threaded with overlap:
+// the reducer then only decides when a bucket is ready and queues it, so
+// gathers and reductions reach MPI in the same order on every rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "parallel/zero/data_parallel_optimizer.h"
+#include "parallel/zero/gradient_bucket_reducer.h"
+#include "parallel/zero/layer_parameter_gatherer.h"
+#include "parallel/zero/ordered_comm_queue.h"
+#include "parallel/zero/powersgd_reducer.h"
+#include "parallel/zero/zero_layout.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
+
+namespace cmpi::parallel {
+
+class ZeroOptimizer final : public DataParallelOptimizer {
+ public:
+  ZeroOptimizer(std::vector<ParamInfo> params, const DataParallelOptimizerOptions& options,
+                ProcessGroups& groups);
+  ~ZeroOptimizer() override;
+  ZeroOptimizer(const ZeroOptimizer&) = delete;
+  ZeroOptimizer& operator=(const ZeroOptimizer&) = delete;
+
+  void zero_grad() override;
+  void before_forward() override;
+  void begin_last_micro_batch() override;
+  double step(double lr, double max_grad_norm) override;
+  bool last_step_skipped() const override { return last_step_skipped_; }
+  void set_gradient_scale(double scale) override;
+  const NonfiniteGradients& last_nonfinite_gradients() const override { return last_nonfinite_; }
+  MemoryUsage memory() const override;
+  GradReductionTimes last_reduction() const override { return last_reduction_; }
+  int64_t peak_bytes() const override { return peak_bytes_; }
+  int64_t peak_gathered_parameter_bytes() const override;
+  LayerGate* layer_gate() override { return gatherer_.get(); }
+  PowerSgdReducer* powersgd_reducer() override { return powersgd_.get(); }
+  int zero_stage() const override { return stage_; }
+  OptimizerStateView state() const override;
+  void load_state(int64_t steps, const StateSource& source) override;
+
+  const ZeroLayout& layout() const { return layout_; }
+
+ private:
+  // Error-feedback keys: gradient buckets use their index, weight buckets this
+  // offset plus their index, so a lossy rule never mixes their residuals.
+  static constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
+
+  int dp() const { return layout_.dp(); }
+  // Views of the flat buffers for parameter i.
+  torch::Tensor param_view(size_t i) const;
+  torch::Tensor grad_view(size_t i) const;
+
+  // Per-layer stage 3: this rank's shard from options_.initial_values or the
+  // parameters' values; the parameters become stand-ins.
+  void fill_param_shard_per_layer();
+  void gather_parameters();   // stage 3: shard -> flat parameters, model views
+  void release_parameters();  // stage 3: the model's parameters become empty
+  // Allocates the flat gradient buffer if needed and points every
+  // materialised parameter's .grad() at its view, folding in any gradient
+  // autograd put elsewhere.
+  void attach_gradients();
+  void release_gradients();  // stages 2/3, after the reduce-scatter
+  // Builds the reducer and, with overlap, hooks every gradient accumulator.
+  void set_up_reduction();
+  // The PowerSGD reducer when the dp policy's gradient allreduce rule is
+  // powersgd (nullptr otherwise); throws std::invalid_argument naming the
+  // rule where it cannot apply (ZeRO 2/3, buckets it matches only partly).
+  std::unique_ptr<PowerSgdReducer> make_powersgd_reducer();
+  // Runs bucket b's collective on `flat` (the flat gradients): on the comm
+  // thread with overlap, touching no member that the main thread changes.
+  void reduce_bucket(size_t b, float* flat);
+  // An exact bucket's reduction (the Communicator's exact sums, same
+  // collective as reduce_bucket's for the stage).
+  void reduce_exactly(const ZeroBucket& bucket, float* flat);
+  // Whether this rank reduces bucket b over dp (not: the tied table on the
+  // stage that takes it from the other).
+  bool reduced_here(const ZeroBucket& bucket) const;
+  // The tied table's reduced buckets through options_.tied_gradient->share.
+  void share_tied_gradient();
+  // From a gradient accumulator's post hook, on the thread running backward.
+  void on_gradient_accumulated(size_t param);
+  // Launches what the hooks did not and waits for every bucket.
+  void reduce_gradients();
+  // Shard-only gradients (zero_shard_gradients.cpp). On the thread running
+  // backward: packs bucket b from the parameters' gradients into a send
+  // buffer, frees the gradients no other bucket of the round still needs and
+  // queues the bucket's reduction.
+  void stream_bucket(size_t b);
+  // On the comm thread: reduces the packed bucket over zero and adds this
+  // rank's piece into the gradient shard.
+  void reduce_streamed_bucket(size_t b, const float* packed);
+  // The parameters packed only in step(): late gradients, the tied table and,
+  // transitively, whatever shares a bucket with them.
+  std::vector<size_t> deferred_params() const;
+  // Bytes of parameter gradients autograd holds right now (shard-only).
+  int64_t held_gradient_bytes() const;
+  // From a gradient accumulator's pre hook: the next backward is about to
+  // add to parameter `param` (shard-only).
+  void on_gradient_arriving(size_t param);
+  void add_arriving_hook(torch::autograd::Node& accumulator, size_t param);
+  void remove_arriving_hooks();  // the parameters may outlive this optimizer
+  bool overlapping() const { return reducer_ && overlap_; }
+  double global_norm();
+  // The parameter holding flat index `at`.
+  const std::string& param_at(size_t at) const;
+  // After a non-finite norm: names what this rank saw, before and after the reduction.
+  NonfiniteGradients locate_nonfinite_gradients() const;
+  void scale_gradients(float factor);
+  void update(double lr);
+  void allgather_parameters();      // stages 1/2
+  void copy_flat_to_param_shard();  // stage 3: the own pieces of flat_params_
+  void note_memory();
+
+  std::vector<ParamInfo> params_;
+  std::vector<std::vector<int64_t>> shapes_;  // kept: stage 3 empties the tensors
+  DataParallelOptimizerOptions options_;
+  ProcessGroups& groups_;
+  int stage_;
+  bool per_layer_;  // stage 3 gathering per layer
+  ZeroLayout layout_;
+  const std::vector<ZeroSegment>& segments_;  // what this rank updates
+
+  torch::Tensor flat_params_;  // undefined while released (stage 3)
+  torch::Tensor flat_grads_;   // undefined while released (stages 2/3) or before the first backward
+  std::vector<float> param_shard_;  // stage 3
+  std::vector<float> grad_shard_;   // stages 2/3
+  std::vector<float> exp_avg_, exp_avg_sq_;
+  std::vector<float> staging_;  // stages 1/2: this rank's piece during an allgather
+  // How gradients are summed over dp (see the constructor).
+  enum class Reduction {
+    kAllreduce,       // stage 0; stage 1 under powersgd or dp = 1
+    kScatterInPlace,  // stage 1: each piece reduce-scattered, copied back into the flat gradients
+    kScatterToShard,  // stages 2/3: each piece reduce-scattered into the gradient shard
+  };
+  Reduction reduction_ = Reduction::kAllreduce;
+  std::vector<float> scattered_;  // stage 1: one bucket's reduced piece
+  // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
+  std::vector<bool> sparse_allreduce_;
+  std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
+  int64_t steps_ = 0;
+  bool last_step_skipped_ = false;
+  double gradient_scale_ = 1;  // loss scaling: the gradients' factor
+  NonfiniteGradients last_nonfinite_;
+  // Per bucket, from its last reduction over dp: the flat index of the first
+  // non-finite value of this rank's own gradient before it, or kAllFinite.
+  static constexpr size_t kAllFinite = ~size_t(0);
+  std::vector<size_t> own_nonfinite_at_;
+  int64_t peak_bytes_ = 0;
+  int64_t peak_gathered_bytes_ = 0;  // whole-model gathers (per layer: the gatherer's)
+
+  struct GradientReadyHook;
+  struct GradientArrivingHook;
+  // Shard-only gradient memory (see the file comment).
+  bool shard_only_ = false;
+  struct PackedBucket {
+    torch::Tensor data;                 // one bucket's span
+    OrderedCommQueue::Ticket sent = 0;  // its last reduction (0: none)
+  };
+  std::vector<PackedBucket> packed_;  // used in turn
+  size_t next_packed_ = 0;
+  torch::Tensor received_;  // one bucket's reduced piece (comm thread)
+  std::vector<std::vector<size_t>> params_of_bucket_;
+  std::vector<size_t> buckets_per_param_;  // buckets overlapping each parameter
+  std::vector<size_t> unpacked_buckets_;   // per parameter, this round
+  int64_t held_gradient_bytes_ = 0;        // at the last pack
+  // The pre hooks, by accumulator (same order as accumulators_).
+  std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
+  bool overlap_ = false;          // reduce on the comm thread during backward
+  float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
+  std::vector<std::shared_ptr<torch::autograd::Node>>
+      accumulators_;  // kept alive: hooks live on them
+  std::vector<uintptr_t> hook_keys_;
+  GradReductionTimes last_reduction_;
+  std::unique_ptr<OrderedCommQueue> queue_;  // per layer: every zero-group collective
+  std::unique_ptr<LayerParameterGatherer> gatherer_;
+  std::unique_ptr<PowerSgdReducer> powersgd_;       // used by the comm thread only
+  std::unique_ptr<GradientBucketReducer> reducer_;  // last: its thread stops before the rest goes
+};
+
+}  // namespace cmpi::parallel
