@@ -11,8 +11,8 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::checkpoint {
 namespace {

@@ -12,9 +12,9 @@
 #include <stdexcept>
 
 #include "comm/codec_state.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/zero/powersgd_reducer.h"
-#include "parallel/mesh/process_groups.h"
 
 namespace cmpi::checkpoint {
 namespace {

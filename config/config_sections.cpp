@@ -97,7 +97,6 @@ void FieldReader::ratios(const char* key, std::vector<double>& value) {
   value = std::move(out);
 }
 
-
 void FieldWriter::paths(const char* key, const std::vector<std::string>& value) {
   out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const std::string& path : value) out_ << YAML::DoubleQuoted << path;

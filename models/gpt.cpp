@@ -7,13 +7,13 @@
 #include <string>
 
 #include "models/transformer_block.h"
-#include "parallel/zero/layer_gate_ops.h"
 #include "parallel/low_precision_ops.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/tensor/sequence_parallel_ops.h"
 #include "parallel/tensor/tensor_parallel_layers.h"
-#include "parallel/unmaterialised.h"
 #include "parallel/tensor/vocab_parallel_cross_entropy.h"
+#include "parallel/unmaterialised.h"
+#include "parallel/zero/layer_gate_ops.h"
 
 namespace cmpi::models {
 namespace {

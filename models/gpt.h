@@ -54,8 +54,8 @@
 #include "models/gpt_options.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
-#include "parallel/zero/layer_schedule.h"
 #include "parallel/param_info.h"
+#include "parallel/zero/layer_schedule.h"
 
 namespace cmpi::comm {
 class Communicator;

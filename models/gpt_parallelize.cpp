@@ -8,11 +8,11 @@
 
 #include "models/family/gpt_family.h"
 #include "models/gpt_train_model.h"
-#include "parallel/zero/data_parallel_optimizer.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/pipeline/pipeline_tied_embedding.h"
-#include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::models {
 namespace {

@@ -8,10 +8,10 @@
 #include "models/family/gpt_family.h"
 #include "models/generator_state.h"
 #include "models/tensor_dump.h"
-#include "parallel/zero/data_parallel_optimizer.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_tied_embedding.h"
-#include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::models {
 

@@ -3,9 +3,9 @@
 // with --compare-presets, every preset side by side); writes JSON on request.
 #pragma once
 
+#include "config/config.h"
 #include "parallel/mesh/parallel_dims.h"
 #include "trainer/cli_args.h"
-#include "config/config.h"
 
 namespace cmpi::trainer {
 
@@ -14,6 +14,7 @@ namespace cmpi::trainer {
 int plan_world_size(const PlanArgs& plan, const config::Config& config);
 
 // Returns the process exit code.
-int run_plan(const PlanArgs& plan, const config::Config& config, const parallel::ParallelDims& dims);
+int run_plan(const PlanArgs& plan, const config::Config& config,
+             const parallel::ParallelDims& dims);
 
 }  // namespace cmpi::trainer

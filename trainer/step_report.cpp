@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "comm/communicator.h"
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 #include "trainer/metrics.h"
 
 namespace cmpi::trainer {

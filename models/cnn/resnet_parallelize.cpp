@@ -10,11 +10,11 @@
 #include "models/cnn/resnet_train_model.h"
 #include "models/cnn/spatial_conv_layer_factory.h"
 #include "models/family/resnet_family.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/bidirectional_pipeline.h"
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_stages.h"
-#include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::models {
 namespace {

@@ -7,12 +7,12 @@
 
 #include "models/family/resnet_family.h"
 #include "models/generator_state.h"
-#include "parallel/pipeline/bidirectional_pipeline.h"
-#include "parallel/zero/data_parallel_optimizer.h"
-#include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/pipeline/bidirectional_pipeline.h"
+#include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/spatial/sp_reductions.h"
 #include "parallel/spatial/tile_gather.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 
 namespace cmpi::models {
 namespace {

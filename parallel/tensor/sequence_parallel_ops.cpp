@@ -15,8 +15,8 @@
 
 #include "parallel/leaf_saving_linear.h"
 #include "parallel/tensor/tensor_parallel_ops.h"
-#include "parallel/tensor_words.h"
 #include "parallel/tensor/tp_autograd_context.h"
+#include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
 namespace {

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "parallel/tensor_words.h"
 #include "parallel/tensor/tp_autograd_context.h"
+#include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
 namespace {

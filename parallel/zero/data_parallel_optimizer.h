@@ -136,9 +136,9 @@
 #include <string>
 #include <vector>
 
+#include "parallel/param_info.h"
 #include "parallel/zero/adamw.h"
 #include "parallel/zero/layer_schedule.h"
-#include "parallel/param_info.h"
 
 namespace cmpi::parallel {
 

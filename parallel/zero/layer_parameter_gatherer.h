@@ -24,9 +24,9 @@
 #include <functional>
 #include <vector>
 
+#include "parallel/param_info.h"
 #include "parallel/zero/layer_schedule.h"
 #include "parallel/zero/ordered_comm_queue.h"
-#include "parallel/param_info.h"
 #include "parallel/zero/zero3_gather_rules.h"
 #include "parallel/zero/zero_layout.h"
 

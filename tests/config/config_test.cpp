@@ -374,7 +374,8 @@ TEST_F(ConfigTest, DataParallelErrorWithoutADataKeyPointsAtTheWrittenLayoutKey) 
 
   const std::string both = "parallel:\n  data: 3\n  spatial: 1\n  tensor: 2\n";
   const std::string both_path = write(both, "both.yaml");
-  const std::string both_message = error_of([&] { validate_layout(load_checked_config(both_path), 4); });
+  const std::string both_message =
+      error_of([&] { validate_layout(load_checked_config(both_path), 4); });
   EXPECT_EQ(both_message.rfind(both_path + ":2: parallel.data: ", 0), 0u) << both_message;
   EXPECT_CONTAINS(both_message, "parallel (data: 3, tensor: 2, pipeline: 1, spatial: 1)");
 }

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"

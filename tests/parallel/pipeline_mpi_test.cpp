@@ -26,10 +26,10 @@
 
 #include "comm/communicator.h"
 #include "models/gpt.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_stages.h"
 #include "parallel/pipeline/pipeline_tied_embedding.h"
-#include "parallel/mesh/process_groups.h"
 #include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"

@@ -23,9 +23,9 @@
 
 #include "comm/communicator.h"
 #include "comm/policy_config.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/zero/powersgd_reducer.h"
-#include "parallel/mesh/process_groups.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "models/gpt.h"
-#include "parallel/zero/layer_parameter_gatherer.h"
-#include "parallel/zero/ordered_comm_queue.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/unmaterialised.h"
+#include "parallel/zero/layer_parameter_gatherer.h"
+#include "parallel/zero/ordered_comm_queue.h"
 #include "parallel/zero/zero_layout.h"
 #include "plan/layer_gathers.h"
 #include "tests/support/mpi_world.h"

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "models/gpt.h"
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 #include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"

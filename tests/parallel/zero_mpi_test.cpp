@@ -27,9 +27,9 @@
 
 #include "comm/policy_config.h"
 #include "models/gpt.h"
+#include "parallel/mesh/process_groups.h"
 #include "parallel/zero/adamw.h"
 #include "parallel/zero/data_parallel_optimizer.h"
-#include "parallel/mesh/process_groups.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/seeded_tensor.h"
 #include "tests/support/test_seed.h"

@@ -39,8 +39,8 @@ struct Layout {
   int dp = 1, pp = 1, sp = 1, zero = 0;
   int ranks() const { return dp * pp * sp; }
   std::string name() const {
-    return "dp" + std::to_string(dp) + "pp" + std::to_string(pp) + "sp" + std::to_string(sp) +
-           "z" + std::to_string(zero);
+    return "dp" + std::to_string(dp) + "pp" + std::to_string(pp) + "sp" + std::to_string(sp) + "z" +
+           std::to_string(zero);
   }
   parallel::ParallelDims dims() const {
     parallel::ParallelDims d;
@@ -106,7 +106,8 @@ TrainResult run_on(const Layout& layout, const config::Config& config,
 }
 
 // Every tensor of two checkpoints bit for bit; the running statistics among them.
-void expect_same_state(const std::string& a_dir, const std::string& b_dir, const std::string& what) {
+void expect_same_state(const std::string& a_dir, const std::string& b_dir,
+                       const std::string& what) {
   if (world_rank() != 0) return;
   cmpi::testing::expect_same_checkpoint_state(a_dir, b_dir, what);
   bool has_statistics = false;
@@ -136,7 +137,8 @@ class CnnCheckpoint : public ::testing::Test {
   // once) and trains on. Returns {A, B}.
   std::pair<TrainResult, TrainResult> resume_case(const Layout& a, const Layout& b) {
     const std::string what = a.name() + " -> " + b.name();
-    if (world_rank() == 0) std::printf("case: %s (seed %llu)\n", what.c_str(), (unsigned long long)seed_);
+    if (world_rank() == 0)
+      std::printf("case: %s (seed %llu)\n", what.c_str(), (unsigned long long)seed_);
     const std::string dir_a = root_ + "/" + what + "/a", dir_b = root_ + "/" + what + "/b";
     const auto config_a = test_config(seed_, dir_a);
     const TrainResult original = run_on(a, config_a, "", false);

@@ -31,8 +31,8 @@
 
 #include "checkpoint/checkpoint_manager.h"
 #include "models/gpt_parallelize.h"
-#include "parallel/zero/data_parallel_optimizer.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/data_parallel_optimizer.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
 
