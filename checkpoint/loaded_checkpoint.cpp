@@ -118,9 +118,9 @@ void check_model_shape(const LoadedCheckpoint& loaded,
                                ", this config has " + std::to_string(value));
   }
   // Keys recorded only when they differ from a default (the GPT's
-  // architecture switches, config/model_shape.h): saved but absent here means
-  // this config has the default, and the checkpoint was saved from another
-  // model.
+  // architecture switches, models/family/gpt_family.cpp): saved but absent
+  // here means this config has the default, and the checkpoint was saved
+  // from another model.
   for (const auto& [key, value] : saved)
     if (!model_shape.count(key))
       throw std::runtime_error(loaded.dir() + "/" + kMetadataFile +
