@@ -207,10 +207,10 @@ std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in)
   return out;
 }
 
-MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in) {
+MemoryEstimate busiest_stage(const std::vector<MemoryEstimate>& stages) {
   MemoryEstimate worst;
   bool first = true;
-  for (const MemoryEstimate& e : estimate_stage_memory(in)) {
+  for (const MemoryEstimate& e : stages) {
     if (first || e.total() > worst.total()) worst = e;
     first = false;
   }

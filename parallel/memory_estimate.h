@@ -147,7 +147,8 @@ std::vector<int64_t> stage_layers_of(const MemoryEstimateInput& in);
 // One estimate per pipeline stage, in stage order.
 std::vector<MemoryEstimate> estimate_stage_memory(const MemoryEstimateInput& in);
 
-// The estimate for the pipeline stage with the largest total.
-MemoryEstimate estimate_rank_memory(const MemoryEstimateInput& in);
+// The estimate of the stage with the largest total (the first of equals):
+// what the busiest rank needs. `stages` must not be empty.
+MemoryEstimate busiest_stage(const std::vector<MemoryEstimate>& stages);
 
 }  // namespace cmpi::parallel

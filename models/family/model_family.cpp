@@ -51,13 +51,7 @@ std::vector<parallel::MemoryEstimate> estimate_stage_memory(const config::Config
 
 parallel::MemoryEstimate estimate_memory(const config::Config& config,
                                          const parallel::ParallelDims& dims) {
-  parallel::MemoryEstimate worst;
-  bool first = true;
-  for (const parallel::MemoryEstimate& e : estimate_stage_memory(config, dims)) {
-    if (first || e.total() > worst.total()) worst = e;
-    first = false;
-  }
-  return worst;
+  return parallel::busiest_stage(estimate_stage_memory(config, dims));
 }
 
 }  // namespace cmpi::models
