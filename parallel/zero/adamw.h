@@ -1,5 +1,6 @@
-// AdamW over flat float spans: the one optimizer update of the project, used
-// by every ZeRO stage (replicated state for stage 0, a 1/dp slice for 1–3).
+// AdamW over flat float spans: the one optimizer update of the project, the
+// host form of ShardedAdamW's step (sharded_adamw.h) at every ZeRO stage
+// (replicated state for stage 0, a 1/dp slice for 1–3).
 //
 // Works as torch::optim::AdamW does (decoupled weight decay, bias-corrected
 // moments, eps added after the bias correction of the second moment):

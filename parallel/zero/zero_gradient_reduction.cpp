@@ -123,13 +123,13 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     else if (dp() > 1)
       groups_.dp().allreduce(flat + bucket.start, span, role, b);
   } else if (dp() == 1) {
-    std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
+    std::memcpy(grad_shard_.data_ptr<float>() + bucket.shard_offset, flat + bucket.start,
                 span * sizeof(float));
   } else {
-    // Not counts_: the main thread uses that during its own collectives.
+    // Counts of its own: this runs on the comm thread.
     const std::vector<size_t> counts(size_t(dp()), bucket.piece);
-    groups_.zero().reduce_scatter(flat + bucket.start, grad_shard_.data() + bucket.shard_offset,
-                                  counts, role, b);
+    groups_.zero().reduce_scatter(
+        flat + bucket.start, grad_shard_.data_ptr<float>() + bucket.shard_offset, counts, role, b);
   }
 }
 
@@ -141,7 +141,7 @@ void ZeroOptimizer::reduce_exactly(const ZeroBucket& bucket, float* flat) {
   const size_t span = bucket.piece * size_t(dp());
   if (dp() == 1) {
     if (reduction_ == Reduction::kScatterToShard)
-      std::memcpy(grad_shard_.data() + bucket.shard_offset, flat + bucket.start,
+      std::memcpy(grad_shard_.data_ptr<float>() + bucket.shard_offset, flat + bucket.start,
                   span * sizeof(float));
     return;
   }
@@ -156,8 +156,8 @@ void ZeroOptimizer::reduce_exactly(const ZeroBucket& bucket, float* flat) {
                   bucket.piece * sizeof(float));
       break;
     case Reduction::kScatterToShard:
-      groups_.zero().exact_reduce_scatter(flat + bucket.start,
-                                          grad_shard_.data() + bucket.shard_offset, counts);
+      groups_.zero().exact_reduce_scatter(
+          flat + bucket.start, grad_shard_.data_ptr<float>() + bucket.shard_offset, counts);
       break;
   }
 }
@@ -171,7 +171,8 @@ void ZeroOptimizer::share_tied_gradient() {
   for (const auto& bucket : layout_.buckets()) {
     if (!bucket.tied) continue;
     if (reduction_ == Reduction::kScatterToShard) {
-      options_.tied_gradient->share(part++, grad_shard_.data() + bucket.shard_offset, bucket.piece);
+      options_.tied_gradient->share(part++, grad_shard_.data_ptr<float>() + bucket.shard_offset,
+                                    bucket.piece);
       continue;
     }
     float* flat = flat_grads_.data_ptr<float>();

@@ -23,9 +23,11 @@
 //      master copy. Stage 3 gathers in the next before_forward().
 // This file: construction, the reduction's set-up (hooks on the gradient
 // accumulators), the per-step entry points and checkpoint state. Elsewhere:
-// the buffers, their gathers (step 5; stage 3's before forward), releases
-// and memory (zero_buffers.cpp); step 2 (zero_gradient_reduction.cpp;
-// shard-only: zero_shard_gradients.cpp); steps 3 and 4 (zero_update.cpp).
+// the gradient buffers, their attachment to the parameters, releases and
+// memory (zero_buffers.cpp); step 2 (zero_gradient_reduction.cpp;
+// shard-only: zero_shard_gradients.cpp); after a non-finite norm, where it
+// came from (zero_nonfinite.cpp); steps 3 and 4 (ShardedAdamW); the
+// parameters' values and their gathers, step 5 (ZeroParameterStore).
 #include "parallel/zero/zero_optimizer.h"
 
 #include <algorithm>
@@ -106,22 +108,55 @@ std::vector<size_t> unit_ends_of(const DataParallelOptimizerOptions& options) {
   return gathers_per_layer(options) ? options.layer_schedule.unit_ends : std::vector<size_t>{};
 }
 
+const DataParallelOptimizerOptions& validated(const DataParallelOptimizerOptions& options) {
+  validate(options.adamw);
+  checked_stage(options.zero_stage);
+  return options;
+}
+
+std::vector<std::vector<int64_t>> shapes_of(const std::vector<ParamInfo>& params) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& p : params) shapes.push_back(p.tensor.sizes().vec());
+  return shapes;
+}
+
+// Whether buckets are reduced on a communication thread during backward.
+bool overlaps(const DataParallelOptimizerOptions& options, int dp) {
+  if (!options.overlap_grad_reduce || dp == 1) return false;
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE)
+    throw std::runtime_error(
+        "training.overlap_grad_reduce needs MPI initialised with MPI_THREAD_MULTIPLE (the "
+        "gradient buckets are reduced on a communication thread), but this MPI granted "
+        "thread level " +
+        std::to_string(level) + "; set training.overlap_grad_reduce: false");
+  return true;
+}
+
 }  // namespace
 
 ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
                              const DataParallelOptimizerOptions& options, ProcessGroups& groups)
     : params_(std::move(params)),
-      options_(options),
+      shapes_(shapes_of(params_)),
+      options_(validated(options)),
       groups_(groups),
-      stage_(checked_stage(options.zero_stage)),
+      stage_(options.zero_stage),
       per_layer_(gathers_per_layer(options)),
       layout_(flat_params_of(params_, options, groups.tp().size() > 1), groups.dp().size(),
               groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
-      segments_(stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments()) {
-  validate(options_.adamw);
-  for (const auto& p : params_) shapes_.push_back(p.tensor.sizes().vec());
+      overlap_(overlaps(options, groups.dp().size())),
+      shard_only_(stage_ >= 2 && options.shard_gradient_memory),
+      // Every zero-group collective goes through the one queue (see the header).
+      queue_(per_layer_ || shard_only_ ? std::make_unique<OrderedCommQueue>(overlap_) : nullptr),
+      store_(std::make_unique<ZeroParameterStore>(params_, shapes_, layout_, options_,
+                                                  groups.zero(), queue_.get(),
+                                                  [this] { note_memory(); })),
+      adamw_(options.adamw, layout_,
+             stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
+             stage_ == 0 ? layout_.padded() : layout_.shard_size(), torch::kFloat) {
   powersgd_ = make_powersgd_reducer();
-  shard_only_ = stage_ >= 2 && options_.shard_gradient_memory;
   // ZeRO-1 updates only its pieces, so it needs only their sum: a
   // reduce-scatter sends half an allreduce's bytes. PowerSGD sums low-rank
   // factors, which only an allreduce can.
@@ -145,29 +180,8 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
     }
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
-  torch::NoGradGuard no_grad;
-  if (!per_layer_) {
-    flat_params_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
-    for (size_t i = 0; i < params_.size(); ++i) {
-      auto view = param_view(i);
-      view.copy_(params_[i].tensor.detach());
-      params_[i].tensor.set_data(view);
-    }
-  }
-  const size_t state = stage_ == 0 ? layout_.padded() : layout_.shard_size();
-  exp_avg_.assign(state, 0.0f);
-  exp_avg_sq_.assign(state, 0.0f);
-  if (stage_ >= 2) grad_shard_.assign(layout_.shard_size(), 0.0f);
-  if (per_layer_) {
-    fill_param_shard_per_layer();
-  } else if (stage_ == 3) {
-    // The model stays materialised until the first step; the shard is the master copy.
-    param_shard_.assign(layout_.shard_size(), 0.0f);
-    copy_flat_to_param_shard();
-  }
-  if ((stage_ == 1 || stage_ == 2) && dp() > 1) staging_.assign(layout_.largest_piece(), 0.0f);
+  if (stage_ >= 2) grad_shard_ = torch::zeros({int64_t(layout_.shard_size())}, torch::kFloat);
   if (reduction_ == Reduction::kScatterInPlace) scattered_.assign(layout_.largest_piece(), 0.0f);
-  counts_.assign(size_t(dp()), 0);
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
   set_up_reduction();
   note_memory();
@@ -214,17 +228,6 @@ void ZeroOptimizer::set_up_reduction() {
     for (size_t k = buckets.size(); k-- > 0;)
       if (deferred[k] == pass) launch_order.push_back(k);
 
-  overlap_ = options_.overlap_grad_reduce && dp() > 1;
-  if (overlap_) {
-    int level = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&level);
-    if (level < MPI_THREAD_MULTIPLE)
-      throw std::runtime_error(
-          "training.overlap_grad_reduce needs MPI initialised with MPI_THREAD_MULTIPLE (the "
-          "gradient buckets are reduced on a communication thread), but this MPI granted "
-          "thread level " +
-          std::to_string(level) + "; set training.overlap_grad_reduce: false");
-  }
   GradientBucketReducer::Options reducer_options;
   reducer_options.threaded = overlap_ && !per_layer_ && !shard_only_;
   reducer_options.every_backward = shard_only_;
@@ -232,22 +235,16 @@ void ZeroOptimizer::set_up_reduction() {
       reduction_ == Reduction::kAllreduce ? "allreduce over dp" : "reduce-scatter over zero";
   GradientBucketReducer::RunBucket run = [this](size_t b) { reduce_bucket(b, reduce_flat_); };
   if (per_layer_) {
-    // Every zero-group collective goes through the one queue (see the header).
-    queue_ = std::make_unique<OrderedCommQueue>(overlap_);
     run = [this](size_t b) {
       float* flat = reduce_flat_;
       queue_->submit([this, b, flat] { reduce_bucket(b, flat); },
                      "gradient bucket " + std::to_string(b) + " of " +
                          std::to_string(layout_.buckets().size()) + " (reduce-scatter over zero)");
     };
-    gatherer_ = std::make_unique<LayerParameterGatherer>(
-        params_, shapes_, layout_, options_.layer_schedule.uses, param_shard_.data(),
-        groups_.zero(), *queue_, kWeightKeyBase, [this] { note_memory(); });
   }
   if (shard_only_) {
     // The bucket is packed here, on the thread running backward; its
     // reduction goes through the queue (shared with per-layer gathers).
-    if (!queue_) queue_ = std::make_unique<OrderedCommQueue>(overlap_);
     run = [this](size_t b) { stream_bucket(b); };
     buckets_per_param_.assign(params_.size(), 0);
     for (const auto& in_bucket : params_of_bucket_)
@@ -283,11 +280,11 @@ ZeroOptimizer::~ZeroOptimizer() {
     // job ends): its thread still writes these buffers, so they must outlive us.
     std::fprintf(stderr, "ZeRO optimizer: abandoning a zero-group collective still in flight\n");
     new torch::Tensor(std::move(flat_grads_));
-    new std::vector<float>(std::move(grad_shard_));
-    new std::vector<float>(std::move(param_shard_));
+    new torch::Tensor(std::move(grad_shard_));
     new std::vector<PackedBucket>(std::move(packed_));
     new torch::Tensor(std::move(received_));
-    (void)gatherer_.release();
+    store_->abandon_in_flight();
+    (void)store_.release();
     (void)queue_.release();
   }
   if (reducer_ && !reducer_->shutdown()) {
@@ -295,7 +292,7 @@ ZeroOptimizer::~ZeroOptimizer() {
     // ends): its thread still writes these buffers, so they must outlive us.
     std::fprintf(stderr, "ZeRO optimizer: abandoning a gradient bucket still in flight\n");
     new torch::Tensor(std::move(flat_grads_));
-    new std::vector<float>(std::move(grad_shard_));
+    new torch::Tensor(std::move(grad_shard_));
     (void)reducer_.release();
   }
 }
@@ -308,7 +305,7 @@ void ZeroOptimizer::zero_grad() {
   if (flat_grads_.defined()) flat_grads_.zero_();
   if (shard_only_) {
     // Every micro-batch's pieces are added into the shard.
-    std::fill(grad_shard_.begin(), grad_shard_.end(), 0.0f);
+    grad_shard_.zero_();
     std::fill(own_nonfinite_at_.begin(), own_nonfinite_at_.end(), kAllFinite);
   }
 }
@@ -317,7 +314,7 @@ void ZeroOptimizer::before_forward() {
   torch::NoGradGuard no_grad;
   reducer_->wait();  // stage 3 gathers over zero below
   if (queue_) queue_->wait_all();
-  if (!per_layer_ && !flat_params_.defined()) gather_parameters();
+  if (!per_layer_ && !store_->materialised()) store_->gather();
   if (!shard_only_) attach_gradients();
 }
 
@@ -361,17 +358,21 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
     reducer_->launch_remaining();  // packs the rest before stage 3 frees the parameters
   else
     attach_gradients();  // launched buckets hold only parameters already in place
-  if (per_layer_)
-    gatherer_->release_all();  // also waits for prefetches nobody used
-  else if (stage_ == 3)
-    release_parameters();
+  if (stage_ == 3) store_->release();
   reduce_gradients();
   share_tied_gradient();
   if (stage_ >= 2) release_gradients();
   held_gradient_bytes_ = 0;  // shard-only: every gradient was packed and freed
   // Loss scaling: the norm of the true gradients (a power-of-two scale
   // divides exactly).
-  const double norm = global_norm() / gradient_scale_;
+  // After an allreduce a rank holds the whole reduced gradient, so the norm
+  // needs no dp traffic; after a reduce-scatter only its pieces.
+  const bool partial = reduction_ != Reduction::kAllreduce;
+  const double norm =
+      adamw_.global_norm(reduced_gradients(),
+                         partial ? layout_.owned_segments() : layout_.whole_segments(), partial,
+                         groups_) /
+      gradient_scale_;
   last_step_skipped_ = !std::isfinite(norm);
   last_nonfinite_ = last_step_skipped_ ? locate_nonfinite_gradients() : NonfiniteGradients{};
   if (last_step_skipped_) {
@@ -385,10 +386,12 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
     const double clip = max_grad_norm / (norm + 1e-6);
     if (clip < 1.0) factor *= clip;
   }
-  if (factor != 1.0) scale_gradients(float(factor));
-  ++steps_;
-  update(lr);
-  if (stage_ == 1 || stage_ == 2) allgather_parameters();
+  if (factor != 1.0) {
+    StepBuffer grads = reduced_gradients();
+    adamw_.scale(grads.data, float(factor));
+  }
+  adamw_.update(lr, store_->values(), reduced_gradients());
+  if (stage_ == 1 || stage_ == 2) store_->allgather_updated();
   note_memory();
   return norm;
 }
@@ -397,17 +400,18 @@ double ZeroOptimizer::step(double lr, double max_grad_norm) {
 
 OptimizerStateView ZeroOptimizer::state() const {
   OptimizerStateView view;
-  view.steps = steps_;
+  view.steps = adamw_.steps();
   view.replicated_over_dp = stage_ == 0;
-  const float* flat = flat_params_.defined() ? flat_params_.data_ptr<float>() : nullptr;
-  for (const auto& s : segments_) {
+  const float* exp_avg = adamw_.exp_avg().data_ptr<float>();
+  const float* exp_avg_sq = adamw_.exp_avg_sq().data_ptr<float>();
+  for (const auto& s : adamw_.runs()) {
     OptimizerStateRun run;
     run.param = s.param;
     run.offset = s.flat_offset - layout_.offsets()[s.param];
     run.length = s.length;
-    run.values = stage_ == 3 ? param_shard_.data() + s.shard_offset : flat + s.flat_offset;
-    run.exp_avg = exp_avg_.data() + s.shard_offset;
-    run.exp_avg_sq = exp_avg_sq_.data() + s.shard_offset;
+    run.values = store_->values_of(s);
+    run.exp_avg = exp_avg + s.shard_offset;
+    run.exp_avg_sq = exp_avg_sq + s.shard_offset;
     view.runs.push_back(run);
   }
   return view;
@@ -416,19 +420,14 @@ OptimizerStateView ZeroOptimizer::state() const {
 void ZeroOptimizer::load_state(int64_t steps, const StateSource& source) {
   reducer_->wait();
   if (queue_) queue_->wait_all();
-  steps_ = steps;
-  if (flat_params_.defined()) {
-    float* flat = flat_params_.data_ptr<float>();
-    for (size_t i = 0; i < params_.size(); ++i)
-      source(i, StateKind::kValues, 0, layout_.params()[i].numel, flat + layout_.offsets()[i]);
-    if (stage_ == 3) copy_flat_to_param_shard();
-  }
-  for (const auto& s : segments_) {
+  adamw_.set_steps(steps);
+  store_->load(source, adamw_.runs());
+  float* exp_avg = adamw_.exp_avg().data_ptr<float>();
+  float* exp_avg_sq = adamw_.exp_avg_sq().data_ptr<float>();
+  for (const auto& s : adamw_.runs()) {
     const size_t offset = s.flat_offset - layout_.offsets()[s.param];
-    if (stage_ == 3 && !flat_params_.defined())
-      source(s.param, StateKind::kValues, offset, s.length, param_shard_.data() + s.shard_offset);
-    source(s.param, StateKind::kExpAvg, offset, s.length, exp_avg_.data() + s.shard_offset);
-    source(s.param, StateKind::kExpAvgSq, offset, s.length, exp_avg_sq_.data() + s.shard_offset);
+    source(s.param, StateKind::kExpAvg, offset, s.length, exp_avg + s.shard_offset);
+    source(s.param, StateKind::kExpAvgSq, offset, s.length, exp_avg_sq + s.shard_offset);
   }
 }
 

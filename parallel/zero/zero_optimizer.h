@@ -2,7 +2,13 @@
 // data_parallel_optimizer.h for what each stage keeps and moves). One class
 // for all stages: they differ only in which buffers exist when, which slice
 // of the flat buffer a rank updates (ZeroLayout), and which collective
-// reduces gradients.
+// reduces gradients. Three parts, one responsibility each:
+//   - this class: the gradient buffer, its buckets and their reduction over
+//     dp (overlap with backward, shard-only streaming, PowerSGD), the tied
+//     table's finalize step, and the step's order;
+//   - ZeroParameterStore: the parameters' values, shards and gathers;
+//   - ShardedAdamW: the norm, unscale/clip and AdamW on this rank's runs,
+//     with the moments, as operations on tensors wherever they live.
 //
 //   buffer            stage 0    stage 1    stage 2          stage 3
 //   flat parameters   always     always     always           forward..step
@@ -54,7 +60,9 @@
 #include "parallel/zero/layer_parameter_gatherer.h"
 #include "parallel/zero/ordered_comm_queue.h"
 #include "parallel/zero/powersgd_reducer.h"
+#include "parallel/zero/sharded_adamw.h"
 #include "parallel/zero/zero_layout.h"
+#include "parallel/zero/zero_parameter_store.h"
 
 namespace cmpi::comm {
 class Communicator;
@@ -80,8 +88,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   MemoryUsage memory() const override;
   GradReductionTimes last_reduction() const override { return last_reduction_; }
   int64_t peak_bytes() const override { return peak_bytes_; }
-  int64_t peak_gathered_parameter_bytes() const override;
-  LayerGate* layer_gate() override { return gatherer_.get(); }
+  int64_t peak_gathered_parameter_bytes() const override { return store_->peak_gathered_bytes(); }
+  LayerGate* layer_gate() override { return store_->layer_gate(); }
   PowerSgdReducer* powersgd_reducer() override { return powersgd_.get(); }
   int zero_stage() const override { return stage_; }
   OptimizerStateView state() const override;
@@ -90,20 +98,13 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   const ZeroLayout& layout() const { return layout_; }
 
  private:
-  // Error-feedback keys: gradient buckets use their index, weight buckets this
-  // offset plus their index, so a lossy rule never mixes their residuals.
-  static constexpr uint64_t kWeightKeyBase = uint64_t(1) << 32;
-
+  // Error-feedback keys: gradient buckets use their index (weight buckets:
+  // ZeroParameterStore::kWeightKeyBase plus theirs).
   int dp() const { return layout_.dp(); }
-  // Views of the flat buffers for parameter i.
-  torch::Tensor param_view(size_t i) const;
+  // View of the flat gradient buffer for parameter i.
   torch::Tensor grad_view(size_t i) const;
-
-  // Per-layer stage 3: this rank's shard from options_.initial_values or the
-  // parameters' values; the parameters become stand-ins.
-  void fill_param_shard_per_layer();
-  void gather_parameters();   // stage 3: shard -> flat parameters, model views
-  void release_parameters();  // stage 3: the model's parameters become empty
+  // The reduced gradients the step reads: the shard at stages 2/3, else the flat buffer.
+  StepBuffer reduced_gradients() const;
   // Allocates the flat gradient buffer if needed and points every
   // materialised parameter's .grad() at its view, folding in any gradient
   // autograd put elsewhere.
@@ -149,15 +150,10 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   void add_arriving_hook(torch::autograd::Node& accumulator, size_t param);
   void remove_arriving_hooks();  // the parameters may outlive this optimizer
   bool overlapping() const { return reducer_ && overlap_; }
-  double global_norm();
   // The parameter holding flat index `at`.
   const std::string& param_at(size_t at) const;
   // After a non-finite norm: names what this rank saw, before and after the reduction.
   NonfiniteGradients locate_nonfinite_gradients() const;
-  void scale_gradients(float factor);
-  void update(double lr);
-  void allgather_parameters();      // stages 1/2
-  void copy_flat_to_param_shard();  // stage 3: the own pieces of flat_params_
   void note_memory();
 
   std::vector<ParamInfo> params_;
@@ -167,14 +163,15 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int stage_;
   bool per_layer_;  // stage 3 gathering per layer
   ZeroLayout layout_;
-  const std::vector<ZeroSegment>& segments_;  // what this rank updates
+  bool overlap_ = false;     // reduce on the comm thread during backward
+  bool shard_only_ = false;  // shard-only gradient memory (see the file comment)
+  // Per layer or shard-only: every zero-group collective, gathers and reductions.
+  std::unique_ptr<OrderedCommQueue> queue_;
+  std::unique_ptr<ZeroParameterStore> store_;
+  ShardedAdamW adamw_;
 
-  torch::Tensor flat_params_;  // undefined while released (stage 3)
-  torch::Tensor flat_grads_;   // undefined while released (stages 2/3) or before the first backward
-  std::vector<float> param_shard_;  // stage 3
-  std::vector<float> grad_shard_;   // stages 2/3
-  std::vector<float> exp_avg_, exp_avg_sq_;
-  std::vector<float> staging_;  // stages 1/2: this rank's piece during an allgather
+  torch::Tensor flat_grads_;  // undefined while released (stages 2/3) or before the first backward
+  torch::Tensor grad_shard_;  // stages 2/3
   // How gradients are summed over dp (see the constructor).
   enum class Reduction {
     kAllreduce,       // stage 0; stage 1 under powersgd or dp = 1
@@ -185,8 +182,6 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::vector<float> scattered_;  // stage 1: one bucket's reduced piece
   // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
   std::vector<bool> sparse_allreduce_;
-  std::vector<size_t> counts_;  // per-rank counts of one bucket's collective
-  int64_t steps_ = 0;
   bool last_step_skipped_ = false;
   double gradient_scale_ = 1;  // loss scaling: the gradients' factor
   NonfiniteGradients last_nonfinite_;
@@ -195,12 +190,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   static constexpr size_t kAllFinite = ~size_t(0);
   std::vector<size_t> own_nonfinite_at_;
   int64_t peak_bytes_ = 0;
-  int64_t peak_gathered_bytes_ = 0;  // whole-model gathers (per layer: the gatherer's)
 
   struct GradientReadyHook;
   struct GradientArrivingHook;
-  // Shard-only gradient memory (see the file comment).
-  bool shard_only_ = false;
   struct PackedBucket {
     torch::Tensor data;                 // one bucket's span
     OrderedCommQueue::Ticket sent = 0;  // its last reduction (0: none)
@@ -214,14 +206,11 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int64_t held_gradient_bytes_ = 0;        // at the last pack
   // The pre hooks, by accumulator (same order as accumulators_).
   std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
-  bool overlap_ = false;          // reduce on the comm thread during backward
   float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
   std::vector<std::shared_ptr<torch::autograd::Node>>
       accumulators_;  // kept alive: hooks live on them
   std::vector<uintptr_t> hook_keys_;
   GradReductionTimes last_reduction_;
-  std::unique_ptr<OrderedCommQueue> queue_;  // per layer: every zero-group collective
-  std::unique_ptr<LayerParameterGatherer> gatherer_;
   std::unique_ptr<PowerSgdReducer> powersgd_;       // used by the comm thread only
   std::unique_ptr<GradientBucketReducer> reducer_;  // last: its thread stops before the rest goes
 };

@@ -137,7 +137,7 @@ void ZeroOptimizer::reduce_streamed_bucket(size_t b, const float* packed) {
     if (bad < span) own_nonfinite_at_[b] = std::min(own_nonfinite_at_[b], bucket.start + bad);
   }
   if (!reduced_here(bucket)) return;  // share_tied_gradient() brings the reduced values
-  float* shard = grad_shard_.data() + bucket.shard_offset;
+  float* shard = grad_shard_.data_ptr<float>() + bucket.shard_offset;
   const float* piece = packed;  // dp = 1: the bucket is the piece
   if (dp() > 1) {
     float* received = received_.data_ptr<float>();
