@@ -116,7 +116,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // Per token of one block, in values of the compute dtype (see the header).
   const Real value = Real(in.activation_value_bytes);
   const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
-  const Real split = 1 + 2 * r;
+  // q, k and v, the heads' output, the MLP's two r·hidden tensors.
+  const Real split = 3 + 1 + 2 * r;
   const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
   // Sequence parallel: the replicated tensors (and a block's kept input) hold
   // 1/tp of the tokens.

@@ -23,10 +23,8 @@
 //               and block: the replicated [., hidden] tensors (block input,
 //               the LayerNorms' outputs, the mid-block sum unless the residual
 //               is parallel, two dropout masks with dropout), the tp-split
-//               ones (the heads' output, the MLP's two r·hidden tensors;
-//               q, k and v are not counted: LibTorch's allocator measured
-//               three [., hidden] tensors per block fewer than a list with
-//               them, docs/planner.md) and the attention core's
+//               ones (q, k and v, the heads' output, the MLP's two r·hidden
+//               tensors) and the attention core's
 //               [heads/tp, seq_len] rows (probabilities; with dropout also
 //               its mask and the dropped probabilities); and the logits
 //               (3 x vocab / tp per token) on the last stage; under sequence
