@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
+#include "comm/communicator.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/zero/data_parallel_optimizer.h"
 
@@ -65,7 +66,15 @@ CheckpointManager::CheckpointManager(CheckpointSettings settings, parallel::Proc
   if (parts_.optimizers.empty() || parts_.optimizers.front().optimizer == nullptr)
     throw std::invalid_argument("checkpoint manager: no optimizer to checkpoint");
   if (!settings_.async) return;
-  MPI_Comm_dup(groups_.world().mpi(), &save_comm_);
+  // Built once, here, where every rank constructs the manager: constructing
+  // a Communicator is collective (it duplicates the communicator once more
+  // for compressed traffic and gathers every rank's node). The node is the
+  // world group's, so no node detection runs again.
+  comm::Communicator& world = groups_.world();
+  MPI_Comm save_world = MPI_COMM_NULL;
+  MPI_Comm_dup(world.mpi(), &save_world);
+  save_comm_ = std::make_unique<comm::Communicator>(save_world, comm::GroupKind::kWorld, nullptr,
+                                                    world.node_of(world.rank()));
   // The snapshot's memory is taken (its pages touched) now, before
   // training, so that the first save copies into mapped memory as every
   // later one does, instead of stalling on page faults.
@@ -76,9 +85,7 @@ CheckpointManager::~CheckpointManager() {
   // A save still in flight here is abandoned unpublished (the run is
   // failing); its task reads members, so it ends before they go.
   if (writer_.in_flight()) writer_.wait();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (save_comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&save_comm_);
+  // save_comm_ frees its duplicate itself (not once MPI is finalized).
 }
 
 bool CheckpointManager::due(int64_t steps_done) const {
@@ -100,20 +107,21 @@ std::string CheckpointManager::save(int64_t steps_done, int64_t skipped_steps) {
   // A save still in flight is completed first: the loop waits for it.
   finish();
   const auto start = comm::Clock::now();
-  const MPI_Comm comm = settings_.async ? save_comm_ : groups_.world().mpi();
+  comm::Communicator& group = settings_.async ? *save_comm_ : groups_.world();
   auto& primary = *parts_.optimizers.front().optimizer;
   CheckpointMetadata metadata = metadata_for(steps_done, skipped_steps);
   RankState rank_state = collect_rank_state(groups_, parts_.generators, primary);
   int64_t residuals = int64_t(residual_names(rank_state).size());
-  MPI_Allreduce(MPI_IN_PLACE, &residuals, 1, MPI_INT64_T, MPI_SUM, comm);
+  group.control_allreduce(&residuals, 1, comm::ControlReduce::kSum);
   metadata.residual_buffers = residuals;
   if (settings_.async) {
     start_shard_write(steps_done, std::move(metadata), std::move(rank_state));
     in_flight_->blocked_seconds = comm::seconds_since(start);
     return in_flight_->dir;
   }
-  auto saved = save_checkpoint(settings_.root, metadata, own_entries(parts_, nullptr),
-                               settings_.resolved_config, settings_.keep_last, comm, rank_state);
+  auto saved =
+      save_checkpoint(settings_.root, metadata, own_entries(parts_, nullptr),
+                      settings_.resolved_config, settings_.keep_last, group.mpi(), rank_state);
   saved.seconds = comm::seconds_since(start);  // copying the entries included
   print_saved(saved, saved.seconds, -1);
   return saved.path;
@@ -124,7 +132,7 @@ void CheckpointManager::start_shard_write(int64_t steps_done, CheckpointMetadata
   auto flight = std::make_unique<InFlight>();
   // The collective part first, while the ranks are still in step with each
   // other after the step's collectives; the copy that follows waits for no one.
-  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_);
+  flight->dir = prepare_checkpoint_dir(settings_.root, steps_done, save_comm_->mpi());
   EntryPool reuse(std::move(snapshot_entries_));
   snapshot_entries_ = own_entries(parts_, &reuse);
   snapshot_state_ = std::move(rank_state);
@@ -143,8 +151,8 @@ void CheckpointManager::poll() {
   const auto start = comm::Clock::now();
   // {some rank's writer still works, some rank's failed}: a failure is
   // reported as soon as any rank sees it, not when the slowest is done.
-  int flags[2] = {writer_.in_flight() && !writer_.finished() ? 1 : 0, writer_.failed() ? 1 : 0};
-  MPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, save_comm_);
+  int32_t flags[2] = {writer_.in_flight() && !writer_.finished() ? 1 : 0, writer_.failed() ? 1 : 0};
+  save_comm_->control_allreduce(flags, 2, comm::ControlReduce::kMax);
   in_flight_->blocked_seconds += comm::seconds_since(start);
   if (flags[0] == 1 && flags[1] == 0) return;
   advance_in_flight();
@@ -161,7 +169,8 @@ void CheckpointManager::advance_in_flight() {
   try {
     if (flight.stage == InFlight::Stage::kShards) {
       flight.shard_seconds = outcome.seconds;
-      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error, save_comm_);
+      gather_shards(flight.metadata, outcome.digest, flight.param_names, outcome.error,
+                    save_comm_->mpi());
       flight.stage = InFlight::Stage::kMetadata;
       if (groups_.world_rank() == 0)
         writer_.start([this, dir = flight.dir, metadata = flight.metadata] {
@@ -173,7 +182,7 @@ void CheckpointManager::advance_in_flight() {
       flight.blocked_seconds += comm::seconds_since(start);
       return;
     }
-    agree_or_throw(save_comm_, [&] {
+    agree_or_throw(save_comm_->mpi(), [&] {
       if (!outcome.error.empty()) throw std::runtime_error(outcome.error);
     });
   } catch (...) {

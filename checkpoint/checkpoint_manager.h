@@ -16,17 +16,17 @@
 // snapshot) and hands them to a BackgroundWriter, which encodes, writes and
 // fsyncs the shard while the loop trains on. The writer issues no MPI call.
 // The loop calls poll() at every step boundary: while a save is in flight,
-// one small allreduce on the manager's own duplicate of the world
-// communicator asks whether every rank's background part has ended. Once
-// the shards all have, the loop's thread agrees on them and gathers their
-// checksums, and rank 0's writer writes metadata.yaml and prunes (so the
-// previous checkpoint is kept until the new one is complete); once that has
-// ended too, the ranks agree on it and rank 0 reports the save. A save due
-// while another is in flight, and finish() at the end of the run, wait for
-// it. A failed write (a full disk) throws the same CheckpointError, naming
-// the file, on every rank at the poll that sees it. A crash before
-// metadata.yaml is renamed into place leaves the step's directory without
-// it: never loaded.
+// one small control allreduce on the manager's own Communicator (over a
+// duplicate of the world) asks whether every rank's background part has
+// ended. Once the shards all have, the loop's thread agrees on them and
+// gathers their checksums, and rank 0's writer writes metadata.yaml and
+// prunes (so the previous checkpoint is kept until the new one is complete);
+// once that has ended too, the ranks agree on it and rank 0 reports the
+// save. A save due while another is in flight, and finish() at the end of
+// the run, wait for it. A failed write (a full disk) throws the same
+// CheckpointError, naming the file, on every rank at the poll that sees it.
+// A crash before metadata.yaml is renamed into place leaves the step's
+// directory without it: never loaded.
 //
 // Restore (collective over the world; every rank throws the same
 // CheckpointError when any fails, rank_agreement.h):
@@ -52,14 +52,16 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
 #include <memory>
 
 #include "checkpoint/background_writer.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_state.h"
 #include "parallel/mesh/parallel_dims.h"
+
+namespace cmpi::comm {
+class Communicator;
+}
 
 namespace cmpi::checkpoint {
 
@@ -170,9 +172,12 @@ class CheckpointManager {
   parallel::ProcessGroups& groups_;
   std::map<std::string, int64_t> layout_;
   CheckpointParts parts_;
-  // The world duplicated for the asynchronous save's agreement and
-  // publication, so that they never match a message of the training's own.
-  MPI_Comm save_comm_ = MPI_COMM_NULL;
+  // A world Communicator on a duplicate of the world, for the asynchronous
+  // save's agreement and publication, so that they never match a message of
+  // the training's own; null without checkpoint.async. Its small
+  // allreduces are control calls (comm/communicator.h): never compressed,
+  // never counted in the world group's traffic.
+  std::unique_ptr<comm::Communicator> save_comm_;
   BackgroundWriter writer_;
   std::unique_ptr<InFlight> in_flight_;
   // The snapshot of the save in flight (the writer reads it); kept after it

@@ -43,6 +43,10 @@
 // collectives. kHost is the host call, so code can pass its buffers' kind
 // through.
 //
+// Control calls (control_allreduce, control_gather; communicator_control.cpp):
+// the run's own small agreements (flags, counts, records) on the same group,
+// exact, never routed by the policy and never counted in stats().
+//
 // 16-bit words: bf16 or fp16 values moved as 2-byte words: the policy is
 // asked about their real bytes, stats count 2 bytes per element, and the
 // route's codec decides how they travel (raw words; mpc on the words
@@ -55,8 +59,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "comm/adaptive_policy.h"
@@ -79,6 +85,11 @@ class DeviceCollectives;
 class CallRecord;
 
 using compress::WordType;
+
+// The reductions of the Communicator's control calls (control_allreduce).
+// kBitOr takes integer elements only.
+enum class ControlReduce { kSum, kMax, kMin, kBitOr };
+const char* to_string(ControlReduce op);  // "sum", "max", "min", "bit_or"
 
 class Communicator {
  public:
@@ -324,6 +335,46 @@ class Communicator {
     recv(data, n, BufferKind{{}, memory}, source, tag, role);
   }
 
+  // ---------------------------------------------------------- control traffic
+  // Small messages that steer the run rather than train it: whether any
+  // rank's step went non-finite and every rank's view of it, whether every
+  // background checkpoint writer is done, the end-of-run totals
+  // (communicator_control.cpp). They are kept apart from the data
+  // operations above because they are tiny, must arrive exact (flags,
+  // counts, checksums) and are no part of a step's data traffic: the policy
+  // is never asked (no codec, no preset auto), and nothing is added to
+  // stats(), so the per-op statistics, the summary's wire bytes and the
+  // compression ratios describe the training's data alone. Each is one
+  // plain MPI collective, watched as every blocking call is (a deadline
+  // naming the group). Collective over the group: every rank calls it with
+  // the same n (or bytes), op and root. Arguments are checked first, the
+  // same on every rank, so a refused call throws everywhere instead of
+  // hanging: n beyond INT_MAX (std::length_error), a null buffer, a root
+  // outside the group, kBitOr on doubles (std::invalid_argument naming the
+  // group and the call).
+
+  // data[0..n) = op over ranks, in place; exact (integers; doubles as MPI
+  // reduces them, the same bits on every rank).
+  void control_allreduce(int32_t* data, size_t n, ControlReduce op);
+  void control_allreduce(int64_t* data, size_t n, ControlReduce op);
+  void control_allreduce(uint64_t* data, size_t n, ControlReduce op);
+  void control_allreduce(double* data, size_t n, ControlReduce op);
+  // Every rank's `bytes` bytes at `own`, at `root` in rank order (size() *
+  // bytes bytes); empty on the other ranks. `bytes` is the same on every rank.
+  std::vector<std::byte> control_gather(const void* own, size_t bytes, int root);
+  // The same for one trivially copyable record per rank: size() records at
+  // root in rank order, none elsewhere.
+  template <class T>
+  std::vector<T> control_gather(const T& own, int root) {
+    static_assert(std::is_trivially_copyable_v<T>, "control_gather copies records as bytes");
+    const std::vector<std::byte> bytes = control_gather(&own, sizeof(T), root);
+    std::vector<T> records(bytes.size() / sizeof(T));
+    if (!records.empty()) std::memcpy(records.data(), bytes.data(), bytes.size());
+    return records;
+  }
+  // How many control calls this communicator made (none of them in stats()).
+  uint64_t control_calls() const { return control_calls_; }
+
   CommStats& stats() { return stats_; }
   const CommStats& stats() const { return stats_; }
 
@@ -411,6 +462,10 @@ class Communicator {
   // call's accounting, opened by the body once it knows its path.
   template <class Body>
   auto dispatch(const CallSpec& call, Body&& body);
+  // The one implementation of the typed control_allreduce overloads
+  // (communicator_control.cpp).
+  template <class T>
+  void control_allreduce_of(T* data, size_t n, ControlReduce op);
   // The BufferKind of a typed 16-bit call; refuses kFloat32, naming `operation`.
   BufferKind words16(WordType type, const char* operation) const;
   // Refuses what no transport carries: 16-bit words where `words_ok` is
@@ -468,6 +523,7 @@ class Communicator {
   std::vector<int> node_of_rank_;
   bool spans_nodes_ = false;
   int tag_sequence_ = 0;
+  uint64_t control_calls_ = 0;  // control_* calls, kept out of stats_
   std::array<uint64_t, kOpCount> lossy_calls_{};
   // Reused by the plain path so that it does not allocate per call.
   std::vector<int> send_counts_, recv_counts_, send_displs_, recv_displs_;

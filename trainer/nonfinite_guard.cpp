@@ -1,11 +1,11 @@
-// The per-step cost is one MPI_Allreduce (bitwise or) of an int over the
-// world. A step with non-finite values additionally gathers a fixed-size
-// record per rank to world rank 0 (parameter names truncated to the record's
-// field) and runs the same policy arithmetic on every rank, so all ranks
-// agree on skipping or stopping without a further message.
+// The per-step cost is one allreduce (bitwise or) of an int over the world.
+// A step with non-finite values additionally gathers a fixed-size record per
+// rank to world rank 0 (parameter names truncated to the record's field) and
+// runs the same policy arithmetic on every rank, so all ranks agree on
+// skipping or stopping without a further message. Both are control calls of
+// the world Communicator (comm/communicator.h): exact, never compressed, and
+// not counted in the step's world traffic.
 #include "trainer/nonfinite_guard.h"
-
-#include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "comm/communicator.h"
 #include "parallel/mesh/process_groups.h"
 
 namespace cmpi::trainer {
@@ -23,7 +24,7 @@ enum : int { kLossNonfinite = 1, kUpdateSkipped = 2 };
 constexpr size_t kNameBytes = 120;
 constexpr size_t kListedRanks = 4;  // per list in the message; the rest are counted
 
-// RankHealth as one fixed-size MPI_BYTE record.
+// RankHealth as one fixed-size record, gathered as bytes.
 struct HealthRecord {
   int32_t world_rank, dp, tp, pp, sp, computed_loss, update_skipped, padding;
   double loss;
@@ -134,13 +135,7 @@ std::vector<RankHealth> NonfiniteGuard::gather(const RankHealth& mine) const {
   record.loss = mine.loss;
   copy_name(record.own_param, mine.own_param);
   copy_name(record.reduced_param, mine.reduced_param);
-  MPI_Comm world = groups_.world().mpi();
-  int rank = 0, size = 1;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  std::vector<HealthRecord> records(rank == 0 ? size_t(size) : 0);
-  MPI_Gather(&record, int(sizeof record), MPI_BYTE, records.data(), int(sizeof record), MPI_BYTE, 0,
-             world);
+  const std::vector<HealthRecord> records = groups_.world().control_gather(record, 0);
   std::vector<RankHealth> out;
   for (const auto& r : records) {
     RankHealth h;
@@ -162,8 +157,8 @@ std::vector<RankHealth> NonfiniteGuard::gather(const RankHealth& mine) const {
 StepVerdict NonfiniteGuard::check(int64_t step, double grad_norm, const RankHealth& mine) {
   const int my_flags =
       (mine.loss_nonfinite() ? kLossNonfinite : 0) | (mine.update_skipped ? kUpdateSkipped : 0);
-  int flags = 0;
-  MPI_Allreduce(&my_flags, &flags, 1, MPI_INT, MPI_BOR, groups_.world().mpi());
+  int32_t flags = my_flags;
+  groups_.world().control_allreduce(&flags, 1, comm::ControlReduce::kBitOr);
   StepVerdict verdict;
   if (flags == 0) {
     skipped_in_a_row_ = 0;

@@ -1,7 +1,7 @@
 // NonfiniteGuard: what the trainer does about a step whose loss or gradients
 // went NaN or infinite. The optimizer has already refused to apply the update
 // of a step whose global gradient norm is non-finite; after every step the
-// guard agrees over the world (one MPI_Allreduce of a few flag bits) whether
+// guard agrees over the world (one control allreduce of a few flag bits) whether
 // any rank's loss or gradients went non-finite. Only then does it gather
 // every rank's view (RankHealth) to world rank 0, which writes the message.
 //

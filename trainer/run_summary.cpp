@@ -1,12 +1,12 @@
 #include "trainer/run_summary.h"
 
-#include <mpi.h>
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "io/atomic_file.h"
 #include "parallel/mesh/process_groups.h"
 #include "trainer/metrics.h"
@@ -20,19 +20,19 @@ struct GroupTotals {
   double max_seconds = 0, max_encode = 0, max_decode = 0;
 };
 
-GroupTotals reduce_over_world(const comm::OpCounters& mine) {
-  unsigned long long counts[6] = {mine.calls,
-                                  mine.raw_bytes,
-                                  mine.wire_bytes,
-                                  mine.intra_wire_bytes,
-                                  mine.inter_wire_bytes,
-                                  mine.nonfinite_raw_chunks};
-  double times[3] = {mine.seconds, mine.encode_seconds, mine.decode_seconds};
+// Control calls of the world communicator: they leave every group's stats,
+// these totals included, as the run left them.
+GroupTotals reduce_over_world(comm::Communicator& world, const comm::OpCounters& mine) {
+  uint64_t count_sums[6] = {mine.calls,
+                            mine.raw_bytes,
+                            mine.wire_bytes,
+                            mine.intra_wire_bytes,
+                            mine.inter_wire_bytes,
+                            mine.nonfinite_raw_chunks};
+  double time_max[3] = {mine.seconds, mine.encode_seconds, mine.decode_seconds};
   GroupTotals t;
-  unsigned long long count_sums[6];
-  double time_max[3];
-  MPI_Allreduce(counts, count_sums, 6, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(times, time_max, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  world.control_allreduce(count_sums, 6, comm::ControlReduce::kSum);
+  world.control_allreduce(time_max, 3, comm::ControlReduce::kMax);
   t.calls = count_sums[0];
   t.raw_bytes = count_sums[1];
   t.wire_bytes = count_sums[2];
@@ -57,17 +57,17 @@ long long max_rss_bytes() {
 // set: what the planner's memory column projects (docs/planner.md).
 std::string memory_by_stage_json(parallel::ProcessGroups& groups, const TrainResult& result) {
   const int stages = groups.dims().pp;
-  std::vector<long long> mine(size_t(2 * stages), 0), most(size_t(2 * stages), 0);
+  std::vector<int64_t> most(size_t(2 * stages), 0);
   const int stage = groups.coord().pp;
-  mine[size_t(2 * stage)] = result.peak_state_bytes;
-  mine[size_t(2 * stage + 1)] = max_rss_bytes();
-  MPI_Allreduce(mine.data(), most.data(), 2 * stages, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  most[size_t(2 * stage)] = result.peak_state_bytes;
+  most[size_t(2 * stage + 1)] = max_rss_bytes();
+  groups.world().control_allreduce(most.data(), most.size(), comm::ControlReduce::kMax);
   std::string json = ",\"memory\":{\"stages\":[";
   char buf[160];
   for (int s = 0; s < stages; ++s) {
     std::snprintf(buf, sizeof buf,
                   "%s{\"stage\":%d,\"peak_state_bytes\":%lld,\"max_rss_bytes\":%lld}", s ? "," : "",
-                  s, most[size_t(2 * s)], most[size_t(2 * s + 1)]);
+                  s, (long long)most[size_t(2 * s)], (long long)most[size_t(2 * s + 1)]);
     json += buf;
   }
   return json + "]}";
@@ -131,7 +131,7 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
   std::string lines;
   bool first = true;
   for (auto kind : comm::kAllGroupKinds) {
-    const GroupTotals t = reduce_over_world(groups.group(kind).stats().total());
+    const GroupTotals t = reduce_over_world(groups.world(), groups.group(kind).stats().total());
     if (t.calls == 0) continue;
     const double ratio = t.wire_bytes ? double(t.raw_bytes) / double(t.wire_bytes) : 1.0;
     std::snprintf(buf, sizeof buf,
