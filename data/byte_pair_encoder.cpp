@@ -1,13 +1,14 @@
-// The merge loop mirrors encoder.py's bpe(): find the lowest-ranked adjacent
-// pair (the leftmost among equals), rewrite the word merging each occurrence
-// of exactly that pair, or only the leftmost one in kLeftmostFirst order,
-// and repeat. Pieces are short (a word and its leading space), so the
-// quadratic scan is cheaper than the priority queue Hugging Face uses; its
-// queue pops the lowest (rank, position), which is what the scan finds.
+// kAllOccurrences mirrors encoder.py's bpe(): find the lowest-ranked
+// adjacent pair (the leftmost among equals), rewrite the word merging each
+// occurrence of exactly that pair, and repeat; pieces are short (a word and
+// its leading space), so the quadratic scan is cheap. kLeftmostFirst runs
+// Hugging Face's own queue (merge_by_queue), which stays cheap on the long
+// pieces of a tokenizer.json that does not split its text.
 #include "data/byte_pair_encoder.h"
 
 #include <stdexcept>
 
+#include "data/bpe_merge_queue.h"
 #include "data/utf8.h"
 
 namespace cmpi::data {
@@ -32,31 +33,32 @@ void BytePairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>&
   if (symbols.empty()) {
     symbols.reserve(piece.size());
     for (const char c : piece) symbols.push_back(vocabulary_->byte_id(uint8_t(c)));
-    merge_pairs(symbols);
+    merge_symbols(*vocabulary_, order_, symbols);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
+  if (key.size() > kMaxCachedBytes) return;
   if (cache_.size() >= kCacheEntries) cache_.clear();
   cache_.emplace(key, std::move(symbols));
 }
 
-void BytePairEncoder::merge_pairs(std::vector<int32_t>& symbols) const {
+void merge_symbols(const Gpt2Vocabulary& vocabulary, MergeOrder order,
+                   std::vector<int32_t>& symbols) {
+  if (order == MergeOrder::kLeftmostFirst) {
+    merge_by_queue(vocabulary, symbols);
+    return;
+  }
   std::vector<int32_t> merged;
   while (symbols.size() > 1) {
     const Gpt2Merge* best = nullptr;
     size_t best_at = 0;
     for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const Gpt2Merge* m = vocabulary_->merge(symbols[i], symbols[i + 1]);
+      const Gpt2Merge* m = vocabulary.merge(symbols[i], symbols[i + 1]);
       if (m && (!best || m->rank < best->rank)) {
         best = m;
         best_at = i;
       }
     }
     if (!best) return;
-    if (order_ == MergeOrder::kLeftmostFirst) {
-      symbols[best_at] = best->merged_id;
-      symbols.erase(symbols.begin() + std::ptrdiff_t(best_at) + 1);
-      continue;
-    }
     const int32_t best_left = symbols[best_at], best_right = symbols[best_at + 1];
     merged.clear();
     for (size_t i = 0; i < symbols.size();) {

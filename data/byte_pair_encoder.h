@@ -12,8 +12,9 @@
 // (a tokenizer.json option), a piece that is itself a vocabulary entry is
 // that one token without merging. Results are cached per piece, since
 // natural text repeats its words; the cache is cleared when it reaches
-// kCacheEntries so memory stays bounded on large corpora. Not thread-safe
-// (the cache); copies share the vocabulary.
+// kCacheEntries, and pieces longer than kMaxCachedBytes (a whole segment,
+// when nothing splits it) are not kept, so memory stays bounded on large
+// corpora. Not thread-safe (the cache); copies share the vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,16 @@ enum class MergeOrder {
   kLeftmostFirst,   // Hugging Face tokenizers
 };
 
+// The merge loop on its own: merges adjacent `symbols` (token ids) by the
+// vocabulary's merge ranks in `order` until no adjacent pair is a merge.
+// Shared with CharPairEncoder, whose initial symbols are characters.
+void merge_symbols(const Gpt2Vocabulary& vocabulary, MergeOrder order,
+                   std::vector<int32_t>& symbols);
+
 class BytePairEncoder {
  public:
   static constexpr size_t kCacheEntries = size_t(1) << 18;
+  static constexpr size_t kMaxCachedBytes = 256;
 
   BytePairEncoder(std::shared_ptr<const Gpt2Vocabulary> vocabulary, MergeOrder order,
                   bool ignore_merges = false);
@@ -50,8 +58,6 @@ class BytePairEncoder {
   const std::shared_ptr<const Gpt2Vocabulary>& shared_vocabulary() const { return vocabulary_; }
 
  private:
-  void merge_pairs(std::vector<int32_t>& symbols) const;
-
   std::shared_ptr<const Gpt2Vocabulary> vocabulary_;
   MergeOrder order_;
   bool ignore_merges_;

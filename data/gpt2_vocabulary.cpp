@@ -89,7 +89,8 @@ Gpt2Vocabulary Gpt2Vocabulary::from_tables(std::vector<std::pair<std::string, in
                                            const std::vector<Gpt2MergeRule>& merges,
                                            const std::string& file_name,
                                            const std::string& vocab_field,
-                                           const std::function<std::string(size_t)>& merge_field) {
+                                           const std::function<std::string(size_t)>& merge_field,
+                                           bool byte_tokens) {
   Gpt2Vocabulary v;
   const std::string vocab_where = file_name + ": " + vocab_field;
   for (auto& [token, id] : vocab) {
@@ -103,7 +104,7 @@ Gpt2Vocabulary Gpt2Vocabulary::from_tables(std::vector<std::pair<std::string, in
     }
     v.add_token(std::move(token), id, vocab_where);
   }
-  v.find_byte_tokens(vocab_where);
+  if (byte_tokens) v.find_byte_tokens(vocab_where);
   for (size_t i = 0; i < merges.size(); ++i) {
     v.add_merge(merges[i].left, merges[i].right, file_name + ": " + merge_field(i) + ": ",
                 vocab_field);

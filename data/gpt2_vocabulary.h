@@ -45,11 +45,14 @@ class Gpt2Vocabulary {
   // From a token -> id list and merges in rank order, read from `file_name`
   // where they are the fields `vocab_field` and `merge_field(i)` (these
   // label errors: "tokenizer.json: model.merges[7]: 'x' is not in
-  // model.vocab").
+  // model.vocab"). Without `byte_tokens` the 256 single-byte tokens are not
+  // required (nor byte_id() set): a character-level BPE model, whose tokens
+  // are plain text, uses the same tables.
   static Gpt2Vocabulary from_tables(std::vector<std::pair<std::string, int32_t>> vocab,
                                     const std::vector<Gpt2MergeRule>& merges,
                                     const std::string& file_name, const std::string& vocab_field,
-                                    const std::function<std::string(size_t)>& merge_field);
+                                    const std::function<std::string(size_t)>& merge_field,
+                                    bool byte_tokens = true);
 
   const ByteToUnicode& byte_map() const { return byte_map_; }
   int32_t byte_id(uint8_t byte) const { return byte_ids_[byte]; }

@@ -24,8 +24,9 @@ const char* kUsage = R"(usage: cmpi-data --input FILE [--input FILE ...] --outpu
                     each line is a document), anything else text (see --text-documents)
   --output-prefix   writes PREFIX.bin and PREFIX.idx (via temporary names, renamed at the end)
   --tokenizer       gpt2 (needs --vocab-file and --merge-file), bytes (ids 0-255, 256 = end), or
-                    a Hugging Face tokenizer.json of a byte-level BPE model (GPT-2, GPT-NeoX;
-                    any path ending in .json): its <|endoftext|> ends each document
+                    a Hugging Face tokenizer.json of a BPE model (GPT-2, GPT-NeoX, Llama 3:
+                    byte-level; Llama 2, Mistral: SentencePiece-style; any path ending in
+                    .json): its <|endoftext|>, <|end_of_text|> or </s> ends each document
   --format          force every input to jsonl or text (default auto: by extension)
   --text-documents  file: a text file is one document (default); paragraphs: documents are
                     separated by blank lines

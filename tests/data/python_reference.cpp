@@ -113,8 +113,7 @@ std::string gpt2_ranks_path() {
   return env_or("CMPI_REFERENCE_DIR", CMPI_REFERENCE_DEFAULT_DIR) + "/gpt2.tiktoken";
 }
 
-std::string prepare_gpt2_reference(const std::vector<std::string>& modules,
-                                   const std::string& vocab_dir) {
+std::string check_python(const std::vector<std::string>& modules) {
   const std::string python = python_executable();
   if (python.empty()) {
     return "no Python environment (CMPI_PYTHON unset or not executable; scripts/setup.sh "
@@ -125,6 +124,13 @@ std::string prepare_gpt2_reference(const std::vector<std::string>& modules,
   if (run({python, "-c", "import " + names}, true) != 0) {
     return python + " cannot import " + names + " (scripts/setup.sh installs them)";
   }
+  return "";
+}
+
+std::string prepare_gpt2_reference(const std::vector<std::string>& modules,
+                                   const std::string& vocab_dir) {
+  if (std::string skip = check_python(modules); !skip.empty()) return skip;
+  const std::string python = python_executable();
   const std::string ranks = gpt2_ranks_path();
   if (!std::filesystem::exists(ranks)) {
     return "no GPT-2 BPE ranks at " + ranks + " (scripts/setup.sh fetches them from PyPI)";

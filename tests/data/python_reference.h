@@ -25,6 +25,10 @@ std::string read_all(const std::string& path);
 // The reference folder's gpt2.tiktoken.
 std::string gpt2_ranks_path();
 
+// Checks that the project's Python imports `modules`. Returns "" when it
+// does, else a one-line reason to skip.
+std::string check_python(const std::vector<std::string>& modules);
+
 // Checks that the project's Python imports `modules` and that GPT-2's ranks
 // are there, then writes VOCAB_DIR/encoder.json and VOCAB_DIR/vocab.bpe from
 // the ranks (nothing is redone when they are up to date). Returns "" when
