@@ -52,9 +52,25 @@ struct ModelConfig {
   // > 0: attention scores in blocks of this many keys with an online softmax
   // (models/blocked_attention.h); 0: the plain [T, T] scores.
   int64_t attention_block_size = 0;
-  bool parallel_residual = false;       // x + attn(ln1(x)) + mlp(ln2(x))
-  std::string mlp_activation = "gelu";  // gelu | gelu_tanh
-  std::string init = "gpt2";            // gpt2 | neox (small_init / wang_init)
+  bool parallel_residual = false;  // x + attn(ln1(x)) + mlp(ln2(x))
+  // gelu | gelu_tanh | swiglu (Llama's gated MLP: down(silu(gate(x)) · up(x)))
+  std::string mlp_activation = "gelu";
+  std::string init = "gpt2";  // gpt2 | neox (small_init / wang_init)
+  // Llama-family switches (docs/config.md): RMSNorm instead of LayerNorm and
+  // its epsilon (both kinds), grouped-query attention (kv_heads key/value
+  // heads shared by heads / kv_heads query heads each; 0: as many as
+  // heads), the MLP's inner width (0: mlp_ratio * hidden), no biases in the
+  // linear layers and norms (bias: false), and Llama 3's rotary frequency
+  // scaling (rope_scaling_factor 0: none; see models/rotary_embedding.h).
+  Normalization norm = Normalization::kLayerNorm;
+  double norm_eps = 1e-5;
+  int64_t kv_heads = 0;
+  int64_t intermediate_size = 0;
+  bool bias = true;
+  double rope_scaling_factor = 0.0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  int64_t rope_original_max_positions = 8192;
   // A Hugging Face GPT-NeoX or GPT-2 directory (config.json, safetensors)
   // whose weights replace the initial ones at step 0 (hf/hf_pretrained.h);
   // empty: none. A resumed run takes its checkpoint's weights instead.

@@ -43,6 +43,12 @@ enum class DataKind { kMarkov, kIndexed, kImages };
 inline constexpr EnumSpelling<DataKind> kDataKindSpellings[] = {
     {DataKind::kMarkov, "markov"}, {DataKind::kIndexed, "indexed"}, {DataKind::kImages, "images"}};
 
+// model.norm: the GPT's normalisation layers (LayerNorm with bias, or
+// RMSNorm: a scale only, Llama's).
+enum class Normalization { kLayerNorm, kRmsNorm };
+inline constexpr EnumSpelling<Normalization> kNormalizationSpellings[] = {
+    {Normalization::kLayerNorm, "layernorm"}, {Normalization::kRmsNorm, "rmsnorm"}};
+
 template <class Enum, size_t N>
 const char* spelling_of(Enum value, const EnumSpelling<Enum> (&spellings)[N]) {
   for (const auto& s : spellings)
@@ -77,6 +83,9 @@ inline const char* name_of(Precision v) {
 }
 inline const char* name_of(PipelineSchedule v) {
   return spelling_of(v, kPipelineScheduleSpellings);
+}
+inline const char* name_of(Normalization v) {
+  return spelling_of(v, kNormalizationSpellings);
 }
 inline const char* name_of(DataKind v) {
   return spelling_of(v, kDataKindSpellings);

@@ -160,8 +160,17 @@ void model_fields(Fields& f, Section& model) {
   f.real("rotary_base", model.rotary_base, above(1.0));
   f.integer("attention_block_size", model.attention_block_size, non_negative());
   f.flag("parallel_residual", model.parallel_residual);
-  f.word("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh"});
+  f.word("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh", "swiglu"});
   f.word("init", model.init, {"gpt2", "neox"});
+  f.choice("norm", model.norm, kNormalizationSpellings);
+  f.real("norm_eps", model.norm_eps, above(0.0));
+  f.integer("kv_heads", model.kv_heads, non_negative());
+  f.integer("intermediate_size", model.intermediate_size, non_negative());
+  f.flag("bias", model.bias);
+  f.real("rope_scaling_factor", model.rope_scaling_factor, at_least(0.0));
+  f.real("rope_low_freq_factor", model.rope_low_freq_factor, above(0.0));
+  f.real("rope_high_freq_factor", model.rope_high_freq_factor, above(0.0));
+  f.integer("rope_original_max_positions", model.rope_original_max_positions, positive());
   f.text("init_from", model.init_from, /*may_be_empty=*/true);
   f.integer("depth", model.depth, positive());
   f.integer("width", model.width, positive());

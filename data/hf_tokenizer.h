@@ -81,6 +81,9 @@ class HfTokenizer : public Tokenizer {
   std::string decode(const std::vector<int32_t>& ids) const override;
   uint64_t vocab_size() const override { return tables_->vocab_size; }
   int32_t end_of_document() const override { return tables_->end_of_text; }
+  int32_t begin_of_document() const override {
+    return tables_->prefix_ids.empty() ? tables_->end_of_text : tables_->prefix_ids.front();
+  }
   std::unique_ptr<Tokenizer> clone() const override;
   // The file's path.
   std::string name() const override { return tables_->path; }

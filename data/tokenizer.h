@@ -26,6 +26,10 @@ class Tokenizer {
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   virtual uint64_t vocab_size() const = 0;
   virtual int32_t end_of_document() const = 0;
+  // The id a generation starts from: the post-processor's beginning-of-text
+  // token where a tokenizer.json adds one (Llama's <s>, <|begin_of_text|>),
+  // else the end-of-document id, as GPT-2 and GPT-NeoX use it.
+  virtual int32_t begin_of_document() const { return end_of_document(); }
   virtual std::unique_ptr<Tokenizer> clone() const = 0;
   virtual std::string name() const = 0;
 };

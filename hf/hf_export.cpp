@@ -2,9 +2,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "hf/hf_tensor_map.h"
 #include "hf/safetensors_reader.h"
 #include "io/atomic_file.h"
@@ -28,7 +30,15 @@ std::string read_whole_file(const std::string& path) {
 }  // namespace
 
 std::string architecture_name(HfArchitecture architecture) {
-  return architecture == HfArchitecture::kGptNeoX ? "GPT-NeoX" : "GPT-2";
+  switch (architecture) {
+    case HfArchitecture::kGptNeoX:
+      return "GPT-NeoX";
+    case HfArchitecture::kGpt2:
+      return "GPT-2";
+    case HfArchitecture::kLlama:
+      return "Llama";
+  }
+  return "?";
 }
 
 HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
@@ -42,8 +52,13 @@ HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
   std::vector<std::vector<float>> values;
   values.reserve(mappings.size());
   std::vector<io::SafetensorsTensor> tensors;
+  std::string assembled_name;  // Llama's q, k, v parts read one tensor: assembled once
+  checkpoint::GlobalParameter global;
   for (const auto& m : mappings) {
-    const auto global = checkpoint.assemble(m.ours);
+    if (m.ours != assembled_name) {
+      global = checkpoint.assemble(m.ours);
+      assembled_name = m.ours;
+    }
     if (global.shape != m.our_shape)
       throw std::runtime_error(checkpoint.dir() + ": parameter " + m.ours + " has shape " +
                                shape_text(global.shape) + ", the model expects " +
@@ -56,7 +71,17 @@ HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
   const std::string weights = io::safetensors_bytes(
       tensors, {{"format", "pt"}, {"step", std::to_string(checkpoint.metadata().step)}});
   io::write_file_atomically(dir + "/model.safetensors", weights);
-  io::write_file_atomically(dir + "/config.json", hf_config_json(config.model));
+  // The run's tokenizer says which ids start and end a document (none for
+  // synthetic data): generate() stops at the end of a document.
+  std::optional<HfTokenIds> ids;
+  if (!config.data.tokenizer.empty()) {
+    const auto tokenizer = data::make_tokenizer(config.data.tokenizer, "", "");
+    ids = HfTokenIds{tokenizer->begin_of_document(), tokenizer->end_of_document()};
+    result.eos_token_id = ids->eos;
+  }
+  const HfTokenIds* stated = ids ? &*ids : nullptr;
+  io::write_file_atomically(dir + "/config.json", hf_config_json(config.model, stated));
+  io::write_file_atomically(dir + "/generation_config.json", hf_generation_config_json(stated));
   if (names_tokenizer_file(config.data.tokenizer)) {
     io::write_file_atomically(dir + "/tokenizer.json", read_whole_file(config.data.tokenizer));
     result.tokenizer_from = config.data.tokenizer;

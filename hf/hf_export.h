@@ -22,6 +22,7 @@ struct HfExportResult {
   size_t tensors = 0;
   size_t weight_bytes = 0;     // of model.safetensors
   std::string tokenizer_from;  // the tokenizer.json copied; empty: none
+  int32_t eos_token_id = -1;   // stated in config.json and generation_config.json; -1: none
 };
 
 // Throws std::invalid_argument for a model no Hugging Face config expresses,

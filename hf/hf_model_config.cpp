@@ -218,14 +218,133 @@ HfConfigFacts check_gpt2(const FieldChecker& c, const config::ModelConfig& m) {
   return {HfArchitecture::kGpt2, rows};
 }
 
+// The Llama switches GPT-NeoX and GPT-2 cannot express.
+void refuse_llama_switches(const config::ModelConfig& m, const char* architecture) {
+  const auto refuse = [architecture](const std::string& what) {
+    throw std::invalid_argument(what + ": Hugging Face's " + architecture +
+                                " cannot express it (model.norm rmsnorm makes a Llama)");
+  };
+  if (m.mlp_activation == "swiglu") refuse("model.mlp_activation swiglu");
+  if (m.kv_heads > 0 && m.kv_heads != m.heads) refuse("model.kv_heads");
+  if (!m.bias) refuse("model.bias false");
+  if (m.intermediate_size > 0 && m.intermediate_size != m.mlp_ratio * m.hidden)
+    refuse("model.intermediate_size");
+  if (m.rope_scaling_factor > 0) refuse("model.rope_scaling_factor");
+  if (std::fabs(m.norm_eps - 1e-5) > 1e-12) refuse("model.norm_eps other than 1e-05");
+}
+
+// What a Llama needs beyond RMSNorm.
+void require_llama_switches(const config::ModelConfig& m) {
+  const auto refuse = [](const std::string& what) {
+    throw std::invalid_argument(what +
+                                ": Hugging Face's Llama (model.norm rmsnorm) needs "
+                                "model.mlp_activation swiglu, model.bias false, model.position "
+                                "rotary with model.rotary_pct 1 and sequential blocks");
+  };
+  if (m.mlp_activation != "swiglu") refuse("model.mlp_activation " + m.mlp_activation);
+  if (m.bias) refuse("model.bias true");
+  if (m.position != "rotary") refuse("model.position " + m.position);
+  if (m.rotary_pct != 1.0) refuse("model.rotary_pct " + number_text(m.rotary_pct));
+  if (m.parallel_residual) refuse("model.parallel_residual true");
+}
+
+int64_t llama_intermediate(const config::ModelConfig& m) {
+  return m.intermediate_size > 0 ? m.intermediate_size : m.mlp_ratio * m.hidden;
+}
+
+int64_t llama_kv_heads(const config::ModelConfig& m) {
+  return m.kv_heads > 0 ? m.kv_heads : m.heads;
+}
+
+HfConfigFacts check_llama(const FieldChecker& c, const config::ModelConfig& m) {
+  try {
+    require_llama_switches(m);
+  } catch (const std::invalid_argument& e) {
+    c.fail(std::string("model_type llama: ") + e.what());
+  }
+  c.same("hidden_size", c.integer("hidden_size", 4096), "model.hidden", m.hidden);
+  c.same("num_attention_heads", c.integer("num_attention_heads", 32), "model.heads", m.heads);
+  c.same("num_key_value_heads", c.integer("num_key_value_heads", m.heads), "model.kv_heads",
+         llama_kv_heads(m));
+  c.same("num_hidden_layers", c.integer("num_hidden_layers", 32), "model.layers", m.layers);
+  c.same("vocab_size", c.integer("vocab_size", 32000), "model.vocab_size", m.vocab_size);
+  c.same("intermediate_size", c.integer("intermediate_size", 11008), "model.intermediate_size",
+         llama_intermediate(m));
+  if (const JsonValue* head_dim = c.find("head_dim"); head_dim && !head_dim->is_null())
+    c.same("head_dim", c.integer("head_dim", 0), "model.hidden / model.heads", m.hidden / m.heads);
+  const std::string act = c.string("hidden_act", "silu");
+  if (act != "silu")
+    c.fail("hidden_act is '" + act + "'; this project's gated MLP (swiglu) uses silu");
+  c.same_real("rms_norm_eps", c.number("rms_norm_eps", 1e-6), "model.norm_eps", m.norm_eps);
+  c.same_flag("tie_word_embeddings", c.boolean("tie_word_embeddings", false),
+              "model.tie_embeddings", m.tie_embeddings);
+  if (c.boolean("attention_bias", false)) c.fail("attention_bias is true; model.bias is false");
+  if (c.boolean("mlp_bias", false)) c.fail("mlp_bias is true; model.bias is false");
+  // rope_theta and rope_scaling at the top level (transformers 4), or both
+  // in rope_parameters (transformers 5).
+  std::string base_field = "rope_theta";
+  double base = c.number("rope_theta", 10000);
+  const JsonValue* scaling = c.find("rope_scaling");
+  std::string scaling_prefix = "rope_scaling.";
+  if (const JsonValue* rope = c.find("rope_parameters"); rope && !rope->is_null()) {
+    if (rope->kind() != JsonValue::Kind::kObject)
+      c.fail(std::string("rope_parameters is ") + JsonValue::kind_name(rope->kind()) +
+             ", expected an object");
+    const FieldChecker nested(*rope, c.path(), "rope_parameters.");
+    if (nested.find("rope_theta")) {
+      base_field = "rope_parameters.rope_theta";
+      base = nested.number("rope_theta", base);
+    }
+    scaling = rope;
+    scaling_prefix = "rope_parameters.";
+  }
+  c.same_real(base_field, base, "model.rotary_base", m.rotary_base);
+  double factor = 0, low = 1, high = 4;
+  int64_t original = 8192;
+  if (scaling && !scaling->is_null()) {
+    if (scaling->kind() != JsonValue::Kind::kObject) c.fail(scaling_prefix + " is not an object");
+    const FieldChecker nested(*scaling, c.path(), scaling_prefix);
+    const std::string type = nested.string("rope_type", nested.string("type", "default"));
+    if (type == "llama3") {
+      factor = nested.number("factor", 8);
+      low = nested.number("low_freq_factor", 1);
+      high = nested.number("high_freq_factor", 4);
+      original = nested.integer("original_max_position_embeddings", 8192);
+    } else if (type != "default") {
+      c.fail(scaling_prefix + "rope_type is '" + type +
+             "'; this project implements default and llama3 rotary scaling");
+    }
+  }
+  c.same_real(scaling_prefix + "factor", factor, "model.rope_scaling_factor",
+              m.rope_scaling_factor);
+  if (factor > 0) {
+    c.same_real(scaling_prefix + "low_freq_factor", low, "model.rope_low_freq_factor",
+                m.rope_low_freq_factor);
+    c.same_real(scaling_prefix + "high_freq_factor", high, "model.rope_high_freq_factor",
+                m.rope_high_freq_factor);
+    c.same(scaling_prefix + "original_max_position_embeddings", original,
+           "model.rope_original_max_positions", m.rope_original_max_positions);
+  }
+  c.positions_cover("max_position_embeddings", c.integer("max_position_embeddings", 2048), m);
+  return {HfArchitecture::kLlama, 0};
+}
+
 }  // namespace
 
 HfArchitecture hf_architecture(const config::ModelConfig& model) {
   if (model.kind != config::ModelFamily::kGpt)
     throw std::invalid_argument(std::string("model.kind ") + config::name_of(model.kind) +
                                 ": Hugging Face export and import cover GPT models (GPT-NeoX, "
-                                "GPT-2)");
-  if (model.position == "rotary") return HfArchitecture::kGptNeoX;
+                                "GPT-2, Llama)");
+  if (model.norm == config::Normalization::kRmsNorm) {
+    require_llama_switches(model);
+    return HfArchitecture::kLlama;
+  }
+  if (model.position == "rotary") {
+    refuse_llama_switches(model, "GPT-NeoX");
+    return HfArchitecture::kGptNeoX;
+  }
+  refuse_llama_switches(model, "GPT-2");
   const std::string neither =
       " (Hugging Face's GPT-2 ties its output head and runs sequential blocks; its GPT-NeoX "
       "has rotary positions, no position table): no Hugging Face config expresses this model";
@@ -237,9 +356,50 @@ HfArchitecture hf_architecture(const config::ModelConfig& model) {
   return HfArchitecture::kGpt2;
 }
 
-std::string hf_config_json(const config::ModelConfig& m) {
+std::string hf_generation_config_json(const HfTokenIds* ids) {
   JsonObjectText out;
-  if (hf_architecture(m) == HfArchitecture::kGptNeoX) {
+  if (ids) {
+    out.raw("bos_token_id", integer_text(ids->bos))
+        .raw("eos_token_id", integer_text(ids->eos))
+        .raw("pad_token_id", integer_text(ids->eos));
+  }
+  return out.flag("_from_model_config", true).done();
+}
+
+std::string hf_config_json(const config::ModelConfig& m, const HfTokenIds* ids) {
+  JsonObjectText out;
+  if (ids)
+    out.raw("bos_token_id", integer_text(ids->bos)).raw("eos_token_id", integer_text(ids->eos));
+  const HfArchitecture architecture = hf_architecture(m);
+  if (architecture == HfArchitecture::kLlama) {
+    out.raw("architectures", "[\"LlamaForCausalLM\"]")
+        .str("model_type", "llama")
+        .raw("vocab_size", integer_text(m.vocab_size))
+        .raw("hidden_size", integer_text(m.hidden))
+        .raw("intermediate_size", integer_text(llama_intermediate(m)))
+        .raw("num_hidden_layers", integer_text(m.layers))
+        .raw("num_attention_heads", integer_text(m.heads))
+        .raw("num_key_value_heads", integer_text(llama_kv_heads(m)))
+        .raw("head_dim", integer_text(m.hidden / m.heads))
+        .str("hidden_act", "silu")
+        .raw("max_position_embeddings", integer_text(m.seq_len))
+        .raw("rms_norm_eps", number_text(m.norm_eps))
+        .raw("rope_theta", number_text(m.rotary_base));
+    if (m.rope_scaling_factor > 0)
+      out.raw("rope_scaling",
+              "{\"rope_type\": \"llama3\", \"factor\": " + number_text(m.rope_scaling_factor) +
+                  ", \"low_freq_factor\": " + number_text(m.rope_low_freq_factor) +
+                  ", \"high_freq_factor\": " + number_text(m.rope_high_freq_factor) +
+                  ", \"original_max_position_embeddings\": " +
+                  integer_text(m.rope_original_max_positions) + "}");
+    else
+      out.raw("rope_scaling", "null");
+    out.flag("attention_bias", false)
+        .flag("mlp_bias", false)
+        .flag("tie_word_embeddings", m.tie_embeddings)
+        .raw("initializer_range", number_text(m.init_std))
+        .raw("attention_dropout", number_text(m.dropout));
+  } else if (architecture == HfArchitecture::kGptNeoX) {
     out.raw("architectures", "[\"GPTNeoXForCausalLM\"]")
         .str("model_type", "gpt_neox")
         .raw("vocab_size", integer_text(m.vocab_size))
@@ -291,9 +451,19 @@ HfConfigFacts check_hf_config(const JsonValue& json, const config::ModelConfig& 
     checker.fail(std::string("model.kind is ") + config::name_of(model.kind) +
                  "; Hugging Face weights initialise GPT models");
   const std::string type = checker.string("model_type", "");
+  if ((type == "gpt_neox" || type == "gpt2") && model.norm == config::Normalization::kRmsNorm)
+    checker.fail("model_type " + type + " has LayerNorms, but model.norm is rmsnorm");
+  if (type == "gpt_neox" || type == "gpt2") {
+    try {
+      refuse_llama_switches(model, type == "gpt2" ? "GPT-2" : "GPT-NeoX");
+    } catch (const std::invalid_argument& e) {
+      checker.fail("model_type " + type + ": " + e.what());
+    }
+  }
   if (type == "gpt_neox") return check_neox(checker, model);
   if (type == "gpt2") return check_gpt2(checker, model);
-  checker.fail("model_type '" + type + "' is not supported (gpt_neox or gpt2)");
+  if (type == "llama") return check_llama(checker, model);
+  checker.fail("model_type '" + type + "' is not supported (gpt_neox, gpt2 or llama)");
 }
 
 }  // namespace cmpi::hf

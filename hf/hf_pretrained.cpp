@@ -119,7 +119,7 @@ HfPretrained HfPretrained::open(const std::string& dir, const config::ModelConfi
       throw std::runtime_error(file.path() + ": tensor " + source.stored_name + " has shape " +
                                shape_text(entry->shape) + ", this config needs " +
                                shape_text(m.their_shape) + " (model parameter " + m.ours + ")");
-    pretrained.sources_.emplace(m.ours, std::move(source));
+    pretrained.sources_[m.ours].push_back(std::move(source));
   }
   return pretrained;
 }
@@ -128,8 +128,13 @@ std::vector<float> HfPretrained::weights(const std::string& name) const {
   const auto found = sources_.find(name);
   if (found == sources_.end())
     throw std::runtime_error(dir_ + ": the model has no parameter " + name);
-  const Source& s = found->second;
-  return from_hf(s.mapping, files_[s.file].read(s.stored_name), heads_);
+  std::vector<TensorMapping> parts;
+  std::vector<std::vector<float>> values;
+  for (const Source& s : found->second) {
+    parts.push_back(s.mapping);
+    values.push_back(files_[s.file].read(s.stored_name));
+  }
+  return from_hf_parts(parts, values, heads_);
 }
 
 }  // namespace cmpi::hf

@@ -1,4 +1,4 @@
-// HfPretrained: a Hugging Face GPT-NeoX or GPT-2 model directory opened as
+// HfPretrained: a Hugging Face GPT-NeoX, GPT-2 or Llama model directory opened as
 // the initial weights of a run (model.init_from). open() reads config.json
 // and checks it against the run's model section (hf_model_config.h), finds
 // the weights (model.safetensors, or the shards model.safetensors.index.json
@@ -45,7 +45,8 @@ class HfPretrained {
   HfArchitecture architecture_ = HfArchitecture::kGptNeoX;
   int64_t heads_ = 0;
   std::vector<SafetensorsReader> files_;
-  std::map<std::string, Source> sources_;  // by our name
+  // By our name: one tensor, or the parts fused into it (Llama's q, k, v).
+  std::map<std::string, std::vector<Source>> sources_;
 };
 
 }  // namespace cmpi::hf

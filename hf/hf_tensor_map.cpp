@@ -31,6 +31,22 @@ size_t our_index(const TensorMapping& m, size_t hf_index, int64_t heads) {
     }
     case Conversion::kGpt2QkvBias:
       return size_t(our_qkv_row(k, m.our_shape[0] / 3, heads));
+    case Conversion::kLlamaQ:
+    case Conversion::kLlamaK:
+    case Conversion::kLlamaV: {
+      // Their row R of part s; ours runs [kv head, (group q rows, k, v), d].
+      const int64_t h = m.our_shape[1], d = h / heads, g = m.group;
+      const int64_t row = k / h, col = k % h;
+      int64_t kv = 0, within = 0;  // our row = (kv·(g+2)) · d + within
+      if (m.conversion == Conversion::kLlamaQ) {
+        kv = row / (g * d);
+        within = row % (g * d);
+      } else {
+        kv = row / d;
+        within = (m.conversion == Conversion::kLlamaK ? g : g + 1) * d + row % d;
+      }
+      return size_t((kv * (g + 2) * d + within) * h + col);
+    }
     case Conversion::kCopy:
     case Conversion::kLeadingRows:
       break;
@@ -40,8 +56,49 @@ size_t our_index(const TensorMapping& m, size_t hf_index, int64_t heads) {
 
 }  // namespace
 
+namespace {
+
+std::vector<TensorMapping> llama_mappings(const models::GptOptions& o) {
+  const int64_t v = o.vocab_size, h = o.hidden, inner = o.mlp_width(), d = o.head_dim();
+  const int64_t kv = o.kv_head_count(), qkv_rows = (o.heads + 2 * kv) * d;
+  std::vector<TensorMapping> out;
+  const auto add = [&](std::string ours, std::string theirs, std::vector<int64_t> shape) {
+    out.push_back({std::move(ours), std::move(theirs), shape, shape, Conversion::kCopy, false});
+  };
+  add("token_embedding.weight", "model.embed_tokens.weight", {v, h});
+  for (int64_t i = 0; i < o.layers; ++i) {
+    const std::string ours = "block" + std::to_string(i) + ".";
+    const std::string theirs = "model.layers." + std::to_string(i) + ".";
+    add(ours + "ln1.weight", theirs + "input_layernorm.weight", {h});
+    const std::pair<Conversion, std::pair<const char*, int64_t>> parts[] = {
+        {Conversion::kLlamaQ, {"q_proj", o.heads * d}},
+        {Conversion::kLlamaK, {"k_proj", kv * d}},
+        {Conversion::kLlamaV, {"v_proj", kv * d}}};
+    for (const auto& [conversion, part] : parts) {
+      out.push_back({ours + "attention.qkv.weight",
+                     theirs + "self_attn." + part.first + ".weight",
+                     {qkv_rows, h},
+                     {part.second, h},
+                     conversion,
+                     false,
+                     o.query_group()});
+    }
+    add(ours + "attention.out.weight", theirs + "self_attn.o_proj.weight", {h, h});
+    add(ours + "ln2.weight", theirs + "post_attention_layernorm.weight", {h});
+    add(ours + "fc_gate.weight", theirs + "mlp.gate_proj.weight", {inner, h});
+    add(ours + "fc_in.weight", theirs + "mlp.up_proj.weight", {inner, h});
+    add(ours + "fc_out.weight", theirs + "mlp.down_proj.weight", {h, inner});
+  }
+  add("final_norm.weight", "model.norm.weight", {h});
+  if (!o.tie_embeddings) add("output_head.weight", "lm_head.weight", {v, h});
+  return out;
+}
+
+}  // namespace
+
 std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const models::GptOptions& o,
                                            int64_t position_rows) {
+  if (architecture == HfArchitecture::kLlama) return llama_mappings(o);
   const int64_t v = o.vocab_size, h = o.hidden, r = o.mlp_ratio * o.hidden;
   const bool neox = architecture == HfArchitecture::kGptNeoX;
   std::vector<TensorMapping> out;
@@ -98,7 +155,9 @@ std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const mo
 std::vector<float> to_hf(const TensorMapping& m, const std::vector<float>& ours, int64_t heads) {
   if (m.conversion == Conversion::kCopy || m.conversion == Conversion::kLeadingRows)
     return ours;  // kLeadingRows: exported with n_positions = seq_len
-  std::vector<float> out(ours.size());
+  int64_t count = 1;
+  for (const int64_t extent : m.their_shape) count *= extent;
+  std::vector<float> out(static_cast<size_t>(count));
   for (size_t k = 0; k < out.size(); ++k) out[k] = ours[our_index(m, k, heads)];
   return out;
 }
@@ -112,6 +171,19 @@ std::vector<float> from_hf(const TensorMapping& m, const std::vector<float>& the
   }
   std::vector<float> out(theirs.size());
   for (size_t k = 0; k < theirs.size(); ++k) out[our_index(m, k, heads)] = theirs[k];
+  return out;
+}
+
+std::vector<float> from_hf_parts(const std::vector<TensorMapping>& parts,
+                                 const std::vector<std::vector<float>>& theirs, int64_t heads) {
+  if (parts.size() == 1) return from_hf(parts[0], theirs.at(0), heads);
+  if (parts.empty() || theirs.size() != parts.size())
+    throw std::logic_error("from_hf_parts: one tensor per part");
+  int64_t count = 1;
+  for (const int64_t extent : parts[0].our_shape) count *= extent;
+  std::vector<float> out(static_cast<size_t>(count));
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (size_t k = 0; k < theirs[p].size(); ++k) out[our_index(parts[p], k, heads)] = theirs[p][k];
   return out;
 }
 

@@ -14,6 +14,20 @@
 //   final_norm                            gpt_neox.final_layer_norm       transformer.ln_f
 //   output_head.weight [V, H] (untied)    embed_out.weight                - (tied to wte)
 //
+//   ours                                  Llama (model.)
+//   token_embedding.weight                embed_tokens.weight
+//   block<i>.ln1 / ln2 (RMSNorm weight)   layers.<i>.input_layernorm / post_attention_layernorm
+//   block<i>.attention.qkv [(n+2k)d, H]   self_attn.q_proj [n·d, H], k_proj, v_proj [k·d, H]
+//   block<i>.attention.out                self_attn.o_proj
+//   block<i>.fc_gate / fc_in / fc_out     mlp.gate_proj / up_proj / down_proj
+//   final_norm.weight                     norm.weight
+//   output_head.weight (untied)           lm_head.weight (top level)
+//
+// Llama's q, k and v are three tensors; ours is one fused tensor whose rows
+// run by key/value group, [q of the group's heads; k; v] ([k, n/k + 2, d];
+// models/attention.h): three mappings share our name, each the rows of one
+// part (kLlamaQ/K/V), and an import fuses them back (from_hf_parts).
+//
 // Our fused qkv rows run head by head, [q; k; v] of head 0, then of head 1
 // ([heads, 3, head_dim]), which is GPT-NeoX's query_key_value layout as it
 // is: a copy. GPT-2's Conv1D stores weights [in, out] (transposed), and its
@@ -38,6 +52,9 @@ enum class Conversion {
   kGpt2Qkv,      // weight: rows [heads, 3, hd] <-> columns [3, heads, hd], transposed
   kGpt2QkvBias,  // bias: [heads, 3, hd] <-> [3, heads, hd]
   kLeadingRows,  // theirs has at least our rows; ours are its first ones (GPT-2's wpe)
+  kLlamaQ,       // weight: the q rows of our fused qkv, query heads in order
+  kLlamaK,       // the k rows, key/value heads in order
+  kLlamaV,       // the v rows
 };
 
 struct TensorMapping {
@@ -45,9 +62,11 @@ struct TensorMapping {
   std::vector<int64_t> our_shape, their_shape;
   Conversion conversion = Conversion::kCopy;
   bool export_only = false;  // a tied NeoX's embed_out: written, never read
+  int64_t group = 1;         // kLlamaQ/K/V: query heads per key/value head
 };
 
-// Every parameter of `options`' whole model, ours in registration order.
+// Every parameter of `options`' whole model, ours in registration order
+// (Llama's qkv as three parts in a row).
 // `position_rows`: GPT-2's stored position rows (n_positions; 0: seq_len).
 std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture,
                                            const models::GptOptions& options,
@@ -59,5 +78,9 @@ std::vector<float> to_hf(const TensorMapping& mapping, const std::vector<float>&
 // Hugging Face's tensor (their_shape) in our layout.
 std::vector<float> from_hf(const TensorMapping& mapping, const std::vector<float>& theirs,
                            int64_t heads);
+// Our tensor from the Hugging Face tensors of all its parts (Llama's q, k, v),
+// `theirs[i]` of `parts[i]`.
+std::vector<float> from_hf_parts(const std::vector<TensorMapping>& parts,
+                                 const std::vector<std::vector<float>>& theirs, int64_t heads);
 
 }  // namespace cmpi::hf

@@ -17,7 +17,10 @@ namespace cmpi::models {
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
                                                  uint64_t buffer_key, uint64_t dropout_seed,
                                                  torch::Tensor future_mask)
-    : local_heads_(parallel::tp_split(options.heads, tp, "model.heads")),
+    : local_kv_heads_(parallel::tp_split(options.kv_head_count(), tp,
+                                         options.kv_heads > 0 ? "model.kv_heads" : "model.heads")),
+      group_(options.query_group()),
+      local_heads_(local_kv_heads_ * group_),
       head_dim_(options.head_dim()),
       attn_dropout_(options.dropout),
       attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
@@ -27,9 +30,14 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
+  if (options.heads % options.kv_head_count() != 0)
+    throw std::invalid_argument("model.heads (" + std::to_string(options.heads) +
+                                ") must be divisible by model.kv_heads (" +
+                                std::to_string(options.kv_head_count()) + ")");
   parallel::ParallelLinearOptions qkv_options;
   qkv_options.in_features = options.hidden;
-  qkv_options.out_features = 3 * options.hidden;
+  qkv_options.out_features = (options.heads + 2 * options.kv_head_count()) * head_dim_;
+  qkv_options.bias = options.bias;
   qkv_options.buffer_key = buffer_key;
   qkv_options.materialize = options.materialize_parameters;
   qkv_options.sequence_parallel = options.sequence_parallel;
@@ -37,6 +45,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   parallel::ParallelLinearOptions out_options;
   out_options.in_features = options.hidden;
   out_options.out_features = options.hidden;
+  out_options.bias = options.bias;
   out_options.buffer_key = buffer_key + 1;
   out_options.materialize = options.materialize_parameters;
   out_options.sequence_parallel = options.sequence_parallel;
@@ -44,7 +53,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
   if (options.position == PositionEncoding::kRotary)
-    rotary_.emplace(head_dim_, options.rotary_dims(), options.rotary_base, options.seq_len);
+    rotary_.emplace(head_dim_, options.rotary_dims(), options.rotary_base, options.seq_len,
+                    options.rope_scaling);
 }
 
 void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptions& options,
@@ -52,25 +62,35 @@ void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptio
   using Init = ParamLayout::Init;
   out_layouts.push_back(
       {prefix + "qkv.weight", qkv->weight, 0, Init::kNormal, options.input_init_std(), true});
-  out_layouts.push_back({prefix + "qkv.bias", qkv->bias, 0, Init::kZeros, 0, false});
+  if (qkv->bias.defined())
+    out_layouts.push_back({prefix + "qkv.bias", qkv->bias, 0, Init::kZeros, 0, false});
   out_layouts.push_back(
       {prefix + "out.weight", out->weight, 1, Init::kNormal, options.output_init_std(), true});
-  out_layouts.push_back({prefix + "out.bias", out->bias, -1, Init::kZeros, 0, false});
+  if (out->bias.defined())
+    out_layouts.push_back({prefix + "out.bias", out->bias, -1, Init::kZeros, 0, false});
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  // [B, T, heads, (q k v), head_dim] for this rank's heads (the whole
-  // sequence, gathered under sequence parallelism).
+  // [B, T, kv heads, (q of the group's query heads, k, v), head_dim] for this
+  // rank's heads (the whole sequence, gathered under sequence parallelism);
+  // without grouping a group is one head's [q, k, v].
   const auto projected = qkv->forward(x);
   const int64_t batch = projected.size(0), time = projected.size(1);
-  const auto fused = projected.view({batch, time, local_heads_, 3, head_dim_});
-  auto heads_first = [&](int64_t which) { return fused.select(3, which).transpose(1, 2); };
-  auto q = heads_first(0), k = heads_first(1);  // [B, nh, T, hd]
-  const auto v = heads_first(2);
+  const auto fused = projected.view({batch, time, local_kv_heads_, group_ + 2, head_dim_});
+  auto q = fused.narrow(3, 0, group_)
+               .reshape({batch, time, local_heads_, head_dim_})
+               .transpose(1, 2);                     // [B, nh, T, hd], query head = group·kv + j
+  auto k = fused.select(3, group_).transpose(1, 2);  // [B, kv, T, hd]
+  auto v = fused.select(3, group_ + 1).transpose(1, 2);
   if (rotary_) {
     const auto rotate = [this](const torch::Tensor& in) { return rotary_->apply(in); };
     q = parallel::in_float32(q, rotate);
     k = parallel::in_float32(k, rotate);
+  }
+  if (group_ > 1) {
+    // Each key/value head serves its group's query heads.
+    k = k.repeat_interleave(group_, 1);
+    v = v.repeat_interleave(group_, 1);
   }
   torch::Tensor attended;
   if (recompute_core_ && is_training())

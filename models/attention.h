@@ -5,7 +5,12 @@
 // projection is row-parallel and sums the heads' contributions over the
 // group. The fused projection's rows are laid out head by head — [q; k; v]
 // of head 0, then of head 1, ... — so that the tp slices of the full weight
-// are whole heads and every layout uses the same global weights.
+// are whole heads and every layout uses the same global weights. With
+// grouped-query attention (options.kv_heads < heads; Llama) each key/value
+// head serves heads / kv_heads query heads, and the rows run by key/value
+// group — [q of its query heads; k; v] of group 0, then of group 1, ... — so
+// tp splits the key/value heads (model.kv_heads divisible by the tp size)
+// and a rank holds whole groups.
 // Dropout of the attention probabilities acts on this rank's heads only, so
 // it draws from a generator of its own, seeded per layer and tp rank (as
 // Megatron's model-parallel RNG): the shared global generator would drop the
@@ -62,13 +67,15 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // recomputation replays it).
   at::Generator& dropout_generator() { return attn_dropout_generator_; }
 
-  parallel::ColumnParallelLinear qkv{nullptr};  // H -> 3H (this rank's heads)
+  parallel::ColumnParallelLinear qkv{nullptr};  // H -> (heads + 2 kv_heads)·hd (this rank's)
   parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
 
  private:
   // q, k, v [B, nh, T, hd] -> softmax(mask(q kᵀ / √hd)) (dropped out) · v.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
+  int64_t local_kv_heads_;
+  int64_t group_;  // query heads per key/value head
   int64_t local_heads_;
   int64_t head_dim_;
   double attn_dropout_;

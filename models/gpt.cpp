@@ -87,9 +87,7 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
                                       ? Recompute::kSelective
                                       : Recompute::kNone);
   }
-  if (stage_.has_head)
-    final_norm_ = register_module(
-        "final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.hidden})));
+  if (stage_.has_head) final_norm_ = register_module("final_norm", Norm(options, options.hidden));
   if (stage_.has_head && !options.tie_embeddings)
     // Only its table is used (the logits' projection), split like the embedding's.
     output_head_ =
@@ -101,7 +99,7 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
   for (const auto& layout : layouts_) {
     if (options_.materialize_parameters)
       initialise_shard(layout, options_.seed, tp_->rank(), tp_->size());
-    else if (parallel::is_materialised(layout.tensor))  // LayerNorm's few floats
+    else if (parallel::is_materialised(layout.tensor))  // the norms' few floats
       layout.tensor.set_data(parallel::unmaterialised(layout.tensor.sizes()));
   }
 }
@@ -164,7 +162,8 @@ void GptImpl::collect_layouts() {
                          described);
   if (final_norm_) {
     described.push_back({"final_norm.weight", final_norm_->weight, -1, Init::kOnes, 0, false});
-    described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
+    if (final_norm_->bias.defined())
+      described.push_back({"final_norm.bias", final_norm_->bias, -1, Init::kZeros, 0, false});
   }
   if (output_head_)
     described.push_back({"output_head.weight", output_head_->weight, 0, Init::kNormal,
@@ -278,13 +277,7 @@ torch::Tensor GptImpl::tied_embedding_weight() const {
 }
 
 torch::Tensor GptImpl::final_norm(const torch::Tensor& x) {
-  if (options_.sequence_parallel)
-    return parallel::layer_norm(x, parallel::sum_gradient_over_tp(final_norm_->weight, *tp_),
-                                parallel::sum_gradient_over_tp(final_norm_->bias, *tp_),
-                                final_norm_->options.eps());
-  if (!parallel::is_low_precision(x)) return final_norm_->forward(x);
-  return parallel::layer_norm(x, final_norm_->weight, final_norm_->bias,
-                              final_norm_->options.eps());
+  return final_norm_->forward(x, options_.sequence_parallel ? tp_ : nullptr);
 }
 
 torch::Tensor GptImpl::logits_of(const torch::Tensor& hidden) {

@@ -1,7 +1,7 @@
 // GPT decoder: token + learned position embeddings (or, with
 // options.position kRotary, no position table and rotary positions in every
 // attention), a stack of pre-LN transformer blocks (sequential, or with
-// options.parallel_residual parallel), a final LayerNorm, and an output head
+// options.parallel_residual parallel), a final norm (LayerNorm or RMSNorm), and an output head
 // tied to the token embedding (logits = h · Wteᵀ), or with
 // options.tie_embeddings false its own table "output_head.weight"
 // (logits = h · Woutᵀ, GPT-NeoX style; the token embedding's gradient then
@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "models/gpt_options.h"
+#include "models/norm.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
 #include "parallel/param_info.h"
@@ -146,7 +147,7 @@ class GptImpl : public torch::nn::Module {
   std::shared_ptr<parallel::VocabParallelEmbeddingImpl> token_embedding_;
   torch::nn::Embedding position_embedding_{nullptr};
   std::vector<std::shared_ptr<TransformerBlockImpl>> blocks_;
-  torch::nn::LayerNorm final_norm_{nullptr};
+  Norm final_norm_{nullptr};
   std::shared_ptr<parallel::VocabParallelEmbeddingImpl> output_head_;  // untied only
   torch::nn::Dropout dropout_{nullptr};
   at::Generator embedding_dropout_generator_;  // sequence parallel only

@@ -1,11 +1,15 @@
 // GptOptions: the shape and architecture of a GPT decoder (plain numbers, no
 // torch). The defaults are GPT-2's; GPT-NeoX's architecture is the switches
 // position = kRotary, parallel_residual, activation = kGeluTanh,
-// init = kNeox and tie_embeddings = false.
+// init = kNeox and tie_embeddings = false; Llama's is norm = kRmsNorm,
+// activation = kSwiGlu (with intermediate_size), kv_heads (grouped-query
+// attention), bias = false, position = kRotary with rotary_pct 1 and its
+// rotary_base (rope_theta), tie_embeddings = false (Llama 3: rope_scaling).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace cmpi::models {
 
@@ -16,7 +20,20 @@ enum class PositionEncoding { kLearned, kRotary };
 // The MLP's nonlinearity: GeLU with the exact erf (GPT-2 here), or its tanh
 // approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), which GPT-NeoX's
 // fused kernel computes.
-enum class MlpActivation { kGelu, kGeluTanh };
+// kSwiGlu makes the MLP gated (Shazeer 2020, as Llama): down(silu(gate(x)) ·
+// up(x)), three weight matrices instead of two.
+enum class MlpActivation { kGelu, kGeluTanh, kSwiGlu };
+// The normalisation layers: LayerNorm (weight and bias), or RMSNorm (Zhang &
+// Sennrich 2019, as Llama): x / √(mean(x²) + eps) · weight.
+enum class NormKind { kLayerNorm, kRmsNorm };
+// Llama 3's rotary frequency scaling (models/rotary_embedding.h); factor 0:
+// none.
+struct RopeScaling {
+  double factor = 0.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_positions = 8192;
+};
 // Initial weights: GPT-2's N(0, init_std) with the output projections scaled
 // by 1/√(2·layers), or GPT-NeoX's small_init / wang_init (input_init_std,
 // output_init_std).
@@ -55,6 +72,16 @@ struct GptOptions {
   bool parallel_residual = false;
   MlpActivation activation = MlpActivation::kGelu;
   InitScheme init = InitScheme::kGpt2;
+  NormKind norm = NormKind::kLayerNorm;
+  double norm_eps = 1e-5;
+  // Key/value heads (grouped-query attention: heads / kv_heads query heads
+  // share each); 0: as many as heads (multi-head attention).
+  int64_t kv_heads = 0;
+  // The MLP's inner width; 0: mlp_ratio · hidden.
+  int64_t intermediate_size = 0;
+  // false: no biases in the linear layers and the norms.
+  bool bias = true;
+  RopeScaling rope_scaling;
   ComputePrecision precision = ComputePrecision::kFp32;
   Recompute recompute = Recompute::kNone;
   // > 0: the attention core in blocks of this many keys with an online
@@ -80,6 +107,13 @@ struct GptOptions {
   bool materialize_parameters = true;
 
   int64_t head_dim() const { return hidden / heads; }
+  int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  // Query heads per key/value head.
+  int64_t query_group() const { return heads / kv_head_count(); }
+  int64_t mlp_width() const {
+    return intermediate_size > 0 ? intermediate_size : mlp_ratio * hidden;
+  }
+  bool gated_mlp() const { return activation == MlpActivation::kSwiGlu; }
   // Rotary: the rotating dimensions of each head, head_dim · rotary_pct
   // rounded down (as GPT-NeoX does); 0 with learned positions. They rotate in
   // pairs, so a valid model has an even, positive count.
@@ -106,16 +140,51 @@ struct GptOptions {
                                      : init_std / std::sqrt(2.0 * double(layers));
   }
 
+  // One block's parameters in registration order (models/transformer_block.cpp),
+  // as one tp rank holds them: elements, and whether every tp rank holds the
+  // whole tensor (norms, row-parallel biases) or its 1/tp slice.
+  struct BlockParameter {
+    int64_t elements;
+    bool replicated;
+  };
+  std::vector<BlockParameter> block_parameters(int64_t tp) const {
+    const int64_t qkv_rows = (heads + 2 * kv_head_count()) * head_dim();
+    const int64_t inner = mlp_width();
+    const bool norm_bias = norm == NormKind::kLayerNorm && bias;
+    std::vector<BlockParameter> out;
+    const auto add = [&out](int64_t elements, bool replicated) {
+      out.push_back({elements, replicated});
+    };
+    const auto add_norm = [&] {
+      add(hidden, true);
+      if (norm_bias) add(hidden, true);
+    };
+    add_norm();                          // ln1
+    add(qkv_rows * hidden / tp, false);  // attention.qkv
+    if (bias) add(qkv_rows / tp, false);
+    add(hidden * hidden / tp, false);  // attention.out
+    if (bias) add(hidden, true);
+    add_norm();                                        // ln2
+    for (int i = 0; i < (gated_mlp() ? 2 : 1); ++i) {  // fc_gate, fc_in
+      add(inner * hidden / tp, false);
+      if (bias) add(inner / tp, false);
+    }
+    add(hidden * inner / tp, false);  // fc_out
+    if (bias) add(hidden, true);
+    return out;
+  }
+  int64_t norm_parameters() const {
+    return (norm == NormKind::kLayerNorm && bias ? 2 : 1) * hidden;
+  }
+
   // Parameters of the model (one more vocab x hidden table when untied; no
-  // position table with rotary positions).
+  // position table with rotary positions; K/V of kv_heads heads; a third MLP
+  // matrix when gated; no biases without bias; RMSNorm has no bias).
   int64_t parameter_count() const {
-    const int64_t per_block = 4 * hidden                          // two LayerNorms
-                              + 3 * hidden * hidden + 3 * hidden  // qkv
-                              + hidden * hidden + hidden          // attention output
-                              + 2 * mlp_ratio * hidden * hidden   // MLP weights
-                              + mlp_ratio * hidden + hidden;      // MLP biases
+    int64_t per_block = 0;
+    for (const auto& p : block_parameters(1)) per_block += p.elements;
     return (tie_embeddings ? 1 : 2) * vocab_size * hidden +
-           (learned_positions() ? seq_len * hidden : 0) + layers * per_block + 2 * hidden;
+           (learned_positions() ? seq_len * hidden : 0) + layers * per_block + norm_parameters();
   }
 };
 

@@ -2,12 +2,38 @@
 // they do not depend on how a platform's float sin/cos round for large p·θ.
 #include "models/rotary_embedding.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 namespace cmpi::models {
 
-RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions)
+namespace {
+
+// Llama 3's frequency scaling (as its release describes it): with the
+// original context C, wavelengths 2π/θ shorter than C / high_freq_factor
+// keep their θ, those longer than C / low_freq_factor are divided by
+// `factor`, and those between blend the two linearly in C / wavelength.
+torch::Tensor scaled_for_longer_context(const torch::Tensor& theta, const RopeScaling& s) {
+  if (!(s.factor > 0)) return theta;
+  if (!(s.high_freq_factor > s.low_freq_factor) || s.original_max_positions <= 0)
+    throw std::invalid_argument(
+        "rotary embedding: model.rope_high_freq_factor must exceed model.rope_low_freq_factor "
+        "and model.rope_original_max_positions must be positive");
+  const double context = double(s.original_max_positions);
+  const auto wavelength = 2.0 * M_PI / theta;
+  const auto smooth =
+      (context / wavelength - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  const auto blended = (1.0 - smooth) * theta / s.factor + smooth * theta;
+  return torch::where(
+      wavelength < context / s.high_freq_factor, theta,
+      torch::where(wavelength > context / s.low_freq_factor, theta / s.factor, blended));
+}
+
+}  // namespace
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions,
+                                 const RopeScaling& scaling)
     : head_dim_(head_dim), dims_(dims) {
   if (dims <= 0 || dims % 2 != 0 || dims > head_dim)
     throw std::invalid_argument(
@@ -17,7 +43,8 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, in
     throw std::invalid_argument("rotary embedding: model.rotary_base must exceed 1, got " +
                                 std::to_string(base));
   const auto pair = torch::arange(dims / 2, torch::kDouble);
-  const auto inverse_wavelength = torch::pow(base, -2.0 * pair / double(dims));  // θ_i
+  const auto inverse_wavelength =
+      scaled_for_longer_context(torch::pow(base, -2.0 * pair / double(dims)), scaling);  // θ_i
   const auto angles =
       torch::outer(torch::arange(max_positions, torch::kDouble), inverse_wavelength);
   cos_ = angles.cos().to(torch::kFloat);

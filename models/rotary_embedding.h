@@ -15,13 +15,17 @@
 
 #include <cstdint>
 
+#include "models/gpt_options.h"
+
 namespace cmpi::models {
 
 class RotaryEmbedding {
  public:
   // Angles for positions [0, max_positions); `dims` even and in (0, head_dim].
-  // Throws std::invalid_argument otherwise.
-  RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions);
+  // Throws std::invalid_argument otherwise. `scaling`: Llama 3's frequency
+  // scaling (factor 0: none).
+  RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions,
+                  const RopeScaling& scaling = {});
 
   // x [..., T, head_dim] (T <= max_positions) -> x with its first `dims`
   // dimensions of every position turned; differentiable.

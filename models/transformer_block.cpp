@@ -7,6 +7,14 @@
 #include "parallel/tensor/sequence_parallel_ops.h"
 
 namespace cmpi::models {
+namespace {
+
+// The gated MLP's gate layer takes its error-feedback key here: the block's
+// four keys (buffer_key .. + 3) are spaced four apart by layer, and changing
+// that would change the keys of existing checkpoints' residuals.
+constexpr uint64_t kGateKeyOffset = uint64_t(1) << 24;
+
+}  // namespace
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
                                            uint64_t buffer_key, uint64_t dropout_seed,
@@ -17,21 +25,28 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
       dropout_p_(options.dropout),
       activation_(options.activation) {
   const int64_t h = options.hidden;
-  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
+  ln1 = register_module("ln1", Norm(options, h));
   attention = register_module(
       "attention",
       CausalSelfAttention(options, tp, buffer_key, dropout_seed, std::move(future_mask)));
-  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({h})));
+  ln2 = register_module("ln2", Norm(options, h));
   parallel::ParallelLinearOptions in_options;
   in_options.in_features = h;
-  in_options.out_features = options.mlp_ratio * h;
+  in_options.out_features = options.mlp_width();
+  in_options.bias = options.bias;
   in_options.buffer_key = buffer_key + 2;
   in_options.materialize = options.materialize_parameters;
   in_options.sequence_parallel = options.sequence_parallel;
+  if (options.gated_mlp()) {
+    auto gate_options = in_options;
+    gate_options.buffer_key = buffer_key + kGateKeyOffset;
+    fc_gate = register_module("fc_gate", parallel::ColumnParallelLinear(gate_options, tp));
+  }
   fc_in = register_module("fc_in", parallel::ColumnParallelLinear(in_options, tp));
   parallel::ParallelLinearOptions out_options;
-  out_options.in_features = options.mlp_ratio * h;
+  out_options.in_features = options.mlp_width();
   out_options.out_features = h;
+  out_options.bias = options.bias;
   out_options.buffer_key = buffer_key + 3;
   out_options.materialize = options.materialize_parameters;
   out_options.sequence_parallel = options.sequence_parallel;
@@ -43,37 +58,42 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
 void TransformerBlockImpl::describe(const std::string& prefix, const GptOptions& options,
                                     std::vector<ParamLayout>& out) const {
   using Init = ParamLayout::Init;
-  out.push_back({prefix + "ln1.weight", ln1->weight, -1, Init::kOnes, 0, false});
-  out.push_back({prefix + "ln1.bias", ln1->bias, -1, Init::kZeros, 0, false});
+  // Absent parameters (no bias; RMSNorm's bias) are not listed.
+  const auto add = [&out](ParamLayout layout) {
+    if (layout.tensor.defined()) out.push_back(std::move(layout));
+  };
+  add({prefix + "ln1.weight", ln1->weight, -1, Init::kOnes, 0, false});
+  add({prefix + "ln1.bias", ln1->bias, -1, Init::kZeros, 0, false});
   attention->describe(prefix + "attention.", options, out);
-  out.push_back({prefix + "ln2.weight", ln2->weight, -1, Init::kOnes, 0, false});
-  out.push_back({prefix + "ln2.bias", ln2->bias, -1, Init::kZeros, 0, false});
-  out.push_back(
-      {prefix + "fc_in.weight", fc_in->weight, 0, Init::kNormal, options.input_init_std(), true});
-  out.push_back({prefix + "fc_in.bias", fc_in->bias, 0, Init::kZeros, 0, false});
-  out.push_back({prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal,
-                 options.output_init_std(), true});
-  out.push_back({prefix + "fc_out.bias", fc_out->bias, -1, Init::kZeros, 0, false});
+  add({prefix + "ln2.weight", ln2->weight, -1, Init::kOnes, 0, false});
+  add({prefix + "ln2.bias", ln2->bias, -1, Init::kZeros, 0, false});
+  if (fc_gate) {
+    add({prefix + "fc_gate.weight", fc_gate->weight, 0, Init::kNormal, options.input_init_std(),
+         true});
+    add({prefix + "fc_gate.bias", fc_gate->bias, 0, Init::kZeros, 0, false});
+  }
+  add({prefix + "fc_in.weight", fc_in->weight, 0, Init::kNormal, options.input_init_std(), true});
+  add({prefix + "fc_in.bias", fc_in->bias, 0, Init::kZeros, 0, false});
+  add({prefix + "fc_out.weight", fc_out->weight, 1, Init::kNormal, options.output_init_std(),
+       true});
+  add({prefix + "fc_out.bias", fc_out->bias, -1, Init::kZeros, 0, false});
 }
 
 torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
   const auto inner = fc_in->forward(x);
+  if (fc_gate) {
+    const auto gate = parallel::in_float32(fc_gate->forward(x),
+                                           [](const torch::Tensor& in) { return torch::silu(in); });
+    return fc_out->forward(gate * inner);
+  }
   const bool tanh = activation_ == MlpActivation::kGeluTanh;
   return fc_out->forward(parallel::gelu(inner, tanh ? "tanh" : "none"));
 }
 
-// LayerNorm and dropout in float32 under a 16-bit compute dtype (see
-// parallel/low_precision_ops.h); the plain modules for float32 inputs.
-// Under sequence parallelism the parameters enter through
-// sum_gradient_over_tp (each rank normalises its own positions).
-torch::Tensor TransformerBlockImpl::norm(torch::nn::LayerNorm& layer, const torch::Tensor& x) {
-  if (sequence_parallel_) {
-    const auto weight = parallel::sum_gradient_over_tp(layer->weight, *tp_);
-    const auto bias = parallel::sum_gradient_over_tp(layer->bias, *tp_);
-    return parallel::layer_norm(x, weight, bias, layer->options.eps());
-  }
-  if (!parallel::is_low_precision(x)) return layer->forward(x);
-  return parallel::layer_norm(x, layer->weight, layer->bias, layer->options.eps());
+// The norms compute in float32 under a 16-bit compute dtype (models/norm.h);
+// under sequence parallelism their parameters' gradients are summed over tp.
+torch::Tensor TransformerBlockImpl::norm(Norm& layer, const torch::Tensor& x) {
+  return layer->forward(x, sequence_parallel_ ? tp_ : nullptr);
 }
 torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
   if (sequence_parallel_)

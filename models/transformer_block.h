@@ -2,10 +2,13 @@
 //   h = x + attn(ln1(x));  out = h + mlp(ln2(h))
 // or with options.parallel_residual (GPT-NeoX), both branches read x:
 //   out = x + attn(ln1(x)) + mlp(ln2(x))
-// where the MLP is Linear(H, r*H) -> GeLU (exact, or its tanh approximation:
-// options.activation) -> Linear(r*H, H). Under tensor
+// where the MLP is Linear(H, I) -> GeLU (exact, or its tanh approximation:
+// options.activation) -> Linear(I, H), or gated (SwiGLU, Llama):
+// down(silu(gate(x)) · up(x)) with gate and up Linear(H, I) (fc_gate, fc_in)
+// and down Linear(I, H) (fc_out); I = options.mlp_width(). The norms are
+// LayerNorm or RMSNorm (models/norm.h). Under tensor
 // parallelism the first MLP linear is column-parallel and the second
-// row-parallel, so the r*H activations stay split and the block
+// row-parallel (so is the gate), so the I activations stay split and the block
 // communicates twice forward (after attention and after the MLP) and twice
 // backward; the LayerNorms are replicated. Under sequence parallelism
 // (options.sequence_parallel) x, the LayerNorms, the residual adds and the
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "models/attention.h"
+#include "models/norm.h"
 
 namespace cmpi::models {
 
@@ -43,14 +47,15 @@ class TransformerBlockImpl : public torch::nn::Module {
   void describe(const std::string& prefix, const GptOptions& options,
                 std::vector<ParamLayout>& out) const;
 
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  Norm ln1{nullptr}, ln2{nullptr};
   CausalSelfAttention attention{nullptr};
+  parallel::ColumnParallelLinear fc_gate{nullptr};  // gated MLP only
   parallel::ColumnParallelLinear fc_in{nullptr};
   parallel::RowParallelLinear fc_out{nullptr};
 
  private:
   torch::Tensor mlp(const torch::Tensor& x);
-  torch::Tensor norm(torch::nn::LayerNorm& layer, const torch::Tensor& x);
+  torch::Tensor norm(Norm& layer, const torch::Tensor& x);
   torch::Tensor dropout(const torch::Tensor& x);
   torch::Tensor compute(const torch::Tensor& x);  // the block's arithmetic
 

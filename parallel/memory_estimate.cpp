@@ -17,9 +17,34 @@ constexpr Real kFloat = 4;
 // block's longest run is its MLP's or its attention's matrices; the token
 // table has buckets of its own when untied or tied across pipeline ends;
 // per-layer ZeRO-3 breaks at every layer (embedding, block, head).
+// One block's parameters, by kind (see MemoryEstimateInput for the switches).
+struct BlockShape {
+  Real norm;       // one norm's parameters (replicated over tp)
+  Real attention;  // qkv weight and bias, output weight (split over tp, whole)
+  Real mlp;        // the MLP's matrices and column-parallel biases (whole)
+  Real inner;      // the MLP's inner width
+  Real replicated_bias;
+};
+
+BlockShape block_shape(const MemoryEstimateInput& in) {
+  const Real h = Real(in.hidden), b = in.bias ? 1 : 0;
+  const Real head_dim = h / Real(in.heads);
+  const Real kv = Real(in.kv_heads > 0 ? in.kv_heads : in.heads);
+  const Real qkv_rows = h + 2 * kv * head_dim;
+  BlockShape s;
+  s.norm = (in.rms_norm || !in.bias ? 1 : 2) * h;
+  s.inner = in.mlp_width > 0 ? Real(in.mlp_width) : Real(in.mlp_ratio) * h;
+  const Real in_matrices = in.gated_mlp ? 2 : 1;
+  s.attention = qkv_rows * h + b * qkv_rows + h * h;
+  s.mlp = (in_matrices + 1) * s.inner * h + b * in_matrices * s.inner;
+  s.replicated_bias = b * h;
+  return s;
+}
+
 Real longest_bucket_run(const MemoryEstimateInput& in, const PipelineStage& stage, Real per_block,
                         Real params) {
-  const Real h = Real(in.hidden), r = Real(in.mlp_ratio), tp = Real(in.tp);
+  const Real h = Real(in.hidden), tp = Real(in.tp);
+  const BlockShape shape = block_shape(in);
   const Real table = Real(in.vocab_size) * h / tp;
   const Real positions = in.learned_positions ? Real(in.seq_len) * h : 0;
   const bool layers = stage.layers() > 0;
@@ -28,7 +53,7 @@ Real longest_bucket_run(const MemoryEstimateInput& in, const PipelineStage& stag
   const bool embedding_alone = !in.tie_embeddings || in.pp > 1;
   const bool head_table_alone = in.tie_embeddings && in.pp > 1 && !stage.has_embedding;
   if (in.tp > 1) {
-    Real run = layers ? std::max((4 * h * h + 3 * h) / tp, (2 * r * h * h + r * h) / tp) : 0;
+    Real run = layers ? std::max(shape.attention / tp, shape.mlp / tp) : 0;
     if (stage.has_embedding || (stage.has_head && own_head_table)) run = std::max(run, table);
     return run;
   }
@@ -38,7 +63,7 @@ Real longest_bucket_run(const MemoryEstimateInput& in, const PipelineStage& stag
       run = std::max(run, embedding_alone ? std::max(table, positions) : table + positions);
     if (stage.has_head) {
       const Real head_table = own_head_table ? table : 0;
-      run = std::max(run, head_table_alone ? std::max(2 * h, table) : 2 * h + head_table);
+      run = std::max(run, head_table_alone ? std::max(shape.norm, table) : shape.norm + head_table);
     }
     return run;
   }
@@ -50,15 +75,17 @@ Real longest_bucket_run(const MemoryEstimateInput& in, const PipelineStage& stag
 
 MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage& stage,
                               int stage_index) {
-  const Real h = Real(in.hidden), r = Real(in.mlp_ratio), tp = Real(in.tp), dp = Real(in.dp);
+  const Real h = Real(in.hidden), tp = Real(in.tp), dp = Real(in.dp);
   const Real seq = Real(in.seq_len), vocab = Real(in.vocab_size), heads = Real(in.heads);
   const Real position_table = in.learned_positions ? seq * h : 0;
-  const Real per_block = 4 * h + (3 * h * h + 3 * h + h * h + 2 * r * h * h + r * h) / tp + h;
+  const BlockShape shape = block_shape(in);
+  const Real per_block =
+      2 * shape.norm + (shape.attention + shape.mlp) / tp + shape.replicated_bias;
   Real params = Real(stage.layers()) * per_block;
   if (stage.has_embedding) params += vocab * h / tp + position_table;
   // The head's table: tied, the embedding's (a copy on a head-only stage).
   const bool own_head_table = !in.tie_embeddings || !stage.has_embedding;
-  if (stage.has_head) params += 2 * h + (own_head_table ? vocab * h / tp : 0);
+  if (stage.has_head) params += shape.norm + (own_head_table ? vocab * h / tp : 0);
 
   MemoryEstimate e;
   e.stage = stage_index;
@@ -69,7 +96,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     // Gathered at once per layer: the use running and the one prefetched.
     const Real embedding = (in.tie_embeddings || stage.has_embedding ? vocab * h / tp : 0) +
                            (stage.has_embedding ? position_table : 0);
-    const Real head_use = 2 * h + vocab * h / tp;
+    const Real head_use = shape.norm + vocab * h / tp;
     Real gathered = stage.layers() >= 2 ? 2 * per_block : per_block;
     if (stage.has_embedding) gathered = std::max(gathered, embedding + per_block);
     if (stage.has_head) gathered = std::max(gathered, head_use + per_block);
@@ -93,6 +120,9 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     const Real table = vocab * h / tp * kFloat;
     largest_run = std::max(table, param_bytes - table);
   }
+  // With tp > 1 every tp-replicated parameter breaks the run (ZeroLayout).
+  if (in.tp > 1)
+    largest_run = std::min(largest_run, longest_bucket_run(in, stage, per_block, params) * kFloat);
   const Real bucket = std::min(Real(in.bucket_bytes), largest_run);
   if (in.zero_stage >= 2 && in.shard_gradient_memory) {
     const Real span =
@@ -103,7 +133,7 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     // plus the tied table on a pipeline end, held over the step — and
     // (buffers) two packed buckets and one received piece.
     const Real table = vocab * h / tp * kFloat;
-    Real largest_tensor = stage.layers() > 0 ? r * h * h / tp * kFloat : 0;
+    Real largest_tensor = stage.layers() > 0 ? shape.inner * h / tp * kFloat : 0;
     if (stage.has_embedding || stage.has_head) largest_tensor = std::max(largest_tensor, table);
     const bool holds_tied_copy =
         in.pp > 1 && in.tie_embeddings && (stage.has_embedding || stage.has_head);
@@ -116,8 +146,13 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // Per token of one block, in values of the compute dtype (see the header).
   const Real value = Real(in.activation_value_bytes);
   const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
-  // q, k and v, the heads' output, the MLP's two r·hidden tensors.
-  const Real split = 3 + 1 + 2 * r;
+  // q, k and v (grouped-query: k and v of kv_heads, and also repeated for
+  // every query head), the heads' output and the MLP's inner tensors (gated:
+  // about four), in units of hidden.
+  const Real qkv_width =
+      (h + 2 * Real(in.kv_heads > 0 ? in.kv_heads : in.heads) * (h / Real(in.heads))) / h;
+  const Real repeated_kv = in.kv_heads > 0 && in.kv_heads < in.heads ? 2 : 0;
+  const Real split = qkv_width + repeated_kv + 1 + (in.gated_mlp ? 4 : 2) * shape.inner / h;
   const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
   // Sequence parallel: the replicated tensors (and a block's kept input) hold
   // 1/tp of the tokens.

@@ -83,6 +83,13 @@ enum class ActivationRecompute { kNone, kSelective, kFull };
 
 struct MemoryEstimateInput {
   int64_t vocab_size = 0, seq_len = 0, layers = 0, hidden = 0, heads = 0, mlp_ratio = 0;
+  // The Llama switches (models/gpt_options.h): key/value heads (0: heads),
+  // the MLP's inner width (0: mlp_ratio · hidden), a gated MLP (three
+  // matrices; it keeps about four inner-width tensors per token instead of
+  // two: an estimate not yet checked against measurement), biases, RMSNorm
+  // (a weight only).
+  int64_t kv_heads = 0, mlp_width = 0;
+  bool gated_mlp = false, bias = true, rms_norm = false;
   bool tie_embeddings = true;     // false: the head stage holds a table of its own
   bool learned_positions = true;  // false (rotary): no position table
   int dp = 1, tp = 1, pp = 1;

@@ -7,6 +7,7 @@
 
 #include "comm/adaptive_model.h"
 #include "comm/policy.h"
+#include "models/family/gpt_family.h"
 #include "models/family/model_family.h"
 
 namespace cmpi::plan {
@@ -106,9 +107,13 @@ int ranks_sharing_uplink(const parallel::ParallelDims& dims, int stage, int rank
 
 double forward_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
   const double h = double(c.model.hidden), seq = double(c.model.seq_len);
-  // Matmul weights of the blocks (LayerNorms and biases carry no matmul).
-  const double r = double(c.model.mlp_ratio);
-  const double block_weights = (4 * h * h + 2 * r * h * h) / tp;
+  // Matmul weights of the blocks (norms and biases carry no matmul): the
+  // attention's q, k, v and output, and the MLP's two or (gated) three.
+  const models::GptOptions o = models::gpt_options(c.model);
+  const double qkv_rows = double((o.heads + 2 * o.kv_head_count()) * o.head_dim());
+  const double mlp_matrices = o.gated_mlp() ? 3 : 2;
+  const double block_weights =
+      (qkv_rows * h + h * h + mlp_matrices * double(o.mlp_width()) * h) / tp;
   double flops = 2 * double(s.layers) * block_weights;
   flops += double(s.layers) * 4 * seq * h / tp;  // QK^T and AV, causal mask not exploited
   if (s.has_head) flops += 2 * h * double(c.model.vocab_size) / tp;

@@ -64,14 +64,19 @@ StageParameters stage_parameters(const config::Config& c, const parallel::Parall
   if (shape.has_embedding || (shape.has_head && tied))
     p.embedding.push_back({table, !tied && shape.has_embedding, tied_pp_end, false});
   if (shape.has_embedding) p.embedding.push_back({position_table(c), false, false, replicated});
-  // ln1, attention (qkv weight and bias, out weight | out bias), ln2,
+  // The block's parameters in order, adjacent ones of one kind (split over
+  // tp, or replicated) in one run, as ZeroLayout breaks buckets between them:
+  // GPT-2's ln1, attention (qkv weight and bias, out weight | out bias), ln2,
   // fc_in weight and bias, fc_out weight | fc_out bias.
-  p.block = {{2 * h, false, false, replicated},
-             {(3 * h * h + 3 * h) / tp + h * h / tp, false, false, false},
-             {3 * h, false, false, replicated},
-             {(r * h * h + r * h) / tp + r * h * h / tp, false, false, false},
-             {h, false, false, replicated}};
-  if (shape.has_head) p.head.push_back({2 * h, false, false, replicated});
+  for (const auto& param : models::gpt_options(c.model).block_parameters(tp)) {
+    const bool run_replicated = replicated && param.replicated;
+    if (!p.block.empty() && p.block.back().exact == run_replicated)
+      p.block.back().elements += param.elements;
+    else
+      p.block.push_back({param.elements, false, false, run_replicated});
+  }
+  if (shape.has_head)
+    p.head.push_back({models::gpt_options(c.model).norm_parameters(), false, false, replicated});
   if (shape.has_head && !tied) p.head.push_back({table, false, false, false});
   return p;
 }
@@ -104,11 +109,12 @@ StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& di
 }
 
 int64_t block_parameters(const config::Config& c, int64_t tp) {
-  const int64_t h = c.model.hidden, r = c.model.mlp_ratio;
-  // Column-parallel weights and biases split over tp; LayerNorms and the
+  // Column-parallel weights and biases split over tp; the norms and the
   // row-parallel layers' biases are replicated (models/transformer_block.cpp).
-  return 4 * h + (3 * h * h + 3 * h) / tp + h * h / tp + h + (r * h * h + r * h) / tp +
-         r * h * h / tp + h;
+  int64_t elements = 0;
+  for (const auto& param : models::gpt_options(c.model).block_parameters(tp))
+    elements += param.elements;
+  return elements;
 }
 
 }  // namespace
@@ -177,9 +183,11 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
   backward.bytes = grad_bytes;
   backward.sent_fraction = allreduce_fraction(grad_bytes, dims.tp, 0, word_bytes);
   backward.word_bytes = word_bytes;
-  // Two column-parallel inputs per block, and the head's input (the tied
-  // output projection is column-parallel over the vocabulary).
-  backward.calls = (2 * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
+  // Two column-parallel inputs per block (three with a gated MLP's gate),
+  // and the head's input (the tied output projection is column-parallel over
+  // the vocabulary).
+  const int64_t column_inputs = models::gpt_options(c.model).gated_mlp() ? 3 : 2;
+  backward.calls = (column_inputs * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
   return {forward, backward};
 }
 
@@ -228,14 +236,23 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
     return m;
   };
   const int64_t h = c.model.hidden;
+  // Per block: the gathered (column-parallel) linears — qkv and fc_in, and
+  // a gated MLP's fc_gate — and the replicated hidden-sized parameters
+  // (norm weights and biases, row-parallel biases).
+  const models::GptOptions o = models::gpt_options(c.model);
+  const int64_t gathered = o.gated_mlp() ? 3 : 2;
+  int64_t replicated = 0;
+  for (const auto& param : o.block_parameters(dims.tp)) replicated += param.replicated ? 1 : 0;
+  const int64_t head_norm = o.norm_parameters() / h;
   std::vector<MessageClass> out = {
       collective(Op::kReduceScatter, Role::kActivation, 2 * blocks + embedding + 2 * recomputed,
                  sum_word_bytes),
-      collective(Op::kAllgather, Role::kActivation, 2 * (2 * blocks + head) + 2 * recomputed,
-                 compute_word_bytes),
+      collective(Op::kAllgather, Role::kActivation,
+                 2 * (gathered * blocks + head) + gathered * recomputed, compute_word_bytes),
       collective(Op::kAllgather, Role::kActivationGrad, 2 * blocks + embedding, sum_word_bytes),
-      collective(Op::kReduceScatter, Role::kActivationGrad, 2 * blocks + head, compute_word_bytes),
-      exact_sum(6 * blocks + 2 * head, h)};
+      collective(Op::kReduceScatter, Role::kActivationGrad, gathered * blocks + head,
+                 compute_word_bytes),
+      exact_sum(replicated * blocks + head_norm * head, h)};
   if (shape.has_embedding && c.model.position == "learned")
     out.push_back(exact_sum(1, c.model.seq_len * h));
   return out;

@@ -159,9 +159,11 @@ int main(int argc, char** argv) {
           const auto hf = hf::export_hf(loaded, config, args.export_hf_dir);
           std::printf(
               "exported %s (step %lld) as a Hugging Face %s model to %s: config.json, "
-              "model.safetensors (%zu tensors, %zu bytes)%s\n",
+              "generation_config.json (%s), model.safetensors (%zu tensors, %zu bytes)%s\n",
               resume_path.c_str(), (long long)loaded.metadata().step,
               hf::architecture_name(hf.architecture).c_str(), args.export_hf_dir.c_str(),
+              hf.eos_token_id < 0 ? "no token ids: data.tokenizer names none"
+                                  : ("eos id " + std::to_string(hf.eos_token_id)).c_str(),
               hf.tensors, hf.weight_bytes,
               hf.tokenizer_from.empty()
                   ? "; no tokenizer.json (data.tokenizer names none)"

@@ -35,6 +35,21 @@ void validate(const Config& c) {
             "model.hidden (" + std::to_string(c.model.hidden) +
                 ") must be divisible by model.heads (" + std::to_string(c.model.heads) + ")");
   if (c.model.position == "rotary") check_rotary(c);
+  if (c.model.kv_heads > 0 && c.model.heads % c.model.kv_heads != 0)
+    fail_at(c, "model.kv_heads",
+            "model.heads (" + std::to_string(c.model.heads) +
+                ") must be divisible by model.kv_heads (" + std::to_string(c.model.kv_heads) +
+                "): each key/value head serves the same number of query heads");
+  if (c.model.kv_heads > c.model.heads)
+    fail_at(c, "model.kv_heads", "exceeds model.heads (" + std::to_string(c.model.heads) + ")");
+  if (c.model.rope_scaling_factor > 0 && c.model.position != "rotary")
+    fail_at(c, "model.rope_scaling_factor",
+            "scales rotary positions; model.position is " + c.model.position);
+  if (c.model.rope_scaling_factor > 0 &&
+      !(c.model.rope_high_freq_factor > c.model.rope_low_freq_factor))
+    fail_at(c, "model.rope_high_freq_factor",
+            "must exceed model.rope_low_freq_factor (" +
+                config::format_real(c.model.rope_low_freq_factor) + ")");
   if (c.parallel.sequence_parallel && c.model.seq_len % c.parallel.tensor != 0)
     fail_at(c, "parallel.sequence_parallel",
             "splits every sequence over the parallel.tensor (" + std::to_string(c.parallel.tensor) +
@@ -52,6 +67,8 @@ parallel::ModelShape layout_shape(const config::ModelConfig& model) {
   shape.heads = model.heads;
   shape.hidden = model.hidden;
   shape.vocab_size = model.vocab_size;
+  shape.kv_heads = model.kv_heads;
+  shape.mlp_width = model.intermediate_size;
   shape.image_rows = 0;  // a GPT has no spatial dimension
   return shape;
 }
@@ -79,6 +96,18 @@ std::map<std::string, int64_t> checkpoint_shape_of(const config::ModelConfig& m)
   }
   if (o.parallel_residual) shape["parallel_residual"] = 1;
   if (o.activation == MlpActivation::kGeluTanh) shape["mlp_activation_gelu_tanh"] = 1;
+  // The Llama switches, likewise only where they differ from GPT-2's.
+  if (o.activation == MlpActivation::kSwiGlu) shape["mlp_activation_swiglu"] = 1;
+  if (o.norm == NormKind::kRmsNorm) shape["norm_rmsnorm"] = 1;
+  if (o.kv_heads > 0 && o.kv_heads != o.heads) shape["kv_heads"] = o.kv_heads;
+  if (o.intermediate_size > 0 && o.intermediate_size != o.mlp_ratio * o.hidden)
+    shape["intermediate_size"] = o.intermediate_size;
+  if (!o.bias) shape["bias"] = 0;
+  if (o.rope_scaling.factor > 0) {
+    // Recorded in thousandths: the metadata holds integers.
+    shape["rope_scaling_factor_milli"] = std::llround(o.rope_scaling.factor * 1000);
+    shape["rope_original_max_positions"] = o.rope_scaling.original_max_positions;
+  }
   return shape;
 }
 
@@ -100,8 +129,19 @@ GptOptions gpt_options(const config::ModelConfig& m) {
   o.rotary_base = m.rotary_base;
   o.attention_block_size = m.attention_block_size;
   o.parallel_residual = m.parallel_residual;
-  o.activation = m.mlp_activation == "gelu_tanh" ? MlpActivation::kGeluTanh : MlpActivation::kGelu;
+  o.activation = m.mlp_activation == "gelu_tanh" ? MlpActivation::kGeluTanh
+                 : m.mlp_activation == "swiglu"  ? MlpActivation::kSwiGlu
+                                                 : MlpActivation::kGelu;
   o.init = m.init == "neox" ? InitScheme::kNeox : InitScheme::kGpt2;
+  o.norm = m.norm == config::Normalization::kRmsNorm ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  o.norm_eps = m.norm_eps;
+  o.kv_heads = m.kv_heads;
+  o.intermediate_size = m.intermediate_size;
+  o.bias = m.bias;
+  o.rope_scaling.factor = m.rope_scaling_factor;
+  o.rope_scaling.low_freq_factor = m.rope_low_freq_factor;
+  o.rope_scaling.high_freq_factor = m.rope_high_freq_factor;
+  o.rope_scaling.original_max_positions = m.rope_original_max_positions;
   return o;
 }
 
@@ -114,6 +154,11 @@ parallel::MemoryEstimateInput gpt_memory_estimate_input(const Config& c,
   in.hidden = c.model.hidden;
   in.heads = c.model.heads;
   in.mlp_ratio = c.model.mlp_ratio;
+  in.kv_heads = c.model.kv_heads;
+  in.mlp_width = c.model.intermediate_size;
+  in.gated_mlp = c.model.mlp_activation == "swiglu";
+  in.bias = c.model.bias;
+  in.rms_norm = c.model.norm == config::Normalization::kRmsNorm;
   in.tie_embeddings = c.model.tie_embeddings;
   in.learned_positions = c.model.position == "learned";
   in.dp = dims.dp;

@@ -20,6 +20,14 @@ void require_positive(const MeshDimInfo& d, int64_t value) {
 }  // namespace
 
 std::string tp_misfit(int64_t tensor, const ModelShape& model) {
+  // Grouped-query attention: tp splits the key/value heads, each with its group.
+  if (model.kv_heads > 0 && model.kv_heads % tensor != 0)
+    return "model.kv_heads (" + std::to_string(model.kv_heads) +
+           ") is not divisible by parallel.tensor (" + std::to_string(tensor) +
+           "); tensor parallelism splits the key/value heads, each with its query heads";
+  if (model.mlp_width > 0 && model.mlp_width % tensor != 0)
+    return "model.intermediate_size (" + std::to_string(model.mlp_width) +
+           ") is not divisible by parallel.tensor (" + std::to_string(tensor) + ")";
   if (model.heads % tensor != 0)
     return "model.heads (" + std::to_string(model.heads) +
            ") is not divisible by parallel.tensor (" + std::to_string(tensor) + ")";

@@ -172,6 +172,8 @@ TEST(HfTokenizerLlama3, DigitsInThreesAndABeginningOfTextToken) {
   EXPECT_EQ(encode(tokenizer, ""), (Ids{300}));
   const int32_t end = 260;  // the tiny vocabulary's last id, renamed
   EXPECT_EQ(tokenizer.end_of_document(), end);
+  // A generation starts from the template's token (an export's bos_token_id).
+  EXPECT_EQ(tokenizer.begin_of_document(), 300);
   // An added token in the text is its id; a vocabulary entry is not matched.
   EXPECT_EQ(encode(tokenizer, "1<|begin_of_text|>"), (Ids{300, '1', 300}));
   EXPECT_EQ(encode(tokenizer, "<|end_of_text|>").size(), 1u + 15);
@@ -180,6 +182,7 @@ TEST(HfTokenizerLlama3, DigitsInThreesAndABeginningOfTextToken) {
   EXPECT_EQ(tokenizer.decode(encode(tokenizer, "x'S 12\xFF")), "x'S 12\xFF");
   HfTokenizer plain = make(llama3_json("null"));
   EXPECT_EQ(encode(plain, "12345"), (Ids{258, 259}));
+  EXPECT_EQ(plain.begin_of_document(), end);  // no template: the end-of-document id
 }
 
 // SentencePiece's layout: <unk> <s> </s>, the byte tokens <0x00>..<0xFF>
@@ -224,7 +227,8 @@ const std::string kLlama2Decoder = R"({"type": "Sequence", "decoders": [
 
 TEST(HfTokenizerSentencePiece, CharactersBytesAndMerges) {
   HfTokenizer tokenizer = make(sentencepiece_json(kLlama2Normalizer, "null", kLlama2Decoder));
-  EXPECT_EQ(tokenizer.end_of_document(), 2);  // </s>
+  EXPECT_EQ(tokenizer.end_of_document(), 2);    // </s>
+  EXPECT_EQ(tokenizer.begin_of_document(), 1);  // <s>, the template's
   EXPECT_EQ(tokenizer.vocab_size(), 266u);
   // "▁ab▁ab" is one piece: the merges run across the word boundary.
   EXPECT_EQ(encode(tokenizer, "ab ab"), (Ids{1, 265, 265}));

@@ -13,9 +13,11 @@
 # no weight missing, the rotary settings read as config.json states them, and
 # its logits and loss of the same batch within the same bounds.
 # The neox model: rotary 0.25, parallel residual, untied, gelu_tanh; gpt2:
-# learned positions, tied, sequential, exact GeLU. Also checks the export's
+# learned positions, tied, sequential, exact GeLU; llama: grouped-query
+# attention, RMSNorm, SwiGLU, no biases, whole-head rotary with Llama 3's
+# scaling, untied. Also checks the export's
 # refusals (an untied GPT-2 style model) and that --export-hf needs --resume.
-# Usage: hf_export_reference_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2 LAYOUT
+# Usage: hf_export_reference_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2|llama LAYOUT
 # Exit 77 (skipped) only when the project's python cannot import transformers
 # (after the rest has passed, where it has torch and numpy).
 set -uo pipefail
@@ -43,6 +45,13 @@ case "$arch" in
     sets+=(--set model.position=rotary --set model.rotary_pct=0.25 --set model.rotary_base=10000
            --set model.parallel_residual=true --set model.tie_embeddings=false
            --set model.mlp_activation=gelu_tanh --set model.init=neox) ;;
+  llama) type=llama
+    # Llama 3's switches; 2 key/value heads (tp2 splits them), an MLP 320 wide,
+    # rope scaling over an original context of 16 (all its regimes used).
+    sets+=(--set model.position=rotary --set model.rotary_pct=1 --set model.rotary_base=500000
+           --set model.norm=rmsnorm --set model.mlp_activation=swiglu --set model.bias=false
+           --set model.kv_heads=2 --set model.intermediate_size=320 --set model.tie_embeddings=false
+           --set model.rope_scaling_factor=8 --set model.rope_original_max_positions=16) ;;
   *) echo "unknown architecture $arch"; exit 2 ;;
 esac
 case "$layout" in

@@ -3,7 +3,8 @@
 # GPT-NeoX-architecture model on the first 40 chapters of the King James
 # Bible (scripts/prepare_real_text.sh, byte tokens) with a byte-level
 # tokenizer.json that gives exactly those ids, and --export-hf writes its
-# directory (config.json, model.safetensors, the tokenizer.json copied byte
+# directory (config.json and generation_config.json with the end-of-document
+# id, model.safetensors, the tokenizer.json copied byte
 # for byte). Run B starts from that directory (model.init_from) under another
 # layout (pp2) and fine-tunes a few steps: its first loss is A's level, far
 # below a fresh model's first loss (the weights were imported), and its
@@ -54,6 +55,16 @@ train 2 --set run.name=a --set training.steps=20 --set checkpoint.every=20 --set
 train 1 --set run.name=a --resume "$work/a/checkpoints" --export-hf "$work/hf" > "$work/export.txt" 2>&1 ||
   { cat "$work/export.txt"; fail "--export-hf"; }
 cmp -s "$work/tokenizer.json" "$work/hf/tokenizer.json" || fail "tokenizer.json not copied as it was"
+# The end-of-document id (<|endoftext|>, 256) in config.json and
+# generation_config.json, so that generate() stops there; bos as GPT-NeoX's.
+"$python" - "$work/hf" <<'PY' || fail "the export's token ids"
+import json, sys
+for name in ("config.json", "generation_config.json"):
+    c = json.load(open(f"{sys.argv[1]}/{name}"))
+    if c.get("eos_token_id") != 256 or c.get("bos_token_id") != 256:
+        sys.exit(f"{name}: eos_token_id {c.get('eos_token_id')}, bos_token_id {c.get('bos_token_id')}; expected 256")
+PY
+grep -q "generation_config.json (eos id 256)" "$work/export.txt" || { cat "$work/export.txt"; fail "export line"; }
 train 2 --set run.name=b --set parallel.pipeline=2 --set training.steps=8 --set eval.every=8 \
   --set training.lr=1e-3 --set training.min_lr=1e-4 --set model.init_from="$work/hf" \
   > "$work/b.txt" 2>&1 || { cat "$work/b.txt"; fail "run B (fine-tuning the import)"; }

@@ -372,6 +372,160 @@ TEST(TensorMap, NamesOfBothArchitectures) {
   EXPECT_EQ(gpt2.size(), 2 + 2 * 12 + 2u);          // wte, wpe, 2 layers, ln_f
 }
 
+// Llama 3's switches on a small shape: 4 query heads over 2 key/value heads
+// (head_dim 4), an MLP 20 wide, untied.
+models::GptOptions small_llama() {
+  models::GptOptions o = small_model(true);
+  o.hidden = 16;
+  o.heads = 4;
+  o.kv_heads = 2;
+  o.intermediate_size = 20;
+  o.norm = models::NormKind::kRmsNorm;
+  o.activation = models::MlpActivation::kSwiGlu;
+  o.bias = false;
+  o.rotary_pct = 1.0;
+  return o;
+}
+
+// Ours from the Hugging Face tensors of each of our parameters (one, or
+// Llama's q, k, v parts).
+void expect_import_inverts_export(HfArchitecture arch, const models::GptOptions& options,
+                                  std::mt19937_64& rng, uint64_t seed) {
+  std::normal_distribution<float> normal;
+  const auto mappings = tensor_mappings(arch, options);
+  for (size_t i = 0; i < mappings.size();) {
+    size_t end = i + 1;
+    while (end < mappings.size() && mappings[end].ours == mappings[i].ours &&
+           !mappings[end].export_only)
+      ++end;
+    int64_t count = 1;
+    for (const int64_t d : mappings[i].our_shape) count *= d;
+    std::vector<float> ours(static_cast<size_t>(count));
+    for (auto& v : ours) v = normal(rng);
+    std::vector<TensorMapping> parts(mappings.begin() + std::ptrdiff_t(i),
+                                     mappings.begin() + std::ptrdiff_t(end));
+    std::vector<std::vector<float>> theirs;
+    size_t exported = 0;
+    for (const auto& part : parts) {
+      theirs.push_back(to_hf(part, ours, options.heads));
+      exported += theirs.back().size();
+    }
+    ASSERT_EQ(exported, ours.size()) << mappings[i].ours;
+    EXPECT_EQ(from_hf_parts(parts, theirs, options.heads), ours)
+        << mappings[i].ours << " (seed " << seed << ")";
+    i = end;
+  }
+}
+
+TEST(TensorMap, LlamaPartsAreInvertedOnImport) {
+  const uint64_t seed = cmpi::testing::test_seed();
+  std::mt19937_64 rng(seed);
+  expect_import_inverts_export(HfArchitecture::kLlama, small_llama(), rng, seed);
+  auto multi_head = small_llama();
+  multi_head.kv_heads = 0;  // one key/value head per query head
+  expect_import_inverts_export(HfArchitecture::kLlama, multi_head, rng, seed);
+}
+
+TEST(TensorMap, LlamaQkvRowsRunByKeyValueGroup) {
+  const auto options = small_llama();  // 4 query heads, 2 kv heads, head_dim 4: group 2
+  const int64_t h = 16, d = 4, g = 2;
+  std::map<std::string, std::vector<float>> parts;
+  std::vector<float> ours(size_t((4 + 2 * 2) * d * h));
+  for (size_t i = 0; i < ours.size(); ++i) ours[i] = float(i);
+  std::vector<std::string> names;
+  for (const auto& m : tensor_mappings(HfArchitecture::kLlama, options)) {
+    names.push_back(m.theirs);
+    if (m.ours == "block1.attention.qkv.weight") parts[m.theirs] = to_hf(m, ours, options.heads);
+  }
+  const auto& q = parts.at("model.layers.1.self_attn.q_proj.weight");
+  const auto& k = parts.at("model.layers.1.self_attn.k_proj.weight");
+  const auto& v = parts.at("model.layers.1.self_attn.v_proj.weight");
+  ASSERT_EQ(q.size(), size_t(4 * d * h));
+  ASSERT_EQ(k.size(), size_t(2 * d * h));
+  // Query head n = group kv·g + j sits at our rows kv·(g+2)·d + j·d; its k and
+  // v at kv·(g+2)·d + g·d and + (g+1)·d.
+  for (int64_t kv = 0; kv < 2; ++kv)
+    for (int64_t dim = 0; dim < d; ++dim)
+      for (int64_t in = 0; in < h; ++in) {
+        const int64_t base = kv * (g + 2) * d;
+        for (int64_t j = 0; j < g; ++j)
+          ASSERT_EQ(q[size_t(((kv * g + j) * d + dim) * h + in)],
+                    ours[size_t((base + j * d + dim) * h + in)]);
+        ASSERT_EQ(k[size_t((kv * d + dim) * h + in)], ours[size_t((base + g * d + dim) * h + in)]);
+        ASSERT_EQ(v[size_t((kv * d + dim) * h + in)],
+                  ours[size_t((base + (g + 1) * d + dim) * h + in)]);
+      }
+  EXPECT_EQ(names.front(), "model.embed_tokens.weight");
+  EXPECT_EQ(names.back(), "lm_head.weight");
+  EXPECT_NE(std::find(names.begin(), names.end(), "model.layers.0.mlp.gate_proj.weight"),
+            names.end());
+  EXPECT_EQ(names.size(), 1 + 2 * 9 + 2u);  // embed, 2 layers of 9, norm, lm_head
+}
+
+config::ModelConfig neox_config();
+
+config::ModelConfig llama_config() {
+  config::ModelConfig m;
+  m.hidden = 64;
+  m.heads = 8;
+  m.kv_heads = 2;
+  m.layers = 2;
+  m.vocab_size = 100;
+  m.seq_len = 32;
+  m.position = "rotary";
+  m.rotary_pct = 1.0;
+  m.rotary_base = 500000;
+  m.norm = config::Normalization::kRmsNorm;
+  m.mlp_activation = "swiglu";
+  m.intermediate_size = 96;
+  m.bias = false;
+  m.tie_embeddings = false;
+  m.rope_scaling_factor = 8;
+  m.rope_original_max_positions = 16;
+  return m;
+}
+
+TEST(HfConfig, LlamaConfigChecksBackAndDisagreementsAreNamed) {
+  const config::ModelConfig m = llama_config();
+  const auto json = data::JsonValue::parse(hf_config_json(m));
+  EXPECT_EQ(check_hf_config(json, m, "d/config.json").architecture, HfArchitecture::kLlama);
+  config::ModelConfig other = m;
+  other.kv_heads = 4;
+  EXPECT_EQ(message_of([&] { check_hf_config(json, other, "d/config.json"); }),
+            "d/config.json: num_key_value_heads is 2, but model.kv_heads is 4");
+  other = m;
+  other.rope_scaling_factor = 0;
+  EXPECT_EQ(message_of([&] { check_hf_config(json, other, "d/config.json"); }),
+            "d/config.json: rope_scaling.factor is 8.0, but model.rope_scaling_factor is 0.0");
+  other = m;
+  other.intermediate_size = 128;
+  EXPECT_EQ(message_of([&] { check_hf_config(json, other, "d/config.json"); }),
+            "d/config.json: intermediate_size is 96, but model.intermediate_size is 128");
+  // transformers 5 writes rope_theta and the scaling into rope_parameters.
+  const auto v5 = data::JsonValue::parse(
+      R"({"model_type":"llama","hidden_size":64,"num_attention_heads":8,"num_key_value_heads":2,)"
+      R"("num_hidden_layers":2,"vocab_size":100,"intermediate_size":96,"rms_norm_eps":1e-05,)"
+      R"("max_position_embeddings":32,"rope_parameters":{"rope_type":"llama3","rope_theta":500000.0,)"
+      R"("factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,)"
+      R"("original_max_position_embeddings":16}})");
+  EXPECT_EQ(check_hf_config(v5, m, "c.json").architecture, HfArchitecture::kLlama);
+  other = m;
+  other.rotary_base = 10000;
+  EXPECT_EQ(message_of([&] { check_hf_config(v5, other, "c.json"); }),
+            "c.json: rope_parameters.rope_theta is 500000.0, but model.rotary_base is 10000.0");
+  // The switches a Llama needs, and those GPT-NeoX cannot take, by key.
+  other = m;
+  other.bias = true;
+  EXPECT_NE(message_of([&] { hf_architecture(other); }).find("model.bias true"), std::string::npos);
+  config::ModelConfig neox = neox_config();
+  neox.kv_heads = 2;
+  EXPECT_NE(message_of([&] { hf_architecture(neox); }).find("model.kv_heads"), std::string::npos);
+  EXPECT_NE(message_of([&] {
+              check_hf_config(json, neox_config(), "c.json");
+            }).find("c.json: model_type llama: model.mlp_activation gelu_tanh"),
+            std::string::npos);
+}
+
 config::ModelConfig neox_config() {
   config::ModelConfig m;
   m.hidden = 64;
@@ -439,9 +593,9 @@ TEST(HfConfig, PublishedDefaultsAndUnsupportedSettings) {
   EXPECT_EQ(message_of([&] { check_hf_config(scaled, neox_config(), "c.json"); }),
             "c.json: rope_scaling is set; this project implements unscaled rotary embeddings only");
   EXPECT_EQ(message_of([&] {
-              check_hf_config(data::JsonValue::parse(R"({"model_type":"llama"})"), m, "c.json");
+              check_hf_config(data::JsonValue::parse(R"({"model_type":"mistral"})"), m, "c.json");
             }),
-            "c.json: model_type 'llama' is not supported (gpt_neox or gpt2)");
+            "c.json: model_type 'mistral' is not supported (gpt_neox, gpt2 or llama)");
   config::ModelConfig untied;
   untied.tie_embeddings = false;
   EXPECT_NE(message_of([&] {

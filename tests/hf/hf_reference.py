@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An independent reader of a Hugging Face model directory (config.json +
 model.safetensors), in plain PyTorch and without the transformers package,
-written from the published model definitions of GPT-NeoX (GPTNeoXForCausalLM)
-and GPT-2 (GPT2LMHeadModel). It loads the tensors by Hugging Face's names and
+written from the published model definitions of GPT-NeoX (GPTNeoXForCausalLM),
+GPT-2 (GPT2LMHeadModel) and Llama (LlamaForCausalLM, the Llama 2/3 papers). It loads the tensors by Hugging Face's names and
 layouts, runs the batch cmpi-train dumped (--dump-tensors DIR:
 forward_tokens.i64) and checks the logits cmpi-train computed
 (forward_logits.f32, forward_loss.txt) against its own.
@@ -23,6 +23,16 @@ What the directory must say, and how it is read:
     transformer.h.i.{ln_1, ln_2}, attn.c_attn (Conv1D: weight [in, out], y = x W + b;
     outputs [q | k | v], each split into heads), attn.c_proj, mlp.c_fc, mlp.c_proj
     (Conv1D), transformer.ln_f; logits against wte (tied). Sequential blocks.
+  * model_type llama: model.embed_tokens.weight; per layer model.layers.i.
+    input_layernorm / post_attention_layernorm (RMSNorm: x / sqrt(mean(x^2) +
+    rms_norm_eps) * weight), self_attn.{q,k,v,o}_proj (no biases; k and v of
+    num_key_value_heads heads, each shared by num_attention_heads /
+    num_key_value_heads query heads in order), rotary over the whole head
+    (rotate_half, rope_theta; rope_scaling llama3 rescales inv_freq:
+    wavelengths above original/low_freq_factor divided by factor, below
+    original/high_freq_factor kept, between blended), mlp.down_proj(silu(
+    gate_proj(x)) * up_proj(x)); sequential blocks; model.norm; lm_head.weight
+    or embed_tokens (tie_word_embeddings).
   * Attention scaled by 1 / sqrt(head_dim), causal; LayerNorm eps from
     layer_norm_eps / layer_norm_epsilon; activation from hidden_act /
     activation_function: gelu (erf) or gelu_new / gelu_fast /
@@ -188,6 +198,63 @@ def neox_logits(tokens, w, c):
     return x @ head.t()
 
 
+def llama_inv_freq(c, hd):
+    rope = c.get("rope_parameters") or {}
+    base = rope.get("rope_theta", c.get("rope_theta", 10000.0))
+    inv_freq = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    scaling = c.get("rope_scaling") or (rope if rope.get("rope_type") == "llama3" else None)
+    if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        original = scaling["original_max_position_embeddings"]
+        wavelength = 2 * math.pi / inv_freq
+        smooth = (original / wavelength - low) / (high - low)
+        blended = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+        inv_freq = torch.where(wavelength < original / high, inv_freq,
+                               torch.where(wavelength > original / low, inv_freq / factor, blended))
+    elif scaling and scaling.get("rope_type", scaling.get("type", "default")) != "default":
+        sys.exit(f"rope scaling {scaling} is not one this reference implements")
+    return inv_freq
+
+
+def llama_logits(tokens, w, c):
+    heads, hidden = c["num_attention_heads"], c["hidden_size"]
+    kv_heads = c.get("num_key_value_heads", heads)
+    hd = c.get("head_dim") or hidden // heads
+    eps = c.get("rms_norm_eps", 1e-6)
+    if c.get("hidden_act", "silu") != "silu":
+        sys.exit(f"hidden_act {c.get('hidden_act')} is not Llama's silu")
+    b, t = tokens.shape
+    freqs = torch.outer(torch.arange(t, dtype=torch.float32), llama_inv_freq(c, hd))
+    emb = torch.cat([freqs, freqs], dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rms_norm(x, name):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w[name]
+
+    def split_heads(x, n):
+        return x.view(b, t, n, hd).permute(0, 2, 1, 3)
+
+    x = w["model.embed_tokens.weight"][tokens]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = rms_norm(x, p + "input_layernorm.weight")
+        q = split_heads(h @ w[p + "self_attn.q_proj.weight"].t(), heads)
+        k = split_heads(h @ w[p + "self_attn.k_proj.weight"].t(), kv_heads)
+        v = split_heads(h @ w[p + "self_attn.v_proj.weight"].t(), kv_heads)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        group = heads // kv_heads  # query head n reads key/value head n // group
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        x = x + causal_attention(q, k, v) @ w[p + "self_attn.o_proj.weight"].t()
+        h = rms_norm(x, p + "post_attention_layernorm.weight")
+        gate = h @ w[p + "mlp.gate_proj.weight"].t()
+        up = h @ w[p + "mlp.up_proj.weight"].t()
+        x = x + (gate * torch.sigmoid(gate) * up) @ w[p + "mlp.down_proj.weight"].t()
+    x = rms_norm(x, "model.norm.weight")
+    tied = c.get("tie_word_embeddings", False)
+    head = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+    return x @ head.t()
+
+
 def gpt2_logits(tokens, w, c):
     heads, hidden = c["n_head"], c["n_embd"]
     hd = hidden // heads
@@ -215,7 +282,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model_dir", help="config.json + model.safetensors")
     parser.add_argument("dump_dir", help="cmpi-train --dump-tensors DIR")
-    parser.add_argument("--expect-type", choices=["gpt_neox", "gpt2"], required=True)
+    parser.add_argument("--expect-type", choices=["gpt_neox", "gpt2", "llama"], required=True)
     parser.add_argument("--logits-tolerance", type=float, default=1e-5, help="max |difference|")
     parser.add_argument("--loss-tolerance", type=float, default=1e-5, help="relative")
     args = parser.parse_args()
@@ -230,7 +297,7 @@ def main():
     inputs, targets, expected, expected_loss = read_forward_dump(args.dump_dir, vocab)
 
     with torch.no_grad():
-        forward = neox_logits if args.expect_type == "gpt_neox" else gpt2_logits
+        forward = {"gpt_neox": neox_logits, "gpt2": gpt2_logits, "llama": llama_logits}[args.expect_type]
         logits = forward(inputs, weights, config)
     weights.check_all_used()
     log_probs = logits - torch.logsumexp(logits, dim=-1, keepdim=True)

@@ -60,6 +60,8 @@ def model_classes(arch):
     import transformers
     if arch in ("neox", "gpt_neox"):
         return transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM
+    if arch == "llama":
+        return transformers.LlamaConfig, transformers.LlamaForCausalLM
     return transformers.GPT2Config, transformers.GPT2LMHeadModel
 
 
@@ -78,6 +80,20 @@ def build_config(args):
             use_parallel_residual=True, tie_word_embeddings=False, layer_norm_eps=1e-5,
             initializer_range=args.init_std, attention_dropout=0.0, hidden_dropout=0.0,
             bos_token_id=0, eos_token_id=0)
+    if args.arch == "llama":
+        # Llama 3's architecture: grouped-query attention, RMSNorm, SwiGLU,
+        # no biases, rotary over the whole head with Llama 3's frequency
+        # scaling, untied head.
+        return config_class(
+            vocab_size=args.vocab, hidden_size=args.hidden, num_hidden_layers=args.layers,
+            num_attention_heads=args.heads, num_key_value_heads=args.kv_heads,
+            intermediate_size=args.intermediate, hidden_act="silu",
+            max_position_embeddings=args.positions, rms_norm_eps=1e-5,
+            rope_parameters={"rope_type": "llama3", "rope_theta": args.rotary_base, "factor": 8.0,
+                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 16},
+            attention_bias=False, mlp_bias=False, tie_word_embeddings=False,
+            initializer_range=args.init_std, attention_dropout=0.0, bos_token_id=0, eos_token_id=0)
     # GPT-2: learned positions (n_positions rows, more than cmpi-train's
     # seq_len uses), tied head, the tanh GeLU.
     return config_class(
@@ -91,6 +107,8 @@ def buffers_for(arch, config):
     """{name: tensor} of the buffers older checkpoints store, masks as BOOL
     (layer 0) and U8 (the others), as Pythia's and GPT-2's files did."""
     out = {}
+    if arch == "llama":
+        return out  # transformers' Llama stores no buffers
     if arch == "neox":
         rows, layers = config.max_position_embeddings, config.num_hidden_layers
         head_dim = config.hidden_size // config.num_attention_heads
@@ -205,6 +223,24 @@ def check_rotary_read(model, config_json):
     return True
 
 
+def check_llama_rope_read(model, config_json):
+    """transformers must read rope_theta and the llama3 scaling config.json states."""
+    rope = config_json.get("rope_parameters") or {}
+    want_theta = rope.get("rope_theta", config_json.get("rope_theta"))
+    want_scaling = config_json.get("rope_scaling") or (rope if rope.get("rope_type") == "llama3" else None)
+    if want_theta is None:
+        sys.exit("config.json states no rope_theta (or rope_parameters.rope_theta)")
+    got = model.config.rope_parameters
+    if got.get("rope_theta") != want_theta:
+        print(f"FAIL: transformers read rope_theta {got.get('rope_theta')}; config.json says {want_theta}")
+        return False
+    if want_scaling and (got.get("rope_type") != want_scaling["rope_type"] or got.get("factor") != want_scaling["factor"]):
+        print(f"FAIL: transformers read rope_parameters {got}; config.json says rope_scaling {want_scaling}")
+        return False
+    print(f"transformers reads rope_parameters {got}")
+    return True
+
+
 def compare(args):
     _, model_class = model_classes(args.expect_type)
     with open(os.path.join(args.dir, "config.json")) as f:
@@ -220,7 +256,11 @@ def compare(args):
         if names:
             print(f"FAIL: from_pretrained({args.dir}): tensors {what}: {sorted(names)}")
             return 1
-    ok = check_rotary_read(model, config_json) if args.expect_type == "gpt_neox" else True
+    ok = True
+    if args.expect_type == "gpt_neox":
+        ok = check_rotary_read(model, config_json)
+    elif args.expect_type == "llama":
+        ok = check_llama_rope_read(model, config_json)
 
     vocab = model.config.vocab_size
     inputs, targets, expected, dumped_loss = read_forward_dump(args.dump, vocab)
@@ -254,7 +294,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("save")
-    s.add_argument("arch", choices=["neox", "gpt2"])
+    s.add_argument("arch", choices=["neox", "gpt2", "llama"])
     s.add_argument("dir")
     s.add_argument("--shards", help="also save the weights here in several shards")
     s.add_argument("--with-buffers", action="store_true")
@@ -264,6 +304,8 @@ def main():
     s.add_argument("--heads", type=int, default=4)
     s.add_argument("--layers", type=int, default=2)
     s.add_argument("--mlp-ratio", type=int, default=4)
+    s.add_argument("--kv-heads", type=int, default=2, help="llama: num_key_value_heads")
+    s.add_argument("--intermediate", type=int, default=160, help="llama: intermediate_size")
     s.add_argument("--positions", type=int, default=64, help="max_position_embeddings / n_positions")
     s.add_argument("--rotary-pct", type=float, default=0.25)
     s.add_argument("--rotary-base", type=float, default=10000.0)
@@ -275,7 +317,7 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("dir")
     c.add_argument("dump")
-    c.add_argument("--expect-type", choices=["gpt_neox", "gpt2"], required=True)
+    c.add_argument("--expect-type", choices=["gpt_neox", "gpt2", "llama"], required=True)
     c.add_argument("--metrics", help="cmpi-train's metrics.jsonl: compare its step-1 loss too")
     c.add_argument("--logits-tolerance", type=float, default=1e-5,
                    help="max |difference| over max(1, largest |logit|)")

@@ -19,8 +19,11 @@
 #   neox: rotary_pct 0.5, rotary_base 1000 (not the defaults, so config.json's
 #     rope_parameters, as transformers 5 writes them, must be read), parallel
 #     residual, untied, exact GeLU;
-#   gpt2: 128 stored positions of which seq_len 64 are used, tied, gelu_new.
-# Usage: hf_transformers_import_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2
+#   gpt2: 128 stored positions of which seq_len 64 are used, tied, gelu_new;
+#   llama: 2 key/value heads for 4 query heads, RMSNorm, SwiGLU (160 wide), no
+#     biases, whole-head rotary at theta 500000 with Llama 3's scaling (factor
+#     8 over an original context of 16, so every regime of it is used), untied.
+# Usage: hf_transformers_import_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2|llama
 # Exit 77 (skipped) only when the project's python cannot import transformers.
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; arch="$4"
@@ -48,6 +51,12 @@ case "$arch" in
     sets+=(--set model.position=rotary --set model.rotary_pct=0.5 --set model.rotary_base=1000
            --set model.parallel_residual=true --set model.tie_embeddings=false
            --set model.mlp_activation=gelu) ;;
+  llama) type=llama; broken=model.layers.1.self_attn.k_proj.weight
+    save=(--kv-heads 2 --intermediate 160 --rotary-base 500000)
+    sets+=(--set model.position=rotary --set model.rotary_pct=1 --set model.rotary_base=500000
+           --set model.norm=rmsnorm --set model.mlp_activation=swiglu --set model.bias=false
+           --set model.kv_heads=2 --set model.intermediate_size=160 --set model.tie_embeddings=false
+           --set model.rope_scaling_factor=8 --set model.rope_original_max_positions=16) ;;
   gpt2) type=gpt2; broken=transformer.h.1.attn.c_attn.weight
     save=(--positions 128)
     sets+=(--set model.mlp_activation=gelu_tanh) ;;

@@ -41,6 +41,24 @@ config::Config tiny_neox_config(uint64_t seed) {
   return c;
 }
 
+config::Config tiny_llama_config(uint64_t seed) {
+  config::Config c = tiny_gpt_config(seed);
+  c.model.heads = 4;
+  c.model.kv_heads = 2;
+  c.model.intermediate_size = 80;
+  c.model.mlp_activation = "swiglu";
+  c.model.norm = config::Normalization::kRmsNorm;
+  c.model.bias = false;
+  c.model.position = "rotary";
+  c.model.rotary_pct = 1.0;
+  c.model.rotary_base = 500000;
+  c.model.rope_scaling_factor = 8;
+  c.model.rope_original_max_positions = 8;
+  c.model.tie_embeddings = false;
+  c.parallel.dp_bucket_bytes = 4 << 10;
+  return c;
+}
+
 parallel::ParallelDims dims_of(int dp, int tp, int pp, int zero) {
   parallel::ParallelDims dims;
   dims.dp = dp;

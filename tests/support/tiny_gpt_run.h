@@ -30,6 +30,13 @@ config::Config tiny_gpt_config(uint64_t seed);
 // gradient buckets (several per block).
 config::Config tiny_neox_config(uint64_t seed);
 
+// tiny_gpt_config with Llama's switches: 4 query heads over 2 key/value heads
+// (tp2 splits the key/value heads, each with its two query heads), RMSNorm,
+// a SwiGLU MLP 80 wide, no biases, rotary over the whole head at base
+// 500000 with Llama 3's frequency scaling (factor 8 over an original context
+// of 8), untied embeddings, 4 KiB gradient buckets.
+config::Config tiny_llama_config(uint64_t seed);
+
 // A layout of dp x tp x pp ranks at a ZeRO stage.
 parallel::ParallelDims dims_of(int dp, int tp = 1, int pp = 1, int zero = 0);
 

@@ -195,9 +195,10 @@ struct Outcome {
 Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
                           const comm::PolicyConfig& policy, uint64_t seed,
                           const std::string& gradient_memory, bool sequence_parallel,
-                          const std::string& precision, const std::string& tp_forward_sum) {
+                          const std::string& precision, const std::string& tp_forward_sum,
+                          bool llama) {
   dims.zero_stage = stage;
-  config::Config config = testing::tiny_gpt_config(seed);
+  config::Config config = llama ? testing::tiny_llama_config(seed) : testing::tiny_gpt_config(seed);
   config.parallel.sequence_parallel = sequence_parallel;
   config.training.precision = config::precision_named(precision);
   config.parallel.tp_forward_sum = tp_forward_sum;
@@ -210,7 +211,10 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   // 36 wide: the tp slices of the attention's bias (54 floats) are no
   // multiple of zfp's blocks of 4, so replicated and sharded values share
   // blocks (with 32 zfp's block-local coding happens to keep them apart).
+  // (Llama: 6 heads of 6 over 2 key/value heads, no biases: the replicated
+  // values are the RMSNorm weights.)
   config.model.hidden = 36;
+  if (llama) config.model.heads = 6;
   config.training.steps = kSteps;
   parallel::ProcessGroups groups(comm, dims, policy);
   auto model = models::parallelize_gpt(config, groups, {});
@@ -254,7 +258,7 @@ std::vector<Policy> bf16_policies() {
 
 void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
                   const std::string& precision = "fp32",
-                  const std::string& tp_forward_sum = "float32") {
+                  const std::string& tp_forward_sum = "float32", bool llama = false) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   ASSERT_EQ(world, dp * tp * pp) << "run this test on " << dp * tp * pp << " ranks";
@@ -272,14 +276,15 @@ void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
       if (stage == 3) variants.push_back({stage, "shard"});
     }
     for (const auto& [stage, gradient_memory] : variants) {
-      const std::string what =
-          "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" + std::to_string(pp) +
-          (sequence_parallel ? " SP" : "") + " ZeRO " + std::to_string(stage) +
-          (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " + precision +
-          " tp_forward_sum " + tp_forward_sum + " (model seed " + std::to_string(seed) + ")";
+      const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
+                               std::to_string(pp) + (sequence_parallel ? " SP" : "") +
+                               (llama ? " llama" : "") + " ZeRO " + std::to_string(stage) +
+                               (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " +
+                               precision + " tp_forward_sum " + tp_forward_sum + " (model seed " +
+                               std::to_string(seed) + ")";
       const Outcome outcome =
           train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed, gradient_memory,
-                            sequence_parallel, precision, tp_forward_sum);
+                            sequence_parallel, precision, tp_forward_sum, llama);
       EXPECT_TRUE(outcome.finite) << what;
       EXPECT_GT(outcome.smallest_norm, kClip) << what << ": a step was not clipped";
       if (world_rank() != 0) continue;
@@ -304,6 +309,12 @@ TEST(ReplicaEquality, DataTimesTensor) {
 // here) and are summed exactly over tp before the dp buckets.
 TEST(ReplicaEquality, DataTimesTensorWithSequenceParallelism) {
   check_layout(2, 2, 1, true);
+}
+
+// The Llama architecture (grouped-query attention, RMSNorm, SwiGLU, no
+// biases) with sequence parallelism: the RMSNorm weights are the replicas.
+TEST(ReplicaEquality, LlamaDataTimesTensorWithSequenceParallelism) {
+  check_layout(2, 2, 1, true, "fp32", "float32", true);
 }
 
 TEST(ReplicaEquality, DataTimesPipelineWithTiedEmbedding) {
