@@ -60,6 +60,7 @@ struct Variant {
   double dropout = 0;
   std::string precision = "fp32";               // training.precision
   std::string gradient_memory = "full_buffer";  // parallel.zero_gradient_memory (ZeRO 2/3)
+  bool llama = false;  // the Llama architecture (tiny_llama_config) instead of GPT-2's
   // Plain runs follow the single-rank (float32) model; lossy ones, dropout
   // and 16-bit compute do not.
   bool follows_single_rank() const {
@@ -116,6 +117,15 @@ Variant mixed_precision(const std::string& precision) {
   return v;
 }
 
+// Llama's switches: grouped-query attention (tp splits the key/value
+// heads), RMSNorm, SwiGLU's three matrices, no biases.
+Variant llama() {
+  Variant v;
+  v.name = "llama";
+  v.llama = true;
+  return v;
+}
+
 Variant dropout() {
   Variant v;
   v.name = "dropout 0.1";
@@ -127,7 +137,7 @@ Variant dropout() {
 // config, the process groups from ParallelDims: both are set.
 config::Config test_config(const std::string& checkpoint_dir, const Variant& variant,
                            const Layout& layout) {
-  config::Config c = testing::tiny_gpt_config(77);
+  config::Config c = variant.llama ? testing::tiny_llama_config(77) : testing::tiny_gpt_config(77);
   c.parallel.data = layout.dp;
   c.parallel.tensor = layout.tp;
   c.parallel.pipeline = layout.pp;
@@ -454,6 +464,16 @@ TEST_F(CheckpointReshard, TensorParallelChanges) {
 
 TEST_F(CheckpointReshard, PipelineChanges) {
   check_axis(Axis::kPp, single_rank_, root_);
+}
+
+// A Llama checkpoint reshards as a GPT-2 one does: across tp (the key/value
+// heads' groups), pp and dp with ZeRO stages, against its own single-rank run.
+TEST_F(CheckpointReshard, LlamaChangesLayout) {
+  auto config = test_config("", llama(), Layout{});
+  config.checkpoint.every = 0;
+  const auto single_rank = testing::single_rank_losses(config);
+  check_case(Layout{2, 2, 2, 1}, Layout{1, 1, 1, 0}, single_rank, root_, llama());
+  check_case(Layout{1, 2, 1, 0}, Layout{2, 1, 2, 3}, single_rank, root_, llama());
 }
 
 TEST_F(CheckpointReshard, SeveralAxesAtOnce) {
