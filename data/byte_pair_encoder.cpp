@@ -18,12 +18,8 @@ BytePairEncoder::BytePairEncoder(std::shared_ptr<const Gpt2Vocabulary> vocabular
     : vocabulary_(std::move(vocabulary)), order_(order), ignore_merges_(ignore_merges) {}
 
 void BytePairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
-  const std::string key(piece);
-  const auto cached = cache_.find(key);
-  if (cached != cache_.end()) {
-    out.insert(out.end(), cached->second.begin(), cached->second.end());
-    return;
-  }
+  std::string key(piece);
+  if (cache_.append(key, out)) return;
   std::vector<int32_t> symbols;
   if (ignore_merges_) {
     spelled_.clear();
@@ -36,9 +32,7 @@ void BytePairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>&
     merge_symbols(*vocabulary_, order_, symbols);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
-  if (key.size() > kMaxCachedBytes) return;
-  if (cache_.size() >= kCacheEntries) cache_.clear();
-  cache_.emplace(key, std::move(symbols));
+  cache_.store(std::move(key), std::move(symbols));
 }
 
 void merge_symbols(const Gpt2Vocabulary& vocabulary, MergeOrder order,

@@ -10,21 +10,19 @@
 // made its two parts, which holds for merge lists written in training
 // order (GPT-2's, GPT-NeoX's). With ignore_merges
 // (a tokenizer.json option), a piece that is itself a vocabulary entry is
-// that one token without merging. Results are cached per piece, since
-// natural text repeats its words; the cache is cleared when it reaches
-// kCacheEntries, and pieces longer than kMaxCachedBytes (a whole segment,
-// when nothing splits it) are not kept, so memory stays bounded on large
-// corpora. Not thread-safe (the cache); copies share the vocabulary.
+// that one token without merging. Results are cached per piece, bounded
+// (data/piece_cache.h). Not thread-safe (the cache); copies share the
+// vocabulary.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "data/gpt2_vocabulary.h"
+#include "data/piece_cache.h"
 
 namespace cmpi::data {
 
@@ -41,8 +39,7 @@ void merge_symbols(const Gpt2Vocabulary& vocabulary, MergeOrder order,
 
 class BytePairEncoder {
  public:
-  static constexpr size_t kCacheEntries = size_t(1) << 18;
-  static constexpr size_t kMaxCachedBytes = 256;
+  static constexpr size_t kCacheEntries = PieceCache::kEntries;
 
   BytePairEncoder(std::shared_ptr<const Gpt2Vocabulary> vocabulary, MergeOrder order,
                   bool ignore_merges = false);
@@ -61,7 +58,7 @@ class BytePairEncoder {
   std::shared_ptr<const Gpt2Vocabulary> vocabulary_;
   MergeOrder order_;
   bool ignore_merges_;
-  std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  PieceCache cache_;
   std::string spelled_;  // a piece spelled with the byte map (ignore_merges)
 };
 

@@ -75,12 +75,8 @@ void CharPairEncoder::split_characters(std::string_view piece,
 }
 
 void CharPairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>& out) {
-  const std::string key(piece);
-  const auto cached = cache_.find(key);
-  if (cached != cache_.end()) {
-    out.insert(out.end(), cached->second.begin(), cached->second.end());
-    return;
-  }
+  std::string key(piece);
+  if (cache_.append(key, out)) return;
   std::vector<int32_t> symbols;
   if (options_.ignore_merges) {
     if (const auto whole = vocabulary_->id(key)) symbols.push_back(*whole);
@@ -90,9 +86,7 @@ void CharPairEncoder::encode_piece(std::string_view piece, std::vector<int32_t>&
     merge_symbols(*vocabulary_, MergeOrder::kLeftmostFirst, symbols);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
-  if (key.size() > kMaxCachedBytes) return;
-  if (cache_.size() >= kCacheEntries) cache_.clear();
-  cache_.emplace(key, std::move(symbols));
+  cache_.store(std::move(key), std::move(symbols));
 }
 
 }  // namespace cmpi::data

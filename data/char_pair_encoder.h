@@ -17,8 +17,8 @@
 //
 // Bytes that are not UTF-8 are each a character of their own that no
 // vocabulary holds, so they become their <0xXX> token (or the unknown one).
-// Results are cached per piece, as BytePairEncoder does (pieces up to
-// kMaxCachedBytes: without a pre-tokenizer a piece is a whole segment).
+// Results are cached per piece, as BytePairEncoder does (data/piece_cache.h:
+// bounded, since without a pre-tokenizer a piece is a whole segment).
 // Not thread-safe.
 #pragma once
 
@@ -28,10 +28,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "data/gpt2_vocabulary.h"
+#include "data/piece_cache.h"
 
 namespace cmpi::data {
 
@@ -44,8 +44,7 @@ struct CharPairOptions {
 
 class CharPairEncoder {
  public:
-  static constexpr size_t kCacheEntries = size_t(1) << 18;
-  static constexpr size_t kMaxCachedBytes = 256;
+  static constexpr size_t kCacheEntries = PieceCache::kEntries;
 
   CharPairEncoder(std::shared_ptr<const Gpt2Vocabulary> vocabulary, CharPairOptions options);
 
@@ -66,7 +65,7 @@ class CharPairEncoder {
   std::shared_ptr<const Gpt2Vocabulary> vocabulary_;
   CharPairOptions options_;
   std::array<int32_t, 256> byte_ids_;  // <0xXX> ids; -1 where missing or no fallback
-  std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  PieceCache cache_;
 };
 
 }  // namespace cmpi::data

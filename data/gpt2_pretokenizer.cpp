@@ -39,19 +39,24 @@ CharClass classify_code_point(char32_t cp) {
   }
 }
 
-void Gpt2PreTokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) {
-  classes_.clear();
-  code_points_.clear();
-  offsets_.clear();
+void classify_text(std::string_view text, std::vector<CharClass>& classes,
+                   std::vector<char32_t>& code_points, std::vector<size_t>& offsets) {
+  classes.clear();
+  code_points.clear();
+  offsets.clear();
   for (size_t at = 0; at < text.size();) {
     const DecodedCodePoint d = decode_utf8(text, at);
-    classes_.push_back(classify_code_point(d.code_point));
-    code_points_.push_back(d.code_point);
-    offsets_.push_back(at);
+    classes.push_back(classify_code_point(d.code_point));
+    code_points.push_back(d.code_point);
+    offsets.push_back(at);
     at += d.length;
   }
+  offsets.push_back(text.size());
+}
+
+void Gpt2PreTokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) {
+  classify_text(text, classes_, code_points_, offsets_);
   const size_t n = code_points_.size();
-  offsets_.push_back(text.size());
 
   // Length of the run of `cls` starting at i, after one optional leading
   // space; 0 if there is none.

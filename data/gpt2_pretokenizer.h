@@ -24,6 +24,13 @@ enum class CharClass : uint8_t { kLetter, kNumber, kSpace, kOther };
 
 CharClass classify_code_point(char32_t cp);
 
+// Decodes `text` (data/utf8.h: every byte kept) into the per-code-point
+// tables the pre-tokenizers scan: class, value and byte offset, with one
+// more offset, the text's end. The vectors are cleared first and keep their
+// storage.
+void classify_text(std::string_view text, std::vector<CharClass>& classes,
+                   std::vector<char32_t>& code_points, std::vector<size_t>& offsets);
+
 class Gpt2PreTokenizer {
  public:
   // Appends the pieces of `text` (views into it) to `pieces`, in order; their

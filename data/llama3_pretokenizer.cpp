@@ -87,17 +87,7 @@ size_t Llama3PreTokenizer::piece_length(size_t i) const {
 }
 
 void Llama3PreTokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) {
-  classes_.clear();
-  code_points_.clear();
-  offsets_.clear();
-  for (size_t at = 0; at < text.size();) {
-    const DecodedCodePoint d = decode_utf8(text, at);
-    classes_.push_back(classify_code_point(d.code_point));
-    code_points_.push_back(d.code_point);
-    offsets_.push_back(at);
-    at += d.length;
-  }
-  offsets_.push_back(text.size());
+  classify_text(text, classes_, code_points_, offsets_);
   for (size_t i = 0; i < code_points_.size();) {
     const size_t length = piece_length(i);
     pieces.emplace_back(text.data() + offsets_[i], offsets_[i + length] - offsets_[i]);
