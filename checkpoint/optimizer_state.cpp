@@ -64,10 +64,33 @@ ShardEntry tensor_entry(const CheckpointedParam& param, const float* values, Ent
   return e;
 }
 
+// Whether a tensor of `shape` is `param` with other padding rows: a
+// vocabulary table whose dims past the first agree and that holds at least
+// the rows in use.
+static bool other_padding(const std::vector<int64_t>& shape, const CheckpointedParam& param) {
+  const auto& want = param.slice.global_shape;
+  return param.used_rows >= 0 && !shape.empty() && shape.size() == want.size() &&
+         shape[0] >= param.used_rows &&
+         std::equal(shape.begin() + 1, shape.end(), want.begin() + 1);
+}
+
+// Elements per row (dim 0) of a row-major shape.
+static int64_t row_elements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
 // The global tensors of `param`, checked against the shape this rank expects.
 static GlobalParameter assemble_checked(const LoadedCheckpoint& loaded,
                                         const CheckpointedParam& param) {
   auto global = loaded.assemble(param.name);
+  if (global.shape != param.slice.global_shape && other_padding(global.shape, param)) {
+    const int64_t inner = row_elements(global.shape), rows = param.slice.global_shape[0];
+    for (auto* kind : {&global.values, &global.exp_avg, &global.exp_avg_sq})
+      *kind = resize_rows(std::move(*kind), inner, rows);
+    global.shape = param.slice.global_shape;
+  }
   if (global.shape != param.slice.global_shape)
     throw std::runtime_error(loaded.dir() + ": parameter " + param.name + " has shape " +
                              shape_text(global.shape) + ", this model expects " +
@@ -107,7 +130,12 @@ void initialise_optimizer(const GlobalWeights& weights,
                           parallel::DataParallelOptimizer& optimizer) {
   std::vector<std::vector<float>> local(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    const auto global = weights(params[i].name, params[i].slice.global_shape);
+    auto global = weights(params[i].name, params[i].slice.global_shape);
+    // Initial weights of a vocabulary table come without this layout's padding.
+    const auto& shape = params[i].slice.global_shape;
+    if (params[i].used_rows >= 0 &&
+        int64_t(global.size()) == params[i].used_rows * row_elements(shape))
+      global = resize_rows(std::move(global), row_elements(shape), shape[0]);
     if (int64_t(global.size()) != params[i].slice.global_numel())
       throw std::runtime_error("initial weights of " + params[i].name + ": " +
                                std::to_string(global.size()) + " values for shape " +

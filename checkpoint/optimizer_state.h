@@ -30,6 +30,10 @@ struct CheckpointedParam {
   // stage's copy of the tied embedding: the embedding stage writes it):
   // saving skips it, loading still fills it.
   bool written_elsewhere = false;
+  // >= 0: the rows of dim 0 past this many are padding (a vocabulary table,
+  // models/gpt_options.h): a checkpoint or initial weights with other
+  // padding fit, their rows cut or zero-padded.
+  int64_t used_rows = -1;
 };
 
 // Entries of an earlier snapshot, handed out again in order, so that a
@@ -71,8 +75,9 @@ using GlobalWeights =
     std::function<std::vector<float>(const std::string& name, const std::vector<int64_t>& shape)>;
 
 // Loads this rank's slices of `weights` into the optimizer as a fresh start:
-// zero moments, step count 0. Throws std::runtime_error when a tensor's size
-// differs from its parameter's.
+// zero moments, step count 0. A vocabulary table's weights may come without
+// the padding (used_rows rows). Throws std::runtime_error when a tensor's
+// size differs from its parameter's.
 void initialise_optimizer(const GlobalWeights& weights,
                           const std::vector<CheckpointedParam>& params,
                           parallel::DataParallelOptimizer& optimizer);

@@ -83,4 +83,9 @@ void gather_from_global(const SliceSpec& spec, const float* global, float* to) {
     std::memcpy(to + run * r.run, global + r.start + run * r.stride, r.run * sizeof(float));
 }
 
+std::vector<float> resize_rows(std::vector<float> values, int64_t row_elements, int64_t new_rows) {
+  values.resize(size_t(new_rows * row_elements), 0.0f);
+  return values;
+}
+
 }  // namespace cmpi::checkpoint

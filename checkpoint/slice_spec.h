@@ -32,4 +32,9 @@ void scatter_into_global(const SliceSpec& spec, size_t offset, size_t length, co
 // Copies the whole slice out of `global` into `to` (spec.numel() elements).
 void gather_from_global(const SliceSpec& spec, const float* global, float* to);
 
+// A row-major tensor of `rows` rows of `row_elements` each, cut or padded
+// with zero rows to `new_rows`: a vocabulary table whose padding (rows past
+// the vocabulary, which no token reaches) differs between two layouts.
+std::vector<float> resize_rows(std::vector<float> values, int64_t row_elements, int64_t new_rows);
+
 }  // namespace cmpi::checkpoint

@@ -30,6 +30,11 @@ struct ModelConfig {
   // ResNet v2 image classifier (depth .. classes; docs/cnn.md).
   ModelFamily kind = ModelFamily::kGpt;
   int64_t vocab_size = 256;
+  // The embedding and head tables get round_up(vocab_size, vocab_multiple x
+  // tp) rows (Megatron-LM's make-vocab-size-divisible-by), so any tp splits
+  // them; the padded rows never win a softmax nor reach an export. 1: pad
+  // only as far as tp needs (a vocabulary tp divides is not padded).
+  int64_t vocab_multiple = 1;
   int64_t seq_len = 64;
   int64_t layers = 2;
   int64_t hidden = 64;

@@ -147,6 +147,7 @@ template <class Fields, class Section>
 void model_fields(Fields& f, Section& model) {
   f.choice("kind", model.kind, kModelFamilySpellings);
   f.integer("vocab_size", model.vocab_size, positive());
+  f.integer("vocab_multiple", model.vocab_multiple, positive());
   f.integer("seq_len", model.seq_len, positive());
   f.integer("layers", model.layers, positive());
   f.integer("hidden", model.hidden, positive());

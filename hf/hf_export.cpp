@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "checkpoint/slice_spec.h"
 #include "data/tokenizer.h"
 #include "hf/hf_tensor_map.h"
 #include "hf/safetensors_reader.h"
@@ -58,6 +59,13 @@ HfExportResult export_hf(const checkpoint::LoadedCheckpoint& checkpoint,
     if (m.ours != assembled_name) {
       global = checkpoint.assemble(m.ours);
       assembled_name = m.ours;
+    }
+    // A vocabulary table leaves without its padding rows.
+    if (m.vocabulary_rows && global.shape.size() == 2 && m.our_shape.size() == 2 &&
+        global.shape[1] == m.our_shape[1] && global.shape[0] > m.our_shape[0]) {
+      global.values =
+          checkpoint::resize_rows(std::move(global.values), global.shape[1], m.our_shape[0]);
+      global.shape = m.our_shape;
     }
     if (global.shape != m.our_shape)
       throw std::runtime_error(checkpoint.dir() + ": parameter " + m.ours + " has shape " +

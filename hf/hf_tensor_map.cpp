@@ -94,11 +94,8 @@ std::vector<TensorMapping> llama_mappings(const models::GptOptions& o) {
   return out;
 }
 
-}  // namespace
-
-std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const models::GptOptions& o,
-                                           int64_t position_rows) {
-  if (architecture == HfArchitecture::kLlama) return llama_mappings(o);
+std::vector<TensorMapping> gpt_mappings(HfArchitecture architecture, const models::GptOptions& o,
+                                        int64_t position_rows) {
   const int64_t v = o.vocab_size, h = o.hidden, r = o.mlp_ratio * o.hidden;
   const bool neox = architecture == HfArchitecture::kGptNeoX;
   std::vector<TensorMapping> out;
@@ -149,6 +146,17 @@ std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const mo
     add("token_embedding.weight", "embed_out.weight", {v, h});
     out.back().export_only = true;
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TensorMapping> tensor_mappings(HfArchitecture architecture, const models::GptOptions& o,
+                                           int64_t position_rows) {
+  auto out = architecture == HfArchitecture::kLlama ? llama_mappings(o)
+                                                    : gpt_mappings(architecture, o, position_rows);
+  for (auto& m : out)
+    m.vocabulary_rows = m.ours == "token_embedding.weight" || m.ours == "output_head.weight";
   return out;
 }
 

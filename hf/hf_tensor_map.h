@@ -63,6 +63,9 @@ struct TensorMapping {
   Conversion conversion = Conversion::kCopy;
   bool export_only = false;  // a tied NeoX's embed_out: written, never read
   int64_t group = 1;         // kLlamaQ/K/V: query heads per key/value head
+  // A vocabulary table: our tensor may hold padding rows past our_shape[0]
+  // (model.vocab_multiple), which never leave the project.
+  bool vocabulary_rows = false;
 };
 
 // Every parameter of `options`' whole model, ours in registration order

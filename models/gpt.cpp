@@ -55,7 +55,8 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
         "token_embedding", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
                                options.vocab_size, options.hidden, *tp_, kEmbeddingKey,
                                options.materialize_parameters, options.sequence_parallel,
-                               options.tp_sums_in_compute_dtype ? compute_dtype() : torch::kFloat));
+                               options.tp_sums_in_compute_dtype ? compute_dtype() : torch::kFloat,
+                               options.padded_vocab_size(tp_->size())));
   if (options.sequence_parallel && options.seq_len % tp_->size() != 0)
     throw std::invalid_argument("model.seq_len (" + std::to_string(options.seq_len) +
                                 ") must be divisible by the tp group size (" +
@@ -90,10 +91,11 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
   if (stage_.has_head) final_norm_ = register_module("final_norm", Norm(options, options.hidden));
   if (stage_.has_head && !options.tie_embeddings)
     // Only its table is used (the logits' projection), split like the embedding's.
-    output_head_ =
-        register_module("output_head", std::make_shared<parallel::VocabParallelEmbeddingImpl>(
-                                           options.vocab_size, options.hidden, *tp_, kEmbeddingKey,
-                                           options.materialize_parameters));
+    output_head_ = register_module(
+        "output_head",
+        std::make_shared<parallel::VocabParallelEmbeddingImpl>(
+            options.vocab_size, options.hidden, *tp_, kEmbeddingKey, options.materialize_parameters,
+            /*sequence_parallel=*/false, torch::kFloat, options.padded_vocab_size(tp_->size())));
   collect_layouts();
   torch::NoGradGuard no_grad;
   for (const auto& layout : layouts_) {
@@ -153,7 +155,7 @@ void GptImpl::collect_layouts() {
   std::vector<ParamLayout> described;
   if (token_embedding_)
     described.push_back({kTokenEmbeddingWeight, token_embedding_->weight, 0, Init::kNormal,
-                         options_.input_init_std(), true});
+                         options_.input_init_std(), true, options_.vocab_size});
   if (position_embedding_)
     described.push_back({"position_embedding.weight", position_embedding_->weight, -1,
                          Init::kNormal, options_.input_init_std(), false});
@@ -167,7 +169,7 @@ void GptImpl::collect_layouts() {
   }
   if (output_head_)
     described.push_back({"output_head.weight", output_head_->weight, 0, Init::kNormal,
-                         options_.input_init_std(), true});
+                         options_.input_init_std(), true, options_.vocab_size});
   std::map<std::string, ParamLayout> by_name;
   for (auto& layout : described) by_name.emplace(layout.name, std::move(layout));
   for (const auto& item : named_parameters()) {
@@ -245,7 +247,7 @@ torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tenso
   // Logits in the compute dtype; the cross-entropy in float32.
   auto logits = logits_of(input);
   auto loss = parallel::vocab_parallel_cross_entropy(logits.to(torch::kFloat), targets, *tp_,
-                                                     loss_key(options_))
+                                                     loss_key(options_), options_.vocab_size)
                   .mean();
   return parallel::leave_use(gate_, head_use(), loss);
 }
@@ -282,7 +284,8 @@ torch::Tensor GptImpl::final_norm(const torch::Tensor& x) {
 
 torch::Tensor GptImpl::logits_of(const torch::Tensor& hidden) {
   return parallel::vocab_parallel_logits(final_norm(hidden), head_weight(), *tp_,
-                                         head_key(options_), options_.sequence_parallel);
+                                         head_key(options_), options_.sequence_parallel,
+                                         options_.vocab_size);
 }
 
 torch::Tensor GptImpl::head_weight() const {

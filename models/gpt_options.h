@@ -50,6 +50,9 @@ enum class ComputePrecision { kFp32, kBf16, kFp16 };
 
 struct GptOptions {
   int64_t vocab_size = 256;
+  // The tables' rows are padded to a multiple of vocab_multiple x tp
+  // (padded_vocab_size); the padded rows are masked out of every softmax.
+  int64_t vocab_multiple = 1;
   int64_t seq_len = 64;
   int64_t layers = 2;
   int64_t hidden = 64;
@@ -177,13 +180,21 @@ struct GptOptions {
     return (norm == NormKind::kLayerNorm && bias ? 2 : 1) * hidden;
   }
 
+  // Rows of the embedding (and head) table under a tp group of `tp` ranks:
+  // vocab_size rounded up to a multiple of vocab_multiple x tp.
+  int64_t padded_vocab_size(int64_t tp) const {
+    const int64_t multiple = vocab_multiple * tp;
+    return (vocab_size + multiple - 1) / multiple * multiple;
+  }
+
   // Parameters of the model (one more vocab x hidden table when untied; no
   // position table with rotary positions; K/V of kv_heads heads; a third MLP
   // matrix when gated; no biases without bias; RMSNorm has no bias).
-  int64_t parameter_count() const {
+  // Counted with the tables padded for `tp` (1: as a single rank holds them).
+  int64_t parameter_count(int64_t tp = 1) const {
     int64_t per_block = 0;
     for (const auto& p : block_parameters(1)) per_block += p.elements;
-    return (tie_embeddings ? 1 : 2) * vocab_size * hidden +
+    return (tie_embeddings ? 1 : 2) * padded_vocab_size(tp) * hidden +
            (learned_positions() ? seq_len * hidden : 0) + layers * per_block + norm_parameters();
   }
 };

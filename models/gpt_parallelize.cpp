@@ -42,7 +42,7 @@ std::vector<checkpoint::CheckpointedParam> global_layout(const Gpt& model,
       slice.index = groups.tp().rank();
       slice.count = groups.tp().size();
     }
-    out.push_back({layout.name, slice});
+    out.push_back({layout.name, slice, false, layout.used_rows});
   }
   return out;
 }

@@ -24,6 +24,9 @@ struct ParamLayout {
   Init init = Init::kZeros;
   double std = 0;  // of kNormal
   bool weight_decay = false;
+  // >= 0: rows of dim 0 past this many are padding no token reaches (the
+  // vocabulary tables, padded for tp: GptOptions::padded_vocab_size).
+  int64_t used_rows = -1;
 };
 
 // Seed of a parameter's generator: a stable hash of (run_seed, name).

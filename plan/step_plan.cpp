@@ -116,7 +116,7 @@ double forward_flops_per_token(const config::Config& c, const StageShape& s, int
       (qkv_rows * h + h * h + mlp_matrices * double(o.mlp_width()) * h) / tp;
   double flops = 2 * double(s.layers) * block_weights;
   flops += double(s.layers) * 4 * seq * h / tp;  // QK^T and AV, causal mask not exploited
-  if (s.has_head) flops += 2 * h * double(c.model.vocab_size) / tp;
+  if (s.has_head) flops += 2 * h * double(o.padded_vocab_size(tp)) / tp;
   return flops;
 }
 

@@ -54,10 +54,16 @@ struct StageParameters {
   std::vector<ParameterRun> head;       // final norm, the untied output table
 };
 
+// Elements of one tp rank's slice of the token table (and the untied head's):
+// the padded vocabulary's rows (models/gpt_options.h) over tp.
+int64_t table_slice(const config::Config& c, int64_t tp) {
+  return models::gpt_options(c.model).padded_vocab_size(tp) * c.model.hidden / tp;
+}
+
 StageParameters stage_parameters(const config::Config& c, const parallel::ParallelDims& dims,
                                  const StageShape& shape) {
-  const int64_t h = c.model.hidden, tp = dims.tp, r = c.model.mlp_ratio;
-  const int64_t table = c.model.vocab_size * h / tp;
+  const int64_t tp = dims.tp;
+  const int64_t table = table_slice(c, tp);
   const bool tied = c.model.tie_embeddings, replicated = tp > 1;
   const bool tied_pp_end = tied && dims.pp > 1;
   StageParameters p;
@@ -130,11 +136,11 @@ StageShape stage_shape(const config::Config& c, const parallel::ParallelDims& di
   shape.has_embedding = s.has_embedding;
   shape.has_head = s.has_head;
   shape.parameters = s.layers() * per_block;
-  if (s.has_embedding) shape.parameters += c.model.vocab_size * h / tp + position_table(c);
+  if (s.has_embedding) shape.parameters += table_slice(c, tp) + position_table(c);
   // The head's table: tied, the embedding's (a copy on a head-only stage);
   // untied, its own.
   const bool own_head_table = !c.model.tie_embeddings || !s.has_embedding;
-  if (s.has_head) shape.parameters += 2 * h + (own_head_table ? c.model.vocab_size * h / tp : 0);
+  if (s.has_head) shape.parameters += 2 * h + (own_head_table ? table_slice(c, tp) : 0);
   return shape;
 }
 
@@ -435,7 +441,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       if (!shape.has_embedding) {
         MessageClass gather{GroupKind::kPp, Op::kSendRecv, Role::kGradient};
         gather.calls = 1;
-        gather.bytes = c.model.vocab_size * c.model.hidden / dims.tp * int64_t(sizeof(float));
+        gather.bytes = table_slice(c, dims.tp) * int64_t(sizeof(float));
         gather.group_size = 2;
         add(gather);
       }

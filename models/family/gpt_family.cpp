@@ -67,6 +67,7 @@ parallel::ModelShape layout_shape(const config::ModelConfig& model) {
   shape.heads = model.heads;
   shape.hidden = model.hidden;
   shape.vocab_size = model.vocab_size;
+  shape.vocab_multiple = model.vocab_multiple;
   shape.kv_heads = model.kv_heads;
   shape.mlp_width = model.intermediate_size;
   shape.image_rows = 0;  // a GPT has no spatial dimension
@@ -116,6 +117,7 @@ std::map<std::string, int64_t> checkpoint_shape_of(const config::ModelConfig& m)
 GptOptions gpt_options(const config::ModelConfig& m) {
   GptOptions o;
   o.vocab_size = m.vocab_size;
+  o.vocab_multiple = m.vocab_multiple;
   o.seq_len = m.seq_len;
   o.layers = m.layers;
   o.hidden = m.hidden;
@@ -148,7 +150,7 @@ GptOptions gpt_options(const config::ModelConfig& m) {
 parallel::MemoryEstimateInput gpt_memory_estimate_input(const Config& c,
                                                         const parallel::ParallelDims& dims) {
   parallel::MemoryEstimateInput in;
-  in.vocab_size = c.model.vocab_size;
+  in.vocab_size = gpt_options(c.model).padded_vocab_size(dims.tp);
   in.seq_len = c.model.seq_len;
   in.layers = c.model.layers;
   in.hidden = c.model.hidden;

@@ -1,5 +1,7 @@
 #include "parallel/mesh/parallel_dims.h"
 
+#include <algorithm>
+
 namespace cmpi::parallel {
 namespace {
 
@@ -31,10 +33,16 @@ std::string tp_misfit(int64_t tensor, const ModelShape& model) {
   if (model.heads % tensor != 0)
     return "model.heads (" + std::to_string(model.heads) +
            ") is not divisible by parallel.tensor (" + std::to_string(tensor) + ")";
-  if (model.vocab_size % tensor != 0)
-    return "model.vocab_size (" + std::to_string(model.vocab_size) +
-           ") is not divisible by parallel.tensor (" + std::to_string(tensor) +
-           "); the vocabulary is split across the tp group";
+  // The vocabulary is padded to a multiple of vocab_multiple x tp rows and
+  // split evenly; a rank whose rows would all be padding has no logit to
+  // offer a softmax, which the vocab-parallel cross-entropy cannot take.
+  const int64_t multiple = std::max<int64_t>(model.vocab_multiple, 1) * tensor;
+  const int64_t rows = (model.vocab_size + multiple - 1) / multiple * multiple / tensor;
+  if ((tensor - 1) * rows >= model.vocab_size)
+    return "model.vocab_size (" + std::to_string(model.vocab_size) + ") padded to a multiple of " +
+           "model.vocab_multiple (" + std::to_string(model.vocab_multiple) +
+           ") x parallel.tensor (" + std::to_string(tensor) + ") leaves the last tp rank " +
+           std::to_string(rows) + " rows of padding only; lower model.vocab_multiple";
   if (model.hidden % tensor != 0)
     return "model.hidden (" + std::to_string(model.hidden) +
            ") is not divisible by parallel.tensor (" + std::to_string(tensor) + ")";

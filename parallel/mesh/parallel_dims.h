@@ -30,9 +30,10 @@ struct ModelShape {
   int64_t heads = 1;
   int64_t hidden = 1;
   int64_t vocab_size = 1;
-  int64_t kv_heads = 0;    // grouped-query attention's key/value heads; 0: as many as heads
-  int64_t mlp_width = 0;   // the MLP's inner width when set apart from hidden (0: not)
-  int64_t image_rows = 0;  // 0: the model has no spatial dimension to split
+  int64_t vocab_multiple = 1;  // the tables are padded to a multiple of it x tp
+  int64_t kv_heads = 0;        // grouped-query attention's key/value heads; 0: as many as heads
+  int64_t mlp_width = 0;       // the MLP's inner width when set apart from hidden (0: not)
+  int64_t image_rows = 0;      // 0: the model has no spatial dimension to split
 };
 
 // A layout the world or the model cannot host. The message names the group.

@@ -6,6 +6,7 @@
 // leaf_saving_linear, so autograd keeps the parameters, not their storage.
 #include "parallel/tensor/tensor_parallel_layers.h"
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -87,13 +88,18 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden,
                                                        comm::Communicator& tp, uint64_t buffer_key,
                                                        bool materialize, bool sequence_parallel,
-                                                       torch::ScalarType sum_dtype)
+                                                       torch::ScalarType sum_dtype,
+                                                       int64_t table_rows)
     : vocab_size_(vocab_size),
       buffer_key_(buffer_key),
       sequence_parallel_(sequence_parallel),
       sum_dtype_(sum_dtype),
       tp_(&tp) {
-  const int64_t rows = tp_split(vocab_size, tp, "vocab-parallel embedding vocab_size");
+  if (table_rows == 0) table_rows = vocab_size;
+  if (table_rows < vocab_size)
+    throw std::invalid_argument("vocab-parallel embedding: " + std::to_string(table_rows) +
+                                " rows cannot hold a vocabulary of " + std::to_string(vocab_size));
+  const int64_t rows = tp_split(table_rows, tp, "vocab-parallel embedding rows");
   if (hidden <= 0) throw std::invalid_argument("vocab-parallel embedding hidden must be positive");
   first_id_ = int64_t(tp.rank()) * rows;
   weight = register_parameter("weight", parameter_storage({rows, hidden}, materialize));
@@ -127,9 +133,16 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
 
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
                                     comm::Communicator& tp, uint64_t buffer_key,
-                                    bool sequence_parallel) {
-  if (sequence_parallel) return sequence_gathered_linear(hidden, weight_shard, {}, tp, buffer_key);
-  return leaf_saving_linear(copy_to_tp_region(hidden, tp, buffer_key), weight_shard);
+                                    bool sequence_parallel, int64_t vocab_size) {
+  auto logits = sequence_parallel
+                    ? sequence_gathered_linear(hidden, weight_shard, {}, tp, buffer_key)
+                    : leaf_saving_linear(copy_to_tp_region(hidden, tp, buffer_key), weight_shard);
+  const int64_t slice = weight_shard.size(0), first_id = int64_t(tp.rank()) * slice;
+  if (vocab_size < 0 || first_id + slice <= vocab_size) return logits;
+  // Padded rows: their logits leave every softmax (and their rows' gradient
+  // is zero, masked_fill's backward).
+  const auto padded = torch::arange(first_id, first_id + slice, torch::kLong) >= vocab_size;
+  return logits.masked_fill(padded.to(logits.device()), -std::numeric_limits<float>::infinity());
 }
 
 }  // namespace cmpi::parallel

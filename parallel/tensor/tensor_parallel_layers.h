@@ -19,9 +19,12 @@
 //   (reduce_from_tp_region), so every rank ends with the full embedding: in
 //   float32, or with sum_dtype bfloat16/half, each rank's rows rounded to it
 //   and summed as 16-bit words (exact: one rank holds each token's row),
-//   the result widened back to float32.
+//   the result widened back to float32. The table may have more rows than
+//   the vocabulary (table_rows: padded so that tp splits it); ids never
+//   reach the padded rows.
 // vocab_parallel_logits  h · W_shardᵀ for a vocab-split table: each rank's
-//   slice of the logits (h enters through copy_to_tp_region).
+//   slice of the logits (h enters through copy_to_tp_region), the padded
+//   rows' logits -inf so that no softmax gives them weight.
 //
 // With sequence_parallel (parallel/tensor/sequence_parallel_ops.h) the layers face
 // sequence regions instead of replicated activations: a column-parallel
@@ -100,11 +103,12 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   // materialize = false: the table is an unmaterialised() stand-in;
   // sequence_parallel: forward returns this rank's part of the sequence;
   // sum_dtype: the dtype the rows are rounded to and summed over tp in
-  // (float32: unrounded; the output is float32 either way).
+  // (float32: unrounded; the output is float32 either way); table_rows:
+  // the table's rows over the whole group, vocab_size padded (0: none).
   VocabParallelEmbeddingImpl(int64_t vocab_size, int64_t hidden, comm::Communicator& tp,
                              uint64_t buffer_key = 0, bool materialize = true,
                              bool sequence_parallel = false,
-                             torch::ScalarType sum_dtype = torch::kFloat);
+                             torch::ScalarType sum_dtype = torch::kFloat, int64_t table_rows = 0);
   // ids [...] int64 in [0, vocab) -> [..., hidden] (sequence_parallel: ids
   // [B, T] -> [B, T/tp, hidden]). An id outside the
   // vocabulary throws std::invalid_argument (rather than silently embedding
@@ -114,7 +118,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   int64_t first_id() const { return first_id_; }  // of this rank's range
   int64_t vocab_size() const { return vocab_size_; }
 
-  torch::Tensor weight;  // [vocab/tp, hidden]
+  torch::Tensor weight;  // [table_rows/tp, hidden]
 
  private:
   int64_t vocab_size_;
@@ -126,12 +130,13 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VocabParallelEmbedding);
 
-// hidden [..., H], weight_shard [V/tp, H] -> this rank's logits [..., V/tp].
-// sequence_parallel: hidden [B, T/tp, H] (this rank's positions) -> logits
-// [B, T, V/tp] of the whole sequence.
+// hidden [..., H], weight_shard [V/tp, H] -> this rank's logits [..., V/tp]
+// (V: the table's rows). sequence_parallel: hidden [B, T/tp, H] (this rank's
+// positions) -> logits [B, T, V/tp] of the whole sequence. vocab_size >= 0:
+// the logits of ids at or past it (padded rows) are -inf.
 torch::Tensor vocab_parallel_logits(const torch::Tensor& hidden, const torch::Tensor& weight_shard,
                                     comm::Communicator& tp, uint64_t buffer_key = 0,
-                                    bool sequence_parallel = false);
+                                    bool sequence_parallel = false, int64_t vocab_size = -1);
 
 // The even split of `total` over the tp group; throws std::invalid_argument
 // naming `what` when it does not divide.

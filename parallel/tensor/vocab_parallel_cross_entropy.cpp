@@ -67,7 +67,7 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
 };
 
 void check_inputs(const torch::Tensor& logits, const torch::Tensor& targets,
-                  const comm::Communicator& tp) {
+                  const comm::Communicator& tp, int64_t vocab_size) {
   if (logits.scalar_type() != torch::kFloat || !logits.device().is_cpu())
     throw std::invalid_argument("vocab_parallel_cross_entropy: logits must be float32 on the CPU");
   if (targets.scalar_type() != torch::kLong)
@@ -77,7 +77,7 @@ void check_inputs(const torch::Tensor& logits, const torch::Tensor& targets,
     throw std::invalid_argument("vocab_parallel_cross_entropy: logits " + c10::str(logits.sizes()) +
                                 " must be the targets' shape " + c10::str(targets.sizes()) +
                                 " plus a vocabulary dim");
-  const int64_t vocab = logits.size(-1) * tp.size();
+  const int64_t vocab = vocab_size >= 0 ? vocab_size : logits.size(-1) * tp.size();
   if (targets.numel() > 0) {
     const int64_t low = targets.min().item<int64_t>(), high = targets.max().item<int64_t>();
     if (low < 0 || high >= vocab)
@@ -91,8 +91,8 @@ void check_inputs(const torch::Tensor& logits, const torch::Tensor& targets,
 
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_shard,
                                            const torch::Tensor& targets, comm::Communicator& tp,
-                                           uint64_t buffer_key) {
-  check_inputs(logits_shard, targets, tp);
+                                           uint64_t buffer_key, int64_t vocab_size) {
+  check_inputs(logits_shard, targets, tp, vocab_size);
   return VocabParallelCrossEntropy::apply(logits_shard, targets, &tp, buffer_key);
 }
 

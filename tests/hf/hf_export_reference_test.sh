@@ -17,11 +17,13 @@
 # attention, RMSNorm, SwiGLU, no biases, whole-head rotary with Llama 3's
 # scaling, untied. Also checks the export's
 # refusals (an untied GPT-2 style model) and that --export-hf needs --resume.
-# Usage: hf_export_reference_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2|llama LAYOUT
+# With VOCAB odd (127), tp2 pads the tables to 128 rows (model.vocab_multiple):
+# the export and the one-rank resume must both drop the padding.
+# Usage: hf_export_reference_test.sh CMPI_TRAIN CONFIG WORKDIR neox|gpt2|llama LAYOUT [VOCAB]
 # Exit 77 (skipped) only when the project's python cannot import transformers
 # (after the rest has passed, where it has torch and numpy).
 set -uo pipefail
-exe="$1"; config="$2"; work="$3"; arch="$4"; layout="$5"
+exe="$1"; config="$2"; work="$3"; arch="$4"; layout="$5"; vocab="${6:-128}"
 here="$(cd "$(dirname "$0")" && pwd)"
 # The project's Python environment (scripts/setup.sh installs torch and transformers into it).
 source "$here/../../scripts/python_env.sh"
@@ -35,7 +37,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HOME="$work/hf_home"
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
 # hidden 128 over 4 heads: head_dim 32, so rotary 0.25 turns 8 dimensions.
-sets=(--set model.hidden=128 --set model.heads=4 --set model.layers=2 --set model.vocab_size=128
+sets=(--set model.hidden=128 --set model.heads=4 --set model.layers=2 --set model.vocab_size="$vocab"
       --set model.seq_len=32 --set training.steps=3 --set training.global_batch=4
       --set training.micro_batch=2 --set training.lr=1e-2 --set training.warmup_steps=0
       --set log.every=100 --set run.dir="$work" --set run.name="$arch" --set checkpoint.every=3)

@@ -61,6 +61,7 @@ struct Variant {
   std::string precision = "fp32";               // training.precision
   std::string gradient_memory = "full_buffer";  // parallel.zero_gradient_memory (ZeRO 2/3)
   bool llama = false;  // the Llama architecture (tiny_llama_config) instead of GPT-2's
+  int64_t vocab_size = 0;  // 0: the tiny config's (64)
   // Plain runs follow the single-rank (float32) model; lossy ones, dropout
   // and 16-bit compute do not.
   bool follows_single_rank() const {
@@ -126,6 +127,16 @@ Variant llama() {
   return v;
 }
 
+// A vocabulary of 61 tokens, padded for tp (model.vocab_multiple 1): its
+// tables have 61, 62 or 64 rows under tp 1, 2 or 4; a checkpoint of one
+// padding loads under another.
+Variant odd_vocabulary() {
+  Variant v;
+  v.name = "vocabulary 61";
+  v.vocab_size = 61;
+  return v;
+}
+
 Variant dropout() {
   Variant v;
   v.name = "dropout 0.1";
@@ -145,6 +156,7 @@ config::Config test_config(const std::string& checkpoint_dir, const Variant& var
   c.parallel.zero_gradient_memory = layout.zero >= 2 ? variant.gradient_memory : "full_buffer";
   c.model.layers = 4;  // room for 4 pipeline stages
   c.model.dropout = variant.dropout;
+  if (variant.vocab_size > 0) c.model.vocab_size = variant.vocab_size;
   c.training.precision = config::precision_named(variant.precision);
   c.training.loss_scale_growth_interval = 1;  // fp16 only
   c.training.steps = kSteps;
@@ -225,7 +237,8 @@ CaseResult check_case(const Layout& from, const Layout& to, const std::vector<do
   }
   const std::string dir =
       root + "/" + from.name() + "-" + to.name() + "-" + std::to_string(variant.dropout) +
-      std::to_string(variant.policy.rules.size()) + variant.precision + variant.gradient_memory;
+      std::to_string(variant.policy.rules.size()) + variant.precision + variant.gradient_memory +
+      std::to_string(variant.vocab_size);
   const std::string dir_a = dir + "/a", dir_b = dir + "/b";
   CaseResult result;
   const auto original = on_ranks_of(from, variant.policy, [&](parallel::ProcessGroups& groups) {
@@ -474,6 +487,17 @@ TEST_F(CheckpointReshard, LlamaChangesLayout) {
   const auto single_rank = testing::single_rank_losses(config);
   check_case(Layout{2, 2, 2, 1}, Layout{1, 1, 1, 0}, single_rank, root_, llama());
   check_case(Layout{1, 2, 1, 0}, Layout{2, 1, 2, 3}, single_rank, root_, llama());
+}
+
+// A padded vocabulary table reshards across tp, whose padding changes
+// (61 -> 62 -> 64 rows and back), and resumes bit-exactly under its own.
+TEST_F(CheckpointReshard, PaddedVocabularyChangesLayout) {
+  auto config = test_config("", odd_vocabulary(), Layout{});
+  config.checkpoint.every = 0;
+  const auto single_rank = testing::single_rank_losses(config);
+  check_case(Layout{1, 2, 1, 0}, Layout{1, 2, 1, 0}, single_rank, root_, odd_vocabulary());
+  check_case(Layout{1, 2, 2, 1}, Layout{2, 4, 1, 3}, single_rank, root_, odd_vocabulary());
+  check_case(Layout{1, 4, 2, 0}, Layout{1, 1, 1, 0}, single_rank, root_, odd_vocabulary());
 }
 
 TEST_F(CheckpointReshard, SeveralAxesAtOnce) {
