@@ -216,6 +216,26 @@ void max_positions(Builder& b, const std::string&) {
     Builder::fail(*limit, "is below seq-length (" + seq->value.Scalar() + ")");
 }
 
+// attention-config: [[["global"], 44]] (a list of [types, layer count]);
+// "all" stands for every layer.
+void attention_types(Builder& b, const std::string& source) {
+  const Setting& s = *b.get("attention_config");
+  const std::string expected = "a list of [[types], layers] pairs, e.g. [[[\"global\"], 44]]";
+  if (!s.value.IsSequence()) Builder::fail(s, "expected " + expected + ", got " + shown(s.value));
+  for (const YAML::Node& pair : s.value) {
+    if (!pair.IsSequence() || pair.size() != 2 || !pair[0].IsSequence())
+      Builder::fail(s, "expected " + expected);
+    for (const YAML::Node& type : pair[0]) {
+      const std::string name = type.IsScalar() ? type.Scalar() : "";
+      if (name != "global" && name != "flash")
+        Builder::fail({s.name, s.value, line_of(source, type)},
+                      "'" + name +
+                          "' attention has no equivalent here: every layer attends "
+                          "globally (global, or flash: the same attention)");
+    }
+  }
+}
+
 void pipeline(Builder& b, const std::string&) {
   const Setting& s = *b.get("pipe_parallel_size");
   const int64_t stages = Builder::integer(s);
@@ -502,6 +522,7 @@ const std::vector<Group>& groups() {
       {{"init_method", "output_layer_init_method"}, initialization},
       {{"activation", "bias_gelu_fusion"}, activation},
       {{"max_position_embeddings", "seq_length"}, max_positions},
+      {{"attention_config"}, attention_types},
       {{"pipe_parallel_size"}, pipeline},
       {{"pipe_partition_method"}, partition_method},
       {{"zero_optimization"}, zero},
@@ -565,9 +586,14 @@ ConfigLayer NeoxTranslator::translate(const YAML::Node& root, const std::string&
       ignored.push_back(name);
       continue;
     }
+    // NeoX reads a null as "not set": its default, which here is this
+    // project's.
+    if (it->second.IsNull()) continue;
     const std::string key = neox_normalized(entry->name);
-    merged_[key] = {name, it->second,
-                    line_of(source, it->second.IsNull() ? it->first : it->second)};
+    if (touched.count(key))
+      throw ConfigError(where + ": " + name + ": written twice (as " + merged_[key].name + " at " +
+                        merged_[key].where + "); NeoX reads - and _ alike");
+    merged_[key] = {name, it->second, line_of(source, it->second)};
     touched.insert(key);
     ++mapped;
   }

@@ -35,6 +35,9 @@ const std::vector<NeoxKey>& neox_keys() {
        "and `scaled_normal` give `gpt2`; other pairs are an error"},
       {"output_layer_init_method", U::kConvert, "model.init", "see `init_method`"},
       {"init-method-std", U::kCopy, "model.init_std", ""},
+      {"attention-config", U::kCheck, "",
+       "every layer `global` (or `flash`, the same attention computed by another kernel); "
+       "local, sparse and other attention types are an error"},
       {"activation", U::kConvert, "model.mlp_activation",
        "`gelu` (with `bias-gelu-fusion: true`: `gelu_tanh`, the fused kernel's tanh "
        "approximation); others are an error"},
@@ -113,9 +116,7 @@ const std::vector<NeoxKey>& neox_keys() {
       // No meaning here.
       {"load", U::kIgnore, "", "resume with `--resume [PATH]` (default: `checkpoint.dir`)"},
       {"launcher", U::kIgnore, "", "mpirun starts the ranks"},
-      {"deepspeed_mpi", U::kIgnore, "", "mpirun starts the ranks"},
-      {"deepspeed_slurm", U::kIgnore, "", "mpirun starts the ranks"},
-      {"deepspeed_extra_args", U::kIgnore, "", "no DeepSpeed here"},
+      {"deepspeed_*", U::kIgnore, "", "DeepSpeed's launcher and switches: no DeepSpeed here"},
       {"hostfile", U::kIgnore, "", "mpirun's `--hostfile`"},
       {"include", U::kIgnore, "", "mpirun's host options"},
       {"exclude", U::kIgnore, "", "mpirun's host options"},
@@ -125,10 +126,9 @@ const std::vector<NeoxKey>& neox_keys() {
       {"master_addr", U::kIgnore, "", "MPI needs no rendezvous port"},
       {"distributed-backend", U::kIgnore, "", "MPI always"},
       {"use_wandb", U::kIgnore, "", "no Weights & Biases logging"},
-      {"wandb_project", U::kIgnore, "", "no Weights & Biases logging"},
-      {"wandb_group", U::kIgnore, "", "no Weights & Biases logging"},
-      {"wandb_team", U::kIgnore, "", "no Weights & Biases logging"},
-      {"wandb_host", U::kIgnore, "", "no Weights & Biases logging"},
+      {"wandb_*", U::kIgnore, "", "no Weights & Biases logging"},
+      {"comms_logger", U::kIgnore, "", "DeepSpeed's communication logger"},
+      {"flops_profiler", U::kIgnore, "", "DeepSpeed's profiler"},
       {"tensorboard-dir", U::kIgnore, "", "metrics go to the run directory"},
       {"log-dir", U::kIgnore, "", "logs go to the run directory"},
       {"steps_per_print", U::kIgnore, "", "`log-interval` sets the progress lines"},
@@ -157,8 +157,15 @@ std::string neox_normalized(const std::string& key) {
 
 const NeoxKey* find_neox_key(const std::string& key) {
   const std::string wanted = neox_normalized(key);
-  for (const NeoxKey& entry : neox_keys())
-    if (neox_normalized(entry.name) == wanted) return &entry;
+  for (const NeoxKey& entry : neox_keys()) {
+    const std::string name = neox_normalized(entry.name);
+    // "wandb_*": every key of that prefix.
+    const bool prefix = !name.empty() && name.back() == '*';
+    if (prefix ? wanted.compare(0, name.size() - 1, name, 0, name.size() - 1) == 0 &&
+                     wanted.size() >= name.size()
+               : name == wanted)
+      return &entry;
+  }
   return nullptr;
 }
 

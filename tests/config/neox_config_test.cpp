@@ -291,6 +291,8 @@ TEST_F(ConfigTest, NeoXValuesWithoutAnEquivalentAreOneErrorNamingKeyAndValue) {
       {"num-layers: 4\nmodel: {hidden: 64}\n", "model: a section of this project's keys"},
       {"clip-grad: 1.0\ngradient_clipping: 0.5\n",
        "sets training.grad_clip, as does gradient_clipping"},
+      {"attention-config: [[[global], 2], [[local], 2]]\n", "'local' attention has no equivalent"},
+      {"num-layers: 2\nnum_layers: 3\n", "num_layers: written twice (as num-layers at"},
   };
   for (const auto& [text, expected] : cases) {
     const std::string path = write(text, "bad.yml");
@@ -353,6 +355,11 @@ TEST(NeoxKeys, EveryKeyIsListedOnceAndMapsToAProjectKeyOrNone) {
   }
   EXPECT_EQ(find_neox_key("num_layers"), find_neox_key("num-layers"));
   EXPECT_EQ(find_neox_key("layers"), nullptr);
+  // Prefix entries: every wandb_ and deepspeed_ key is known (and ignored).
+  ASSERT_NE(find_neox_key("wandb_team"), nullptr);
+  EXPECT_EQ(find_neox_key("wandb_team")->use, NeoxUse::kIgnore);
+  EXPECT_EQ(find_neox_key("deepspeed-mpi"), find_neox_key("deepspeed_slurm"));
+  EXPECT_EQ(find_neox_key("deepspeed"), nullptr);
 }
 
 }  // namespace
