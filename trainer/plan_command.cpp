@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "config/config_loader.h"
 #include "io/atomic_file.h"
 #include "plan/plan_report.h"
 #include "plan/step_plan.h"
 #include "trainer/compute_probe.h"
+#include "config/config_loader.h"
 
 namespace cmpi::trainer {
 
@@ -20,8 +20,7 @@ int plan_world_size(const PlanArgs& plan, const config::Config& c) {
                    ": parallel.data is auto, so the world size is unknown: give --plan-ranks N");
 }
 
-int run_plan(const PlanArgs& args, const config::Config& config,
-             const parallel::ParallelDims& dims) {
+int run_plan(const PlanArgs& args, const config::Config& config, const parallel::ParallelDims& dims) {
   plan::PlanOptions options;
   options.world_size = dims.dp * dims.tp * dims.pp * dims.sp;
   options.ranks_per_node =
