@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "config/neox_keys.h"
@@ -325,12 +326,13 @@ void optimizer(Builder& b, const std::string& source) {
 
 void precision(Builder& b, const std::string& source) {
   std::string chosen;  // the precision the settings ask for, "" if none
-  const Setting* from = nullptr;
+  // A copy: the entries of fp16 and bf16 live only while they are read.
+  std::optional<Setting> from;
   const auto choose = [&](const std::string& value, const Setting& s) {
     if (!chosen.empty() && chosen != value)
       Builder::fail(s, "asks for " + value + " where " + from->name + " asks for " + chosen);
     chosen = value;
-    from = &s;
+    from = s;
   };
   if (const Setting* s = b.get("precision")) {
     const std::string value = Builder::word(*s);

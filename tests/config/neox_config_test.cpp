@@ -213,6 +213,9 @@ TEST_F(ConfigTest, NeoXValuesAreReportedAtTheirNeoXKeyAndLine) {
   const Config c = load_checked_config(neox, {});
   EXPECT_EQ(c.origins.at("model.layers"),
             neox + ":" + std::to_string(line_of(kNeox20B, "\"num-layers\"")) + " (num-layers)");
+  // A key made from a NeoX mapping's entry (fp16: {enabled: true}).
+  EXPECT_EQ(c.origins.at("training.precision"),
+            neox + ":" + std::to_string(line_of(kNeox20B, "\"enabled\"")) + " (fp16.enabled)");
   EXPECT_EQ(c.origins.at("training.lr"),
             neox + ":" + std::to_string(line_of(kNeox20B, "\"lr\"")) + " (optimizer.params.lr)");
 }
