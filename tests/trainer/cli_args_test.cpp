@@ -3,6 +3,7 @@
 // option parse() accepts (its first lines, the synopsis, and the list below).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
