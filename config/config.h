@@ -227,11 +227,17 @@ struct LogConfig {
 };
 
 struct Config {
-  std::string source;  // file the config came from
+  std::string source;  // file(s) the config came from ("a.yaml + b.yaml")
   // Key path ("training.lr") -> where it was written ("configs/x.yaml:14" or
   // "--set training.lr=0.01"), for errors found after loading. Keys left at
   // their default are absent.
   std::map<std::string, std::string> origins;
+  // Key path -> the places that set it before the one in `origins` (earlier
+  // --config files, or the file under a --set), first first.
+  std::map<std::string, std::vector<std::string>> replaced;
+  // Said when the job starts: how a file was read ("read as a GPT-NeoX
+  // config"), and settings a file holds that mean nothing here.
+  std::vector<std::string> notes, load_warnings;
   RunConfig run;
   ModelConfig model;
   ParallelConfig parallel;

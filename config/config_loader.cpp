@@ -1,8 +1,8 @@
-// Loading works in three passes over one YAML tree: the `--set` overrides are
-// written into the tree; each section is read into its struct by a MapReader
-// (types, ranges and unknown keys checked key by key, each key's position
-// recorded); then the checks that relate keys to each other run on the typed
-// Config, naming the key at fault by its recorded position.
+// Loading works in three passes over one YAML tree: the files are merged
+// into one tree (config_layers.h) and the `--set` overrides written into it; each section is read
+// into its struct by a MapReader (types, ranges and unknown keys checked key by key, each key's
+// position recorded); then the checks that relate keys to each other run on the typed Config,
+// naming the key at fault by its recorded position.
 #include "config/config_loader.h"
 
 #include <cerrno>
@@ -15,9 +15,11 @@
 #include "comm/powersgd_settings.h"
 #include "compress/codec_registry.h"
 #include "config/compression_config.h"
+#include "config/config_layers.h"
 #include "config/config_limits.h"
 #include "config/config_overrides.h"
 #include "config/config_sections.h"
+#include "config/neox_config.h"
 
 namespace cmpi::config {
 namespace {
@@ -66,11 +68,29 @@ void check_consistency(const Config& c) {
                 " but the valid share (second item) is 0: no documents are held out");
 }
 
-Config parse_tree(YAML::Node root, const std::string& source,
-                  const std::vector<std::string>& overrides) {
-  ReadContext context(source);
+// One file's YAML tree; text that holds no YAML value at all is an error.
+YAML::Node parse_yaml(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) +
+                      ": not valid YAML: " + e.msg);
+  }
+  // An empty file is far more often a failed copy, a wrong path or a stdin
+  // only one rank could read than a wish for every default.
+  if (root.IsNull())
+    throw ConfigError(source +
+                      ": the config is empty (nothing but whitespace or comments); to run with "
+                      "every default on purpose, write `{}` in it");
+  return root;
+}
+
+Config parse_tree(YAML::Node root, ReadContext& context, const std::vector<std::string>& overrides,
+                  const std::string& sources) {
+  const std::string& source = context.file();
   Config config;
-  config.source = source;
+  config.source = sources;
   try {
     for (const std::string& text : overrides) apply_override(root, text, context);
     MapReader top(root, "", context);
@@ -90,6 +110,7 @@ Config parse_tree(YAML::Node root, const std::string& source,
     throw ConfigError(source + ": unreadable config: " + e.what());
   }
   config.origins = context.locations();
+  config.replaced = context.replaced();
   // A ResNet reads images unless data.kind says otherwise (then refused).
   if (config.model.kind == ModelFamily::kResnet && !config.origins.count("data.kind"))
     config.data.kind = DataKind::kImages;
@@ -122,22 +143,69 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return parse_config(read_config_text(path), path, overrides);
 }
 
+Config load_config(const std::vector<std::string>& paths,
+                   const std::vector<std::string>& overrides) {
+  std::vector<ConfigText> files;
+  for (const std::string& path : paths) files.push_back({path, read_config_text(path)});
+  return parse_configs(files, overrides);
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(source + ":" + std::to_string(e.mark.line + 1) +
-                      ": not valid YAML: " + e.msg);
+  return parse_configs({{source, yaml_text}}, overrides);
+}
+
+Config parse_configs(const std::vector<ConfigText>& files,
+                     const std::vector<std::string>& overrides) {
+  if (files.empty()) throw ConfigError("no config file given (--config FILE)");
+  std::vector<ConfigLayer> layers;
+  NeoxTranslator neox;
+  for (const ConfigText& file : files) {
+    const YAML::Node root = parse_yaml(file.text, file.source);
+    // Merging keeps one of two equal keys silently: refuse them first.
+    check_unique_keys(root, file.source);
+    if (looks_like_neox(root))
+      layers.push_back(neox.translate(root, file.source));
+    else
+      layers.push_back({file.source, root, {}, {}, {}});
   }
-  // An empty file is far more often a failed copy, a wrong path or a stdin
-  // only one rank could read than a wish for every default.
-  if (root.IsNull())
-    throw ConfigError(source +
-                      ": the config is empty (nothing but whitespace or comments); to run with "
-                      "every default on purpose, write `{}` in it");
-  return parse_tree(root, source, overrides);
+  neox.finish();
+  ReadContext context(files.front().source);
+  const YAML::Node root = merge_layers(layers, context);
+  std::string sources;
+  for (const ConfigLayer& layer : layers) sources += (sources.empty() ? "" : " + ") + layer.source;
+  Config config = parse_tree(root, context, overrides, sources);
+  for (const ConfigLayer& layer : layers) {
+    config.notes.insert(config.notes.end(), layer.notes.begin(), layer.notes.end());
+    config.load_warnings.insert(config.load_warnings.end(), layer.warnings.begin(),
+                                layer.warnings.end());
+  }
+  return config;
+}
+
+std::string describe_sources(const Config& c) {
+  const std::string first = c.source.substr(0, c.source.find(" + "));
+  const bool several = c.source.size() != first.size();
+  bool overridden = false;
+  for (const auto& [key, where] : c.origins) overridden |= where.rfind("--set ", 0) == 0;
+  if (!several && !overridden && c.notes.empty()) return "";
+  std::string out =
+      "# Read from " + c.source + (overridden ? ", then --set" : "") + "; a later place wins.\n";
+  for (const std::string& note : c.notes) out += "# " + note + "\n";
+  std::string keys;
+  for (const auto& [key, where] : c.origins) {
+    if (key.find('.') == std::string::npos && key.find('[') == std::string::npos) continue;
+    const auto earlier = c.replaced.find(key);
+    const bool from_first =
+        where.rfind(first + ":", 0) == 0 && where.find(" (") == std::string::npos;
+    if (from_first && earlier == c.replaced.end()) continue;
+    keys += "#   " + key + ": " + where;
+    if (earlier != c.replaced.end()) keys += " (replaced " + join_words(earlier->second) + ")";
+    keys += "\n";
+  }
+  if (!keys.empty())
+    out += "# Keys set elsewhere than a line of " + first + ", or set twice:\n" + keys;
+  return out;
 }
 
 std::string to_yaml(const Config& c) {

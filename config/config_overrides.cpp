@@ -86,9 +86,10 @@ void apply_override(YAML::Node& root, const std::string& text, ReadContext& cont
       if (*step.index >= current.size())
         throw ConfigError(flag + ": " + step.path + " does not exist (" + parent + " has " +
                           std::to_string(current.size()) + " items)");
-      if (last)
+      if (last) {
+        context.add_replaced(path, context.where(step.path, current[*step.index]));
         current[*step.index] = value;
-      else
+      } else
         current.reset(current[*step.index]);
       continue;
     }
@@ -101,10 +102,14 @@ void apply_override(YAML::Node& root, const std::string& text, ReadContext& cont
       if (created.empty()) created = step.path;
       if (!last) current[step.key] = YAML::Node(YAML::NodeType::Map);
     }
-    if (last)
+    if (last) {
+      const YAML::Node earlier = current[step.key];
+      if (earlier.IsDefined() && !earlier.IsNull())
+        context.add_replaced(path, context.where(path, earlier));
       current[step.key] = value;
-    else
+    } else {
       current.reset(current[step.key]);
+    }
   }
   context.add_override(path, created, text);
 }

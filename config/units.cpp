@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -150,12 +151,21 @@ std::string format_size(int64_t bytes) {
 }
 
 std::string format_real(double value) {
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+  if (!std::isfinite(value)) return value != value ? "nan" : value > 0 ? "inf" : "-inf";
+  // The fewest significant digits that read back to the same double...
+  char buffer[64];
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*e", digits - 1, value);
     if (std::strtod(buffer, nullptr) == value) break;
   }
-  return buffer;
+  // ...written without an exponent where that stays short (1800, not
+  // 1.8e+03; 0.0003), with one for very large or small magnitudes (1e-08).
+  const int exponent = value == 0 ? 0 : std::atoi(std::strchr(buffer, 'e') + 1);
+  if (exponent < -4 || exponent >= 16) return buffer;
+  char fixed[64];
+  std::snprintf(fixed, sizeof fixed, "%.*f", std::max(0, digits - 1 - exponent), value);
+  return fixed;
 }
 
 std::optional<std::string> closest_word(const std::string& word,

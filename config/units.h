@@ -29,7 +29,8 @@ extern const char* const kSizeUnitsText;
 // Formats a size with the largest unit that divides it, binary units first
 // ("64KiB", "25MB", "1000001").
 std::string format_size(int64_t bytes);
-// Shortest decimal text that reads back as the same double.
+// Shortest decimal text that reads back as the same double, without an
+// exponent for magnitudes in [1e-4, 1e16) ("1800", "0.0003", "9.7e-05").
 std::string format_real(double value);
 
 // The closest of `candidates` to `word` if it is a plausible typo of it.

@@ -81,12 +81,20 @@ std::optional<bool> parse_bool(const std::string& text) {
 // ---------------------------------------------------------------- ReadContext
 
 void ReadContext::add_override(std::string path, std::string created, std::string text) {
-  overrides_.push_back({std::move(path), std::move(created), std::move(text)});
+  layers_.push_back({std::move(path), std::move(created), file_, "--set " + std::move(text)});
 }
 
-const ReadContext::Override* ReadContext::override_for(const std::string& path) const {
-  // The last override touching the path wins, as it does in the tree.
-  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
+void ReadContext::add_layer(std::string path, std::string file, std::string written_at) {
+  layers_.push_back({path, std::move(path), std::move(file), std::move(written_at)});
+}
+
+void ReadContext::add_replaced(const std::string& path, std::string earlier) {
+  replaced_[path].push_back(std::move(earlier));
+}
+
+const ReadContext::Layer* ReadContext::layer_for(const std::string& path) const {
+  // The last layer touching the path wins, as it does in the tree.
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
     if (path == it->path || is_descendant(path, it->path)) return &*it;
     if (!it->created.empty() && (path == it->created || is_descendant(path, it->created)))
       return &*it;
@@ -95,10 +103,12 @@ const ReadContext::Override* ReadContext::override_for(const std::string& path) 
 }
 
 std::string ReadContext::where(const std::string& path, const YAML::Node& node) const {
-  if (const Override* o = override_for(path)) return "--set " + o->text;
+  const Layer* layer = layer_for(path);
+  if (layer && !layer->where.empty()) return layer->where;
+  const std::string& file = layer ? layer->file : file_;
   if (node.IsDefined() && node.Mark().line >= 0)
-    return file_ + ":" + std::to_string(node.Mark().line + 1);
-  return file_;
+    return file + ":" + std::to_string(node.Mark().line + 1);
+  return file;
 }
 
 void ReadContext::fail(const std::string& path, const YAML::Node& node,

@@ -8,10 +8,12 @@
 // scalar or a quoted "8" for an integer are all errors, and so that every
 // error reads `file:line: section.key: what was expected, got what`.
 //
-// A ReadContext knows the file name and the `--set` overrides applied to the
-// tree: a value that came from `--set key=value` is reported as coming from
-// that flag, not from a line of the file. It also records where each key was
-// written, so later checks (the layout against the world size) can name it.
+// A ReadContext knows the file name and what was written into the tree on
+// top of it: later `--config` files and `--set` overrides. A value that came
+// from `--set key=value` is reported as coming from that flag, one from a
+// later file as that file's line, not as a line of the first file. It also
+// records where each key was written (and what each replaced), so later
+// checks (the layout against the world size) and --print-config can name it.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,15 @@ class ReadContext {
   // `path` was set by `--set text`; `created` is the shallowest path the
   // override added to the tree (empty if it only replaced an existing value).
   void add_override(std::string path, std::string created, std::string text);
+  // `path` (and all below it) was set by the later config file `file`;
+  // `written_at` names the place when the tree was built rather than parsed
+  // (a GPT-NeoX key: "20B.yml:12 (num-layers)"), empty: the node's own line
+  // in `file`.
+  void add_layer(std::string path, std::string file, std::string written_at);
+  // The value at `path` replaced one written at `earlier` (another file, or
+  // the file under a --set).
+  void add_replaced(const std::string& path, std::string earlier);
+  const std::map<std::string, std::vector<std::string>>& replaced() const { return replaced_; }
 
   // "configs/x.yaml:14", "--set training.lr=0.01" or, for a node without a
   // position, the file alone.
@@ -57,14 +68,18 @@ class ReadContext {
   const std::map<std::string, std::string>& locations() const { return locations_; }
 
  private:
-  struct Override {
-    std::string path, created, text;
+  // What a later file or a --set wrote at `path` (and below, and at
+  // `created` and below): `where`, or with `where` empty the node's line in
+  // `file`.
+  struct Layer {
+    std::string path, created, file, where;
   };
-  const Override* override_for(const std::string& path) const;
+  const Layer* layer_for(const std::string& path) const;
 
   std::string file_;
-  std::vector<Override> overrides_;
+  std::vector<Layer> layers_;
   std::map<std::string, std::string> locations_;
+  std::map<std::string, std::vector<std::string>> replaced_;
 };
 
 // Closed integer range; the defaults accept any int64.

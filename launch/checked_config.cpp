@@ -128,6 +128,20 @@ Config load_checked_config(const std::string& path, const std::vector<std::strin
   return parse_checked_config(config::read_config_text(path), path, overrides);
 }
 
+Config parse_checked_configs(const std::vector<config::ConfigText>& files,
+                             const std::vector<std::string>& overrides) {
+  Config config = config::parse_configs(files, overrides);
+  check_domains(config);
+  return config;
+}
+
+Config load_checked_config(const std::vector<std::string>& paths,
+                           const std::vector<std::string>& overrides) {
+  std::vector<config::ConfigText> files;
+  for (const std::string& path : paths) files.push_back({path, config::read_config_text(path)});
+  return parse_checked_configs(files, overrides);
+}
+
 parallel::ParallelDims validate_layout(const Config& config, int world_size) {
   if (world_size < 1)
     throw config::ConfigError("world size must be >= 1, got " + std::to_string(world_size));

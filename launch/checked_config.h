@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/config_loader.h"
 #include "parallel/mesh/parallel_dims.h"
 
 namespace cmpi::launch {
@@ -23,6 +24,11 @@ config::Config load_checked_config(const std::string& path,
                                    const std::vector<std::string>& overrides = {});
 config::Config parse_checked_config(const std::string& yaml_text, const std::string& source,
                                     const std::vector<std::string>& overrides = {});
+// Several files merged in order (config/config_layers.h), then the overrides.
+config::Config load_checked_config(const std::vector<std::string>& paths,
+                                   const std::vector<std::string>& overrides);
+config::Config parse_checked_configs(const std::vector<config::ConfigText>& files,
+                                     const std::vector<std::string>& overrides = {});
 
 // The domains' checks of a parsed config (what the two above add).
 void check_domains(const config::Config& config);

@@ -65,7 +65,8 @@ void warn_powersgd(const Config& c, size_t i, std::vector<std::string>& out) {
 }  // namespace
 
 std::vector<std::string> config_warnings(const Config& c) {
-  std::vector<std::string> out;
+  // What loading noticed first (GPT-NeoX keys with no meaning here).
+  std::vector<std::string> out = c.load_warnings;
   warn_small_chunk(c, "compression.chunk_bytes", c.compression.chunk_bytes, out);
   for (size_t i = 0; i < c.compression.rules.size(); ++i) {
     warn_small_chunk(c, "compression.rules[" + std::to_string(i) + "].chunk_bytes",

@@ -47,19 +47,24 @@ uint64_t config_digest(const std::string& text) {
   return hash;
 }
 
-Config load_job_config(const std::string& path, const std::vector<std::string>& overrides,
-                       MPI_Comm world) {
+Config load_job_config(const std::vector<std::string>& paths,
+                       const std::vector<std::string>& overrides, MPI_Comm world) {
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
-  const std::string text = broadcast_file(path, world, rank);
+  std::vector<config::ConfigText> files;
+  std::string path;  // the files, for messages
+  for (const std::string& file : paths) {
+    files.push_back({file, broadcast_file(file, world, rank)});
+    path += (path.empty() ? "" : " + ") + file;
+  }
 
   // Parse errors are the same on every rank unless the overrides differ; the
   // digest below catches that case too, so parse first and agree afterwards.
   std::string error;
   Config config;
   try {
-    config = parse_checked_config(text, path, overrides);
+    config = parse_checked_configs(files, overrides);
   } catch (const ConfigError& e) {
     error = e.what();
   }

@@ -51,10 +51,44 @@ void parse_links(const std::string& text, PlanArgs& plan) {
 
 }  // namespace
 
+const std::vector<std::string>& CliArgs::flags() {
+  static const std::vector<std::string> all = {"--help",
+                                               "-h",
+                                               "--version",
+                                               "--config",
+                                               "--set",
+                                               "--print-config",
+                                               "--dump-tensors",
+                                               "--resume",
+                                               "--export",
+                                               "--export-hf",
+                                               "--plan",
+                                               "--plan-ranks",
+                                               "--plan-ranks-per-node",
+                                               "--plan-link",
+                                               "--plan-flops",
+                                               "--plan-cores",
+                                               "--plan-waits",
+                                               "--plan-codec-scale",
+                                               "--plan-link-efficiency",
+                                               "--compare-presets",
+                                               "--plan-json"};
+  return all;
+}
+
 const char* CliArgs::usage() {
-  return "usage: cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]\n"
-         "                  [--print-config]\n"
-         "  --config FILE        run configuration (see configs/ and README.md)\n"
+  return "usage: cmpi-train --config FILE.yaml [--config MORE.yaml ...] [--set key.path=value "
+         "...]\n"
+         "                  [--print-config] [--dump-tensors DIR] [--resume [PATH|auto]]\n"
+         "                  [--export OUT | --export-hf DIR]\n"
+         "                  [--plan [--plan-ranks N] [--plan-ranks-per-node K] [--plan-link L]\n"
+         "                   [--plan-flops F] [--plan-cores N] [--plan-waits spin|block]\n"
+         "                   [--plan-codec-scale X] [--plan-link-efficiency E]\n"
+         "                   [--compare-presets] [--plan-json FILE]]\n"
+         "       cmpi-train --version | --help | -h\n"
+         "  --config FILE        run configuration (see configs/ and README.md); give it again to\n"
+         "                       merge more files in order, later keys winning (a GPT-NeoX\n"
+         "                       YAML config is read through its key table: docs/config.md)\n"
          "  --set key.path=val   override one config value, e.g. --set training.steps=50\n"
          "  --dump-tensors DIR   after the last step, write the gradients and block activations\n"
          "                       as float32 tensor files with a small header (magic, dtype,\n"
@@ -90,6 +124,9 @@ const char* CliArgs::usage() {
          "    --plan-link-efficiency E  goodput / link rate (default 0.85)\n"
          "    --compare-presets      plan every compression preset and name the fastest\n"
          "    --plan-json FILE       also write the plan as JSON\n"
+         "  --version            print the version, the git revision and the LibTorch, MPI and\n"
+         "                       CUDA versions it was built with, and exit (no MPI job needed)\n"
+         "  --help, -h           print this and exit\n"
          "Run under MPI: mpirun -np 4 cmpi-train --config configs/tiny.yaml\n";
 }
 
@@ -101,12 +138,18 @@ CliArgs CliArgs::parse(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const std::string flag = arg.rfind("--config=", 0) == 0 ? "--config" : arg;
+    // An option missing from flags() would be missing from usage() too.
+    if (std::find(flags().begin(), flags().end(), flag) == flags().end())
+      throw UsageError("unknown argument '" + arg + "'");
     if (arg == "--help" || arg == "-h") {
       args.help = true;
+    } else if (arg == "--version") {
+      args.version = true;
     } else if (arg == "--config") {
-      args.config_path = value_of(i, arg);
+      args.config_paths.push_back(value_of(i, arg));
     } else if (arg.rfind("--config=", 0) == 0) {
-      args.config_path = arg.substr(9);
+      args.config_paths.push_back(arg.substr(9));
     } else if (arg == "--set") {
       std::string kv = value_of(i, arg);
       if (kv.find('=') == std::string::npos || kv.front() == '=')
@@ -158,7 +201,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       throw UsageError("unknown argument '" + arg + "'");
     }
   }
-  if (!args.help && args.config_path.empty()) throw UsageError("--config FILE is required");
+  if (!args.help && !args.version && args.config_paths.empty())
+    throw UsageError("--config FILE is required");
   const bool plan_options = args.plan.ranks || args.plan.ranks_per_node || args.plan.flops ||
                             args.plan.cores > 0 || args.plan.codec_scale > 0 ||
                             args.plan.compare_presets || !args.plan.json_path.empty();

@@ -1,6 +1,8 @@
-// Command line of cmpi-train:
-//   cmpi-train --config FILE.yaml [--set key.path=value ...] [--dump-tensors DIR]
-//              [--print-config] [--resume [PATH|auto]]
+// Command line of cmpi-train (usage() lists every option; a test holds it
+// to flags(), the list parse() accepts):
+//   cmpi-train --config FILE.yaml [--config MORE.yaml ...] [--set key.path=value ...]
+//              [--dump-tensors DIR] [--print-config] [--resume [PATH|auto]]
+//   cmpi-train --version
 //   cmpi-train --config FILE.yaml --resume [PATH] --export OUT.safetensors
 //   cmpi-train --config FILE.yaml --resume [PATH] --export-hf DIR
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
@@ -43,10 +45,12 @@ struct PlanArgs {
 };
 
 struct CliArgs {
-  std::string config_path;
+  // --config, in order: later files' keys win (config/config_layers.h).
+  std::vector<std::string> config_paths;
   std::vector<std::string> overrides;  // "key.path=value"
   std::string dump_tensors_dir;
   bool help = false;
+  bool version = false;       // print the version and the libraries built with, and exit
   bool print_config = false;  // print the resolved config and exit
   bool resume = false;        // --resume given
   std::string resume_path;    // its PATH; empty: the latest checkpoint of the run
@@ -61,6 +65,8 @@ struct CliArgs {
 
   static CliArgs parse(int argc, char** argv);  // throws UsageError
   static const char* usage();
+  // Every option parse() accepts ("--config", "-h", ...).
+  static const std::vector<std::string>& flags();
 };
 
 }  // namespace cmpi::trainer

@@ -40,6 +40,7 @@
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
 #include "trainer/trainer.h"
+#include "trainer/version_info.h"
 
 namespace {
 
@@ -66,6 +67,13 @@ bool all_ranks_ok(const std::string& error, int rank) {
 
 int main(int argc, char** argv) {
   using namespace cmpi;
+  // Before MPI starts: --version must answer without an MPI job (a login
+  // node, a bug report).
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::fputs(trainer::version_text().c_str(), stdout);
+      return 0;
+    }
   // Before anything allocates: step-to-step tensors reuse freed memory.
   const std::string allocator_note = trainer::keep_freed_memory_for_reuse();
   comm::MpiSession mpi(&argc, &argv, kProgram);
@@ -89,7 +97,7 @@ int main(int argc, char** argv) {
   args.help = any_help != 0;
   if (!args.help) {
     try {
-      config = launch::load_job_config(args.config_path, args.overrides, MPI_COMM_WORLD);
+      config = launch::load_job_config(args.config_paths, args.overrides, MPI_COMM_WORLD);
       const int world =
           args.plan.enabled ? trainer::plan_world_size(args.plan, config) : mpi.world_size();
       // Exporting reads files only: the job's layout does not matter.
@@ -116,8 +124,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args.print_config) {
-    if (rank == 0) std::fputs(config::to_yaml(config).c_str(), stdout);
+    if (rank == 0)
+      std::fputs((config::to_yaml(config) + config::describe_sources(config)).c_str(), stdout);
     return 0;
+  }
+  // How the files were read (a GPT-NeoX config through its key table).
+  if (rank == 0 && config.log.every > 0) {
+    for (const std::string& note : config.notes) std::printf("config: %s\n", note.c_str());
+    std::fflush(stdout);
   }
   // Which checkpoint --resume means, agreed before anything is allocated.
   std::string resume_path;

@@ -204,7 +204,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
 TEST_F(ConfigTest, EveryFileInConfigsLoadsAndRoundTrips) {
   int loaded = 0;
   for (const auto& entry : fs::directory_iterator("configs")) {
-    if (entry.path().extension() != ".yaml") continue;
+    if (entry.path().extension() != ".yaml" && entry.path().extension() != ".yml") continue;
     SCOPED_TRACE(entry.path().string());
     Config c;
     try {
@@ -271,6 +271,41 @@ TEST(ShippedConfigs, NeoxScaledHasTheNeoX20bArchitecture) {
   EXPECT_EQ(c.model.init, big.model.init);
   EXPECT_EQ(c.model.tie_embeddings, big.model.tie_embeddings);
   EXPECT_STREQ(config::name_of(c.data.kind), "indexed");
+}
+
+}  // namespace
+}  // namespace cmpi::config
+
+namespace cmpi::config {
+namespace {
+
+// The resolved config's numbers: whole numbers without an exponent (a
+// timeout of 1800 was written 1.8e+03), ordinary magnitudes in plain
+// decimals, the extremes with one; each reads back to the same double.
+TEST(RealFormatting, IsReadableAndReadsBackExactly) {
+  EXPECT_EQ(format_real(1800), "1800");
+  EXPECT_EQ(format_real(150000), "150000");
+  EXPECT_EQ(format_real(4096), "4096");
+  EXPECT_EQ(format_real(10000), "10000");
+  EXPECT_EQ(format_real(0.25), "0.25");
+  EXPECT_EQ(format_real(0.0003), "0.0003");
+  EXPECT_EQ(format_real(0.1), "0.1");
+  EXPECT_EQ(format_real(0), "0");
+  EXPECT_EQ(format_real(-2.5), "-2.5");
+  EXPECT_EQ(format_real(9.7e-05), "9.7e-05");
+  EXPECT_EQ(format_real(1e-8), "1e-08");
+  EXPECT_EQ(format_real(1e30), "1e+30");
+  for (double value : {1800.0, 0.1, 1.0 / 3.0, 2.0 / 3.0 * 1e7, 123456789012345.6, 9.7e-05, 0.97e-4,
+                       1e-300, 1.7976931348623157e308, 2.2250738585072014e-308, 4503599627370497.0,
+                       -0.0, 1e15, 1e16, 0.0001, 0.00009999})
+    EXPECT_EQ(*parse_real(format_real(value)), value) << format_real(value);
+}
+
+TEST_F(ConfigTest, ResolvedTimeoutIsWrittenAsAWholeNumber) {
+  const Config c = parse_checked_config("run: {timeout: 1800}\n", "t.yaml");
+  const std::string text = to_yaml(c);
+  EXPECT_NE(text.find("timeout: 1800\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("e+03"), std::string::npos) << text;
 }
 
 }  // namespace

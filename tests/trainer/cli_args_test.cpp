@@ -1,0 +1,60 @@
+// cmpi-train's command line without an MPI job: several --config files keep
+// their order, --version needs no --config, and the usage text lists every
+// option parse() accepts (its first lines, the synopsis, and the list below).
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "trainer/cli_args.h"
+#include "trainer/version_info.h"
+
+namespace cmpi::trainer {
+namespace {
+
+CliArgs parse(std::vector<std::string> words) {
+  words.insert(words.begin(), "cmpi-train");
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  return CliArgs::parse(int(argv.size()), argv.data());
+}
+
+TEST(CommandLine, SeveralConfigFilesKeepTheirOrder) {
+  const CliArgs args =
+      parse({"--config", "20B.yml", "--set", "run.name=x", "--config=local.yml", "--config", "c"});
+  EXPECT_EQ(args.config_paths, (std::vector<std::string>{"20B.yml", "local.yml", "c"}));
+  EXPECT_THROW(parse({"--set", "run.name=x"}), UsageError);  // no --config at all
+}
+
+TEST(CommandLine, VersionNeedsNoConfig) {
+  EXPECT_TRUE(parse({"--version"}).version);
+  const std::string text = version_text();
+  for (const char* part : {"cmpi-train ", "git revision: ", "LibTorch: 2.", "MPI: ", "CUDA: "})
+    EXPECT_NE(text.find(part), std::string::npos) << part << " missing from:\n" << text;
+}
+
+TEST(CommandLine, UsageListsEveryOptionInItsSynopsisAndItsList) {
+  const std::string usage = CliArgs::usage();
+  const size_t list = usage.find("\n  --");  // where the option list starts
+  ASSERT_NE(list, std::string::npos);
+  const std::string synopsis = usage.substr(0, list);
+  const std::string details = usage.substr(list);
+  for (const std::string& flag : CliArgs::flags()) {
+    // "--plan" must be found as itself, not as the start of "--plan-json".
+    const auto has = [&](const std::string& text) {
+      for (size_t at = text.find(flag); at != std::string::npos; at = text.find(flag, at + 1)) {
+        const char next = at + flag.size() < text.size() ? text[at + flag.size()] : ' ';
+        if (next != '-' && !std::isalnum(static_cast<unsigned char>(next))) return true;
+      }
+      return false;
+    };
+    EXPECT_TRUE(has(synopsis)) << flag << " is not in the usage line:\n" << synopsis;
+    EXPECT_TRUE(has(details)) << flag << " is not explained in the usage text";
+  }
+  // And every option the text names is accepted.
+  EXPECT_THROW(parse({"--config", "c.yaml", "--no-such-option"}), UsageError);
+}
+
+}  // namespace
+}  // namespace cmpi::trainer
