@@ -329,13 +329,13 @@ TEST_F(ConfigTest, NeoXTokenizerAndDataSettingsConvert) {
   EXPECT_EQ(c.training.precision, Precision::kBf16);
 }
 
-// TODO(vocab padding): enable once model.vocab_multiple is in config.h (the
-// vocabulary padding change); until then the key is mapped but the reader
-// refuses it as unknown.
-TEST_F(ConfigTest, DISABLED_NeoXVocabularyMultipleMapsToVocabMultiple) {
+// NeoX pads the vocabulary to a multiple of this times the tp size, as
+// model.vocab_multiple does.
+TEST_F(ConfigTest, NeoXVocabularyMultipleMapsToVocabMultiple) {
   const std::string path = write("make-vocab-size-divisible-by: 128\n", "neox.yml");
   const Config c = load_config(path);
-  EXPECT_EQ(to_yaml(c).find("vocab_multiple: 128") != std::string::npos, true);
+  EXPECT_EQ(c.model.vocab_multiple, 128);
+  EXPECT_NE(to_yaml(c).find("vocab_multiple: 128"), std::string::npos);
 }
 
 // docs/config.md holds the table the translator reads, row for row.
