@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "comm/block_sparse_crossovers.h"
 #include "comm/codec_state.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/zero/data_parallel_optimizer.h"
@@ -44,6 +45,9 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 }
 
 constexpr const char* kPowerSgdResidual = "powersgd/residual/";
+// Under a group's prefix: its block-sparse crossovers (measured, so a
+// resumed run must not measure them again).
+constexpr const char* kBlockSparseCrossovers = "block_sparse_crossovers";
 constexpr const char* kPowerSgdQ = "powersgd/q/";
 constexpr const char* kPowerSgdProgress = "powersgd/progress";
 
@@ -122,6 +126,8 @@ RankState collect_rank_state(parallel::ProcessGroups& groups,
       out[prefix + "residual/" + key] = to_bytes(residual);
     for (const auto& [key, words] : codecs.random_states)
       out[prefix + "random/" + key] = to_bytes(words);
+    const auto crossovers = comm::crossover_words(groups.group(kind).block_sparse_calibration());
+    if (!crossovers.empty()) out[prefix + kBlockSparseCrossovers] = to_bytes(crossovers);
   }
   for (const auto& generator : generators) out[generator.name] = generator.save();
   if (const auto* reducer = optimizer.powersgd_reducer()) collect_powersgd(*reducer, out);
@@ -152,6 +158,14 @@ RestoreReport restore_rank_state(const RankState& state, parallel::ProcessGroups
       } else if (starts_with(name, prefix + "random/")) {
         codecs[prefix].random_states[name.substr(prefix.size() + 7)] =
             from_bytes<uint64_t>(name, bytes);
+        taken = true;
+      } else if (name == prefix + kBlockSparseCrossovers) {
+        try {
+          comm::restore_crossover_words(groups.group(kind).block_sparse_calibration(),
+                                        from_bytes<uint64_t>(name, bytes));
+        } catch (const std::invalid_argument& error) {
+          throw std::runtime_error("rank state " + name + ": " + error.what());
+        }
         taken = true;
       }
     }

@@ -4,6 +4,11 @@
 //
 //   comm/<group>/residual/<rule key>/<buffer key>  f32[]  error-feedback residual
 //   comm/<group>/random/<rule key>                 u64[]  stochastic codec generator
+//   comm/<group>/block_sparse_crossovers           u64[]  the crossovers its block-sparse
+//                                                         routes measured (route pair, size
+//                                                         class, crossover bits): decisions
+//                                                         taken by timing, kept so that a
+//                                                         resumed run takes the same routes
 //   torch/default_generator                        bytes  LibTorch CPU default generator
 //   model/<name>                                   bytes  the model's own dropout generators
 //   training/loss_scaler                           bytes  fp16's dynamic loss scale

@@ -14,9 +14,26 @@
 #include "comm/algorithms/codec_steps.h"
 #include "comm/call_accounting.h"
 #include "comm/communicator.h"
+#include "comm/test_faults.h"
 #include "compress/block_sparse_codec.h"
 
 namespace cmpi::comm {
+namespace {
+
+// Tests only (comm/test_faults.h, block_sparse:sparse|dense): the costs a
+// calibration gets instead of timing, so that two runs can be made to decide
+// differently on purpose. Read when a calibration runs (once per route pair
+// and size class), the same on every rank.
+bool forced_costs(BlockSparseCosts& costs) {
+  const ForcedBlockSparse forced = TestFaults::from_environment().block_sparse;
+  if (forced == ForcedBlockSparse::kNone) return false;
+  const double sparse = forced == ForcedBlockSparse::kSparse ? 0.0 : 1.0;
+  costs.dense = 1.0 - sparse;
+  costs.sparse_empty = costs.sparse_disjoint = costs.sparse_full = sparse;
+  return true;
+}
+
+}  // namespace
 
 bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, const Route* fallback,
                                                      float* data, size_t n, uint64_t raw_bytes,
@@ -32,8 +49,10 @@ bool Communicator::block_sparse_allreduce_if_cheaper(const Route& route, const R
     const double density = n ? double(total) / double(block_marks_.size()) : 0.0;
     const uint64_t pair =
         BlockSparseCalibration::route_pair(route.rule, fallback ? fallback->rule : -1);
-    const double crossover = block_sparse_calibration_.crossover(
-        pair, n, size_, [&](size_t m) { return measure_block_sparse_costs(route, fallback, m); });
+    const double crossover = block_sparse_calibration_.crossover(pair, n, size_, [&](size_t m) {
+      BlockSparseCosts forced;
+      return forced_costs(forced) ? forced : measure_block_sparse_costs(route, fallback, m);
+    });
     OpCounters& decided = stats_.at(Op::kAllreduce);
     decided.block_decisions += 1;
     decided.block_density_sum += density / double(size_);
@@ -66,6 +85,8 @@ bool Communicator::sparsified_block_sparse_pays(const Route& route, const float*
   if (size_ < 2 || !is_sparsifier(route.codec->id())) return false;
   const uint64_t pair = BlockSparseCalibration::route_pair(route.rule, route.rule);
   const double crossover = block_sparse_calibration_.crossover(pair, n, size_, [&](size_t) {
+    BlockSparseCosts forced;
+    if (forced_costs(forced)) return forced;
     // The two paths end to end on copies of this call's own data; nothing
     // they do reaches the stats, the residuals or the codec's generator.
     const std::vector<uint64_t> random_state = route.codec->random_state();

@@ -42,9 +42,14 @@ TestFaults TestFaults::parse(const std::string& text) {
       throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
   } else if (fields[0] == "lone_node" && fields.size() == 2) {
     faults.lone_node_rank = int(non_negative_number(fields[1], text));
+  } else if (fields[0] == "block_sparse" && fields.size() == 2 &&
+             (fields[1] == "sparse" || fields[1] == "dense")) {
+    faults.block_sparse =
+        fields[1] == "sparse" ? ForcedBlockSparse::kSparse : ForcedBlockSparse::kDense;
   } else {
     throw std::invalid_argument(std::string(kVariable) + "=" + text +
-                                ": expected spin:RANK:CALL or lone_node:RANK");
+                                ": expected spin:RANK:CALL, lone_node:RANK or "
+                                "block_sparse:sparse|dense");
   }
   return faults;
 }

@@ -5,6 +5,12 @@
 //                  communication call, when its N-th watched call starts
 //                  (a rank stuck in its own code: a deadlocked thread, a
 //                  hung device); the other ranks wait for it.
+//   block_sparse:sparse|dense
+//                  every block-sparse calibration (comm/
+//                  block_sparse_calibration.h) decides as if block-sparse
+//                  were cheaper at every density (sparse) or at none
+//                  (dense), without timing: two runs made to decide
+//                  differently, as timings may.
 //   lone_node:R    world rank R sees itself alone on its node where MPI
 //                  (MPI_COMM_TYPE_SHARED) groups it with others: the ranks
 //                  disagree on the node grouping, as on a cluster whose
@@ -18,10 +24,14 @@
 
 namespace cmpi::comm {
 
+// What block_sparse:sparse|dense forces a calibration to decide.
+enum class ForcedBlockSparse { kNone, kSparse, kDense };
+
 struct TestFaults {
   int spin_rank = -1;  // -1: no rank spins
   uint64_t spin_at_call = 0;
   int lone_node_rank = -1;  // -1: every rank sees MPI's grouping
+  ForcedBlockSparse block_sparse = ForcedBlockSparse::kNone;
 
   static constexpr const char* kVariable = "CMPI_TEST_FAULT";
   static TestFaults parse(const std::string& text);

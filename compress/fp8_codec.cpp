@@ -5,6 +5,7 @@
 #include "compress/fp8_codec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -53,6 +54,16 @@ Fp8Codec::Fp8Codec(const CodecSpec& spec) : Codec(spec) {
     decoded_[code] = float_from_fp8(uint8_t(code), format_);
 }
 
+uint32_t Fp8Codec::largest_code(int k) const {
+  // Scaling is exact, so only a product past the float range is lost: walk
+  // down from the format's largest finite code (at most a few steps, and
+  // only for blocks in the top binade of the float range).
+  const float unscale = power_of_two(-k);
+  uint32_t code = fp8_traits(format_).max_finite_code;
+  while (code > 0 && !std::isfinite(decoded_[code] * unscale)) --code;
+  return code;
+}
+
 int Fp8Codec::scale_exponent(float max_abs, Fp8Format format) {
   const uint32_t bits = cast_detail::bits_of(max_abs) & 0x7fffffffu;
   if (bits == 0) return 0;
@@ -95,7 +106,16 @@ size_t Fp8Codec::encode_body(const float* in, size_t n, uint8_t* out, size_t, ui
     scales[b] = uint8_t(int8_t(k));
     const float scale = power_of_two(k);
     uint8_t* y = codes + start;
-    if (format_ == Fp8Format::kE4M3) {
+    const uint32_t cap = largest_code(k);
+    if (cap != fp8_traits(format_).max_finite_code) {
+      // A block max within an fp8 rounding step of FLT_MAX: its nearest fp8
+      // value times 2^-k would be 2^128 = inf. The nearest value that stays
+      // finite is the cap's, still within the relative bound (fp8_codec.h).
+      for (size_t i = 0; i < length; ++i) {
+        const uint32_t code = fp8_from_float(x[i] * scale, format_);
+        y[i] = uint8_t((code & 0x80u) | std::min(code & 0x7fu, cap));
+      }
+    } else if (format_ == Fp8Format::kE4M3) {
 #pragma omp simd
       for (size_t i = 0; i < length; ++i) y[i] = fp8_from_float<Fp8Format::kE4M3>(x[i] * scale);
     } else {

@@ -33,7 +33,13 @@
 // below that absolute 2^-k · 2^-10 (e4m3) or 2^-k · 2^-17 (e5m2). When k is
 // not clamped, 2^-k < 2 · max|block| / max_finite, so the absolute floor is
 // below max|block| · 2^-17.8 (e4m3) or · 2^-31.8 (e5m2). Saturation never
-// happens: the scaled values are all <= the largest finite value.
+// happens: the scaled values are all <= the largest finite value. Near the
+// top of the float range the bound still holds and nothing decodes to inf:
+// a block max of 1.9375·2^127 or more (e4m3; 1.875·2^127 for e5m2) rounds
+// to 2^top, which 2^-k would turn into 2^128 = inf, so such a block's codes
+// are capped at the largest whose value stays finite (1.875·2^127 /
+// 1.75·2^127): for |x| < 2^128, |x| - 1.875·2^127 < |x| / 16 (and
+// |x| - 1.75·2^127 < |x| / 8), the relative bound.
 #pragma once
 
 #include <array>
@@ -57,6 +63,10 @@ class Fp8Codec final : public Codec {
   // The exponent k of the scale 2^k for a block whose largest magnitude is
   // max_abs (finite, >= 0); 0 for an all-zero block.
   static int scale_exponent(float max_abs, Fp8Format format);
+  // The largest code magnitude whose value times 2^-k is a finite float:
+  // the format's largest finite code except for blocks whose max is within
+  // an fp8 rounding step of FLT_MAX.
+  uint32_t largest_code(int k) const;
 
  protected:
   size_t max_body_bytes(size_t n) const override;

@@ -115,6 +115,9 @@ HfPretrained HfPretrained::open(const std::string& dir, const config::ModelConfi
     if (!entry)
       throw std::runtime_error(file.path() + ": no tensor " + source.stored_name + " (" + where +
                                " places it there)");
+    if (!readable_dtype(entry->dtype))
+      throw std::runtime_error(file.path() + ": tensor " + source.stored_name + ": " +
+                               unreadable_dtype_message(entry->dtype));
     if (entry->shape != m.their_shape)
       throw std::runtime_error(file.path() + ": tensor " + source.stored_name + " has shape " +
                                shape_text(entry->shape) + ", this config needs " +

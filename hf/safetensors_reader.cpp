@@ -121,11 +121,10 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
       reader.skipped_buffers_.push_back(name);
       continue;
     }
+    // A dtype read() cannot widen (U8, BOOL, I64, ...) is refused only when
+    // the tensor is read: a tensor the loader never asks for is skipped
+    // whatever its dtype.
     const size_t element_bytes = dtype_bytes(entry.dtype);
-    if (element_bytes == 0)
-      bad("dtype " + entry.dtype +
-          " is not supported for a weight (F32, F16, BF16 or F64; only buffers such as "
-          "attention masks are skipped whatever their dtype)");
     uint64_t count = 1;
     for (const auto& d : shape->items()) {
       if (d.kind() != data::JsonValue::Kind::kNumber || d.number() < 0 ||
@@ -134,7 +133,7 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
       entry.shape.push_back(int64_t(d.number()));
       count *= uint64_t(d.number());
     }
-    if (entry.end - entry.begin != count * element_bytes)
+    if (element_bytes != 0 && entry.end - entry.begin != count * element_bytes)
       bad("shape " + shape_text(entry.shape) + " of " + entry.dtype + " needs " +
           std::to_string(count * element_bytes) + " bytes, data_offsets give " +
           std::to_string(entry.end - entry.begin));
@@ -149,9 +148,21 @@ const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
   return found == entries_.end() ? nullptr : &found->second;
 }
 
+bool readable_dtype(const std::string& dtype) {
+  return dtype_bytes(dtype) != 0;
+}
+
+std::string unreadable_dtype_message(const std::string& dtype) {
+  return "dtype " + dtype +
+         " is not supported for a weight (F32, F16, BF16 or F64; tensors the loader does not "
+         "read are skipped whatever their dtype)";
+}
+
 std::vector<float> SafetensorsReader::read(const std::string& name) const {
   const SafetensorsEntry* entry = find(name);
   if (!entry) fail(path_, "holds no tensor " + name);
+  if (!readable_dtype(entry->dtype))
+    fail(path_, "tensor " + name + ": " + unreadable_dtype_message(entry->dtype));
   std::string bytes(entry->end - entry->begin, '\0');
   std::ifstream in(path_, std::ios::binary);
   in.seekg(std::streamoff(data_start_ + entry->begin));

@@ -1,20 +1,23 @@
 // SafetensorsReader: one .safetensors file opened for reading tensors by
 // name. open() reads the 8-byte little-endian header length and the JSON
-// header, and checks every entry before any data is read: a known dtype
-// (F32, F16, BF16, F64), a shape whose element count matches its
-// data_offsets, and offsets inside the file. read() then reads one tensor's
-// bytes and widens them to float32 (F64 is rounded), so a model stored in
-// half precision loads as float32. Every error names the file and, where one
-// is at fault, the tensor.
+// header, and checks every entry before any data is read: offsets inside the
+// file, a shape of whole numbers and, for the dtypes read() widens (F32, F16,
+// BF16, F64), an element count that matches its data_offsets. read() then
+// reads one tensor's bytes and widens them to float32 (F64 is rounded), so a
+// model stored in half precision loads as float32; it refuses any other
+// dtype, naming the tensor. Every error names the file and, where one is at
+// fault, the tensor.
 //
 // Files that transformers and published checkpoints wrote also hold
 // buffers that are not parameters: causal masks (`attention.bias`,
 // `attention.masked_bias` of Pythia-era GPT-NeoX, `attn.bias`,
 // `attn.masked_bias` of GPT-2), often stored as U8 or BOOL, and GPT-NeoX's
 // `rotary_emb.inv_freq`. Nothing here reads them, so they are recognised by
-// name (is_buffer_name) and skipped whatever their dtype; any other tensor
-// in a dtype read() cannot widen still refuses the file, naming it and the
-// tensor. Torch-free.
+// name (is_buffer_name) and listed apart. Any tensor the loader does not
+// read (those buffers, or anything else a file carries) is skipped whatever
+// its dtype: a dtype is refused only for a tensor that is read
+// (HfPretrained checks its weights' dtypes when it opens the directory).
+// Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +28,7 @@
 namespace cmpi::hf {
 
 struct SafetensorsEntry {
-  std::string dtype;  // "F32", "F16", "BF16", "F64"
+  std::string dtype;  // as the header says: "F32", "F16", "BF16", "F64", "U8", ...
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets into the data after the header
 };
@@ -59,6 +62,11 @@ class SafetensorsReader {
 // rotary_emb.inv_freq (whole components: GPT-2's attn.c_attn.bias is a
 // parameter).
 bool is_buffer_name(const std::string& name);
+
+// Whether read() widens tensors of `dtype` (F32, F16, BF16, F64).
+bool readable_dtype(const std::string& dtype);
+// "dtype U8 is not supported for a weight (...)".
+std::string unreadable_dtype_message(const std::string& dtype);
 
 // "[768, 2304]".
 std::string shape_text(const std::vector<int64_t>& shape);

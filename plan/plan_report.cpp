@@ -114,11 +114,14 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
       out += buf;
     }
   }
+  // Every part of the step, so that the bound is seen to be the largest.
+  std::string parts;
+  for (const StepPart& part : p.parts)
+    parts += part.name + " " + config::human_seconds(part.seconds) + ", ";
   std::snprintf(buf, sizeof buf,
-                "step: %s (compute %s, pipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
-                config::human_seconds(p.step_seconds).c_str(),
-                config::human_seconds(p.compute_seconds).c_str(), 100 * p.bubble_fraction,
-                p.tokens_per_second, p.bound_by.c_str());
+                "step: %s (%spipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
+                config::human_seconds(p.step_seconds).c_str(), parts.c_str(),
+                100 * p.bubble_fraction, p.tokens_per_second, p.bound_by.c_str());
   return out + buf;
 }
 
@@ -137,7 +140,13 @@ std::string plan_json(const StepPlan& p, const PlanOptions& o) {
                 json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
                 o.flops_per_second, o.cores, o.codec_scale,
                 json_string(p.pipeline_balance).c_str());
-  std::string out = std::string(buf) + memory_json(p.memory) + ",\"stages\":[";
+  std::string out = std::string(buf) + memory_json(p.memory) + ",\"step_parts\":{";
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%s:%.6g", i ? "," : "", json_string(p.parts[i].name).c_str(),
+                  p.parts[i].seconds);
+    out += buf;
+  }
+  out += "},\"stages\":[";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     const StagePlan& sp = p.stages[s];
     std::snprintf(buf, sizeof buf,

@@ -145,7 +145,12 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   const double m = double(plan.micro_batches);
 
   double slot_seconds = 0;  // the slowest stage's micro-batch (compute + blocking comm)
+  int slot_stage = 0;       // the stage that sets it
   std::vector<double> per_step_seconds(size_t(dims.pp), 0.0);
+  // Per stage and group: the blocking seconds of one micro-batch, and the
+  // exposed seconds once per step, so the step can be split into its parts.
+  std::vector<std::map<GroupKind, double>> blocking_by_group(size_t(dims.pp));
+  std::vector<std::map<GroupKind, double>> per_step_by_group(size_t(dims.pp));
   // CPU seconds all ranks spend per step (compute and codecs), for the
   // time-sharing bound when the ranks share fewer cores than they are.
   double cpu_seconds_all_ranks = 0;
@@ -255,12 +260,14 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
         prefetched += seconds;
       } else if (msg.per_micro_batch) {
         blocking_per_micro_batch += seconds / m;
+        blocking_by_group[size_t(stage)][msg.group] += seconds / m;
         g.exposed_seconds += seconds;
       } else if (msg.overlaps_backward) {
         dp_overlappable += seconds;
         dp_buckets += msg.calls;
       } else {
         per_step += seconds;
+        per_step_by_group[size_t(stage)][msg.group] += seconds;
         g.exposed_seconds += seconds;
       }
     }
@@ -269,6 +276,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       const double exposed =
           std::max(0.0, prefetched / m - (sp.forward_seconds + sp.backward_seconds));
       blocking_per_micro_batch += exposed;
+      blocking_by_group[size_t(stage)][GroupKind::kZero] += exposed;
       groups[GroupKind::kZero].exposed_seconds += exposed * m;
     }
     // All buckets but the last can hide behind the last micro-batch's
@@ -287,52 +295,63 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
         // Attribute the exposed bucket time to the group the buckets use.
         const bool buckets_here =
             (dims.zero_stage >= 1) == (kind == GroupKind::kZero) && dp_overlappable > 0;
-        if (buckets_here) g.exposed_seconds += dp_exposed;
+        if (buckets_here) {
+          g.exposed_seconds += dp_exposed;
+          per_step_by_group[size_t(stage)][kind] += dp_exposed;
+        }
       }
     per_step_seconds[size_t(stage)] = per_step + dp_exposed;
     cpu_seconds_all_ranks +=
         ranks_per_stage *
         (m * (3 * forward_cpu_seconds + recompute_cpu_seconds) + codec_cpu_seconds);
-    slot_seconds =
-        std::max(slot_seconds, sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch);
+    const double slot = sp.forward_seconds + sp.backward_seconds + blocking_per_micro_batch;
+    if (stage == 0 || slot > slot_seconds) {
+      slot_seconds = slot;
+      slot_stage = stage;
+    }
     for (auto& [kind, g] : groups) sp.groups.push_back(g);
     plan.stages.push_back(std::move(sp));
   }
   const double slots = m + double(dims.pp - 1);
   plan.bubble_fraction = double(dims.pp - 1) / slots;
-  double compute_slot = 0;
-  for (const StagePlan& sp : plan.stages)
-    compute_slot = std::max(compute_slot, sp.forward_seconds + sp.backward_seconds);
-  plan.compute_seconds = slots * compute_slot;
-  const double per_step_exposed =
-      *std::max_element(per_step_seconds.begin(), per_step_seconds.end());
+  // The step's parts, which add up to it: the slots of the stage that sets
+  // the pipeline's pace (its compute, bubble included, and its blocking
+  // messages) and the per-step messages of the stage that waits longest.
+  const StagePlan& paced = plan.stages[size_t(slot_stage)];
+  plan.compute_seconds = slots * (paced.forward_seconds + paced.backward_seconds);
+  const auto per_step_stage =
+      size_t(std::max_element(per_step_seconds.begin(), per_step_seconds.end()) -
+             per_step_seconds.begin());
+  const double per_step_exposed = per_step_seconds[per_step_stage];
   plan.step_seconds = slots * slot_seconds + per_step_exposed;
   // Fewer cores than ranks: the ranks time-share them, so a step takes at
   // least all ranks' CPU work spread over the cores, plus the communication
   // at the step's end during which no rank has work (the bubble and the
   // waits in between are filled by other ranks' work).
   plan.cpu_bound_seconds = 0;
-  if (time_shared) {
-    plan.cpu_bound_seconds = cpu_seconds_all_ranks / o.cores + per_step_exposed;
-    if (plan.cpu_bound_seconds > plan.step_seconds) {
-      plan.compute_seconds *= plan.cpu_bound_seconds / plan.step_seconds;
-      plan.step_seconds = plan.cpu_bound_seconds;
-    }
+  const bool cpu_bound =
+      time_shared && cpu_seconds_all_ranks / o.cores + per_step_exposed > plan.step_seconds;
+  if (time_shared) plan.cpu_bound_seconds = cpu_seconds_all_ranks / o.cores + per_step_exposed;
+  if (cpu_bound) {
+    plan.compute_seconds = cpu_seconds_all_ranks / o.cores;
+    plan.step_seconds = plan.cpu_bound_seconds;
   }
+  std::map<GroupKind, double> group_parts;
+  if (!cpu_bound)  // CPU-bound, the blocking messages hide in other ranks' work
+    for (const auto& [kind, seconds] : blocking_by_group[size_t(slot_stage)])
+      group_parts[kind] += slots * seconds;
+  for (const auto& [kind, seconds] : per_step_by_group[per_step_stage])
+    group_parts[kind] += seconds;
+  plan.parts.push_back({"compute", plan.compute_seconds});
+  for (const auto& [kind, seconds] : group_parts)
+    if (seconds > 0) plan.parts.push_back({comm::to_string(kind), seconds});
   plan.tokens_per_second = double(c.training.global_batch * c.model.seq_len) / plan.step_seconds;
 
-  // The bound: compute, or the group with the most exposed time on any stage.
-  double worst = 0;
-  plan.bound_by = "compute";
-  std::map<GroupKind, double> exposed;
-  for (const StagePlan& sp : plan.stages)
-    for (const GroupCost& g : sp.groups)
-      exposed[g.group] = std::max(exposed[g.group], g.exposed_seconds);
-  for (const auto& [kind, seconds] : exposed)
-    if (seconds > worst) {
-      worst = seconds;
-      if (seconds > plan.compute_seconds) plan.bound_by = comm::to_string(kind);
-    }
+  // The bound: the largest part of the step (compute wins ties).
+  const StepPart* largest = &plan.parts[0];
+  for (const StepPart& part : plan.parts)
+    if (part.seconds > largest->seconds) largest = &part;
+  plan.bound_by = largest->name;
   return plan;
 }
 

@@ -27,7 +27,10 @@
 //             work, so they do not add). Both bounds apply with polling.
 // Links: the ranks of one pipeline stage on a node move their dp, zero, tp
 // and pp messages in lockstep, so they share the node's uplink.
-// The group that contributes most after compute is named as the bound.
+// The step is split into parts that add up to it (compute, and each group's
+// exposed time on the critical path: the pacing stage's blocking messages
+// over all slots, the per-step messages of the stage that waits longest);
+// the largest part is named as the bound.
 #pragma once
 
 #include <string>
@@ -76,6 +79,14 @@ struct StagePlan {
   double forward_seconds = 0, backward_seconds = 0;  // per micro-batch
 };
 
+// One part of the step time: "compute" (the pacing stage's forward and
+// backward over all pipeline slots, bubble included; under the time-sharing
+// bound all ranks' CPU work over the cores) or a group's exposed seconds.
+struct StepPart {
+  std::string name;
+  double seconds = 0;
+};
+
 struct StepPlan {
   std::string preset;
   config::Precision precision = config::Precision::kFp32;  // training.precision
@@ -88,13 +99,18 @@ struct StepPlan {
   std::vector<int64_t> stage_layers;
   parallel::MemoryEstimate memory;  // the stage that needs the most
   std::vector<StagePlan> stages;
-  double compute_seconds = 0;  // critical-path compute, bubble included
+  // Critical-path compute, bubble included: the stage that sets the
+  // pipeline's pace (or, when the time-sharing bound holds, all ranks' CPU
+  // work over the cores).
+  double compute_seconds = 0;
   double bubble_fraction = 0;
   double step_seconds = 0;
   double cpu_bound_seconds = 0;  // the time-sharing bound (0: cores not shared)
   double compute_stretch = 1;    // world size / cores with polling waits, else 1
   double tokens_per_second = 0;
-  std::string bound_by;  // "compute" or a group
+  // The parts of step_seconds, compute first; they add up to it.
+  std::vector<StepPart> parts;
+  std::string bound_by;  // the largest part's name: "compute" or a group
 };
 
 StepPlan plan_step(const config::Config& config, const parallel::ParallelDims& dims,

@@ -39,6 +39,7 @@
 #include "trainer/injected_kill.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
+#include "trainer/stage_traffic_log.h"
 #include "trainer/trainer.h"
 #include "trainer/version_info.h"
 
@@ -254,6 +255,7 @@ int main(int argc, char** argv) {
     options.watchdog = &mpi.watchdog();
     options.kill_rank = injected_kill.rank;
     options.kill_step = injected_kill.step;
+    options.stage_traffic_dir = trainer::StageTrafficLog::directory_from_environment();
     trainer::Trainer trainer(config, groups, options);
     const auto result = trainer.run();
     trainer::report_summary(config, groups, result, options.run_dir);

@@ -21,6 +21,7 @@
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/nonfinite_guard.h"
+#include "trainer/stage_traffic_log.h"
 #include "trainer/step_report.h"
 
 namespace cmpi::trainer {
@@ -231,6 +232,7 @@ TrainResult Trainer::run() {
   if (!s.options.dump_tensors_dir.empty() && is_root)
     io::create_directories(s.options.dump_tensors_dir);
   MetricsLog log(metrics_path, is_root ? print_every : 0, earlier);
+  StageTrafficLog stage_traffic(s.options.stage_traffic_dir, s.groups);
 
   TrainResult result;
   result.loss_floor = model.loss_floor();
@@ -281,6 +283,8 @@ TrainResult Trainer::run() {
       if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
     }
+    if (stage_traffic.active())
+      stage_traffic.record(step + 1, groups_json(s.groups, model.extra_groups()));
     s.act_on(verdict, is_root);
     s.steps_done = step + 1;
     s.checkpoints->poll();

@@ -58,6 +58,9 @@ struct TrainerOptions {
   // SIGKILL as it begins step `kill_step`; -1: never.
   int kill_rank = -1;
   int64_t kill_step = -1;
+  // Tests and diagnostics (trainer/stage_traffic_log.h): a rank of every
+  // pipeline stage logs its per-step traffic there; empty: none.
+  std::string stage_traffic_dir;
 };
 
 struct TrainResult {

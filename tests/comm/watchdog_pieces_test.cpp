@@ -17,7 +17,11 @@ TEST(TestFaults, ParsesEachFaultAndRejectsTypos) {
   EXPECT_EQ(spin.spin_rank, 2);
   EXPECT_EQ(spin.spin_at_call, 15u);
   EXPECT_EQ(TestFaults::parse("lone_node:3").lone_node_rank, 3);
-  for (const char* bad : {"spin:2", "spin:x:3", "spin:2:0", "lone_node", "stall:1", "spin:-1:3"})
+  EXPECT_EQ(TestFaults::parse("block_sparse:sparse").block_sparse, ForcedBlockSparse::kSparse);
+  EXPECT_EQ(TestFaults::parse("block_sparse:dense").block_sparse, ForcedBlockSparse::kDense);
+  EXPECT_EQ(TestFaults::parse("").block_sparse, ForcedBlockSparse::kNone);
+  for (const char* bad : {"spin:2", "spin:x:3", "spin:2:0", "lone_node", "stall:1", "spin:-1:3",
+                          "block_sparse", "block_sparse:fast"})
     EXPECT_THROW(TestFaults::parse(bad), std::invalid_argument) << bad;
 }
 

@@ -194,6 +194,40 @@ TEST(Fp8Codec, StatedErrorBoundHoldsAcrossEightyBinades) {
   }
 }
 
+// The top binade of the float range: a block max within an fp8 rounding
+// step of FLT_MAX must not decode to inf (its nearest fp8 value times 2^-k
+// is 2^128), and the relative bound holds up to FLT_MAX, for a lone large
+// value among small ones as well as for a block of them.
+TEST(Fp8Codec, ValuesUpToFltMaxDecodeFiniteWithinTheRelativeBound) {
+  const uint64_t seed = cmpi::testing::test_seed() + 5;
+  std::mt19937_64 rng(seed);
+  const float top = std::numeric_limits<float>::max();
+  std::uniform_real_distribution<float> upper(0x1.ep127f, top);  // from 1.875·2^127
+  for (Fp8Format format : kFormats) {
+    SCOPED_TRACE(fp8_format_name(format));
+    const Fp8Traits t = fp8_traits(format);
+    const auto codec = make_codec(spec_of(format, 64));
+    // Block 0: the values the issue saw turn into inf (e4m3 from ~3.25e38,
+    // e5m2 from ~3.19e38) and FLT_MAX, each with small neighbours; block 1:
+    // random values of the top binade's upper part with random signs.
+    std::vector<float> x(128, 1e-3f);
+    const float named[] = {3.25e38f, -3.19e38f, 3.3e38f, 0x1.fp127f, top, -top};
+    for (size_t i = 0; i < std::size(named); ++i) x[i * 9] = named[i];
+    for (size_t i = 64; i < 128; ++i) x[i] = (rng() & 1 ? -1.0f : 1.0f) * upper(rng);
+    const std::vector<uint8_t> payload = codec->encode(x.data(), x.size());
+    std::vector<float> y(x.size());
+    codec->decode(payload.data(), payload.size(), y.data(), y.size());
+    const double relative = std::ldexp(1.0, -(t.mantissa_bits + 1));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::fabs(x[i]) < 1e30f) continue;  // the small ones fall to the block's floor
+      ASSERT_TRUE(std::isfinite(y[i])) << "x[" << i << "]=" << x[i] << " seed " << seed;
+      ASSERT_LE(std::fabs(double(y[i]) - x[i]), relative * std::fabs(double(x[i])))
+          << "x[" << i << "]=" << x[i] << " y=" << y[i] << " seed " << seed;
+      ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << "i=" << i;
+    }
+  }
+}
+
 // One byte a value and one per block: about half of n 16-bit words. With
 // the 48-byte header, a chunk of 2^18 values (1 MiB of floats) is 0.5006 of
 // its 16-bit bytes; exactly half would leave no room for any scale or

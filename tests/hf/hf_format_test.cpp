@@ -133,10 +133,15 @@ TEST(Safetensors, MalformedFilesNameFileAndTensor) {
       open_error(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", std::string(8, '\0'))
           .find("tensor w: data_offsets [0, 16] lie outside the file's 8 data bytes"),
       std::string::npos);
-  EXPECT_NE(
-      open_error(R"({"w":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", std::string(4, '\0'))
-          .find("tensor w: dtype I8 is not supported"),
-      std::string::npos);
+  // A dtype no weight can have is refused when the tensor is read, not
+  // when the file is opened (a tensor nobody reads is skipped).
+  write_bytes(dir.file("i8.safetensors"),
+              safetensors_file(R"({"w":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})",
+                               std::string(4, '\0')));
+  const auto i8 = SafetensorsReader::open(dir.file("i8.safetensors"));
+  EXPECT_NE(message_of([&] { i8.read("w"); })
+                .find("i8.safetensors: tensor w: dtype I8 is not supported"),
+            std::string::npos);
   EXPECT_NE(open_error("{not json", "").find("bad.safetensors: header is not JSON"),
             std::string::npos);
   write_bytes(dir.file("short.safetensors"), std::string("\xff\xff\0\0\0\0\0\0", 8));
@@ -201,21 +206,24 @@ TEST(Safetensors, WeightOfUnsupportedDtypeIsRefusedByName) {
   ScratchDir dir;
   const std::string mask(4, '\1');
   // A weight stored as U8 beside a U8 mask: the mask is skipped, the weight
-  // refuses the file, naming it and the tensor.
+  // is refused when read, naming the file and the tensor.
   write_bytes(dir.file("u8.safetensors"),
               safetensors_file({
                   {"gpt_neox.layers.0.attention.bias", "U8", {1, 1, 2, 2}, mask},
                   {"gpt_neox.layers.0.attention.dense.weight", "U8", {2, 2}, mask},
               }));
-  EXPECT_EQ(message_of([&] { SafetensorsReader::open(dir.file("u8.safetensors")); }),
+  const auto u8 = SafetensorsReader::open(dir.file("u8.safetensors"));
+  EXPECT_EQ(message_of([&] { u8.read("gpt_neox.layers.0.attention.dense.weight"); }),
             dir.file("u8.safetensors") +
                 ": tensor gpt_neox.layers.0.attention.dense.weight: dtype U8 is not supported for "
-                "a weight (F32, F16, BF16 or F64; only buffers such as attention masks are "
-                "skipped whatever their dtype)");
+                "a weight (F32, F16, BF16 or F64; tensors the loader does not read are skipped "
+                "whatever their dtype)");
   // GPT-2's c_attn.bias ends in "attn.bias" but is a parameter.
   write_bytes(dir.file("bool.safetensors"),
               safetensors_file({{"transformer.h.0.attn.c_attn.bias", "BOOL", {4}, mask}}));
-  EXPECT_NE(message_of([&] { SafetensorsReader::open(dir.file("bool.safetensors")); })
+  const auto boolean = SafetensorsReader::open(dir.file("bool.safetensors"));
+  EXPECT_TRUE(boolean.skipped_buffers().empty());
+  EXPECT_NE(message_of([&] { boolean.read("transformer.h.0.attn.c_attn.bias"); })
                 .find("bool.safetensors: tensor transformer.h.0.attn.c_attn.bias: dtype BOOL is "
                       "not supported for a weight"),
             std::string::npos);
@@ -233,9 +241,10 @@ TEST(Safetensors, WeightOfUnsupportedDtypeIsRefusedByName) {
 
 // A whole model directory as transformers' save_pretrained or a published
 // checkpoint leaves it: config.json, the weights in float32 and the
-// masks in U8 / BOOL. HfPretrained opens it and reads every weight; one
-// weight stored as I32 instead refuses the directory, naming the file and
-// the tensor.
+// masks in U8 / BOOL, and tensors no mapping reads in other dtypes (I64
+// position ids, U8 and I8 leftovers of other tools). HfPretrained opens it
+// and reads every weight; one weight stored as I32 instead refuses the
+// directory, naming the file and the tensor.
 TEST(HfPretrained, DirectoryWithMaskBuffersLoadsAndAWeightInI32IsRefused) {
   config::ModelConfig m;
   m.vocab_size = 10;
@@ -283,12 +292,16 @@ TEST(HfPretrained, DirectoryWithMaskBuffersLoadsAndAWeightInI32IsRefused) {
         if (rotary)
           tensors.push_back({prefix + "rotary_emb.inv_freq", "F32", {1}, floats_bytes({1.0f})});
       }
+      // Tensors the loader ignores, in dtypes it cannot read: skipped.
+      tensors.push_back({"position_ids", "I64", {1, 4}, std::string(32, '\0')});
+      tensors.push_back({"extra.rotary_emb.cos_cached", "U8", {2, 2}, std::string(4, '\2')});
+      tensors.push_back({"lm_head.weight_format", "I8", {}, std::string(1, '\1')});
       write_bytes(dir.file("model.safetensors"), safetensors_file(tensors));
       if (i32_weight) {
         EXPECT_EQ(message_of([&] { HfPretrained::open(dir.path(), model); }),
                   dir.file("model.safetensors") + ": tensor " + broken +
-                      ": dtype I32 is not supported for a weight (F32, F16, BF16 or F64; only "
-                      "buffers such as attention masks are skipped whatever their dtype)");
+                      ": dtype I32 is not supported for a weight (F32, F16, BF16 or F64; "
+                      "tensors the loader does not read are skipped whatever their dtype)");
         continue;
       }
       const auto pretrained = HfPretrained::open(dir.path(), model);

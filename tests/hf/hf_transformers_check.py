@@ -11,7 +11,8 @@ here, never fetched.
       every file and index, the non-parameter buffers published checkpoints
       carry and transformers 5 no longer writes: causal masks as BOOL and U8
       (GPT-NeoX attention.bias, GPT-2 attn.bias), masked_bias scalars and
-      GPT-NeoX's rotary_emb.inv_freq. cmpi-train must skip them.
+      GPT-NeoX's rotary_emb.inv_freq; and an I64 position_ids (all three
+      architectures). cmpi-train must skip them.
 
   retype DIR TENSOR DTYPE
       Rewrites the header of the file of DIR holding TENSOR so that it claims
@@ -53,7 +54,7 @@ import torch  # noqa: E402
 from hf_reference import read_forward_dump  # noqa: E402
 
 BUFFER_SUFFIXES = (".attn.bias", ".attn.masked_bias", ".attention.bias", ".attention.masked_bias",
-                   ".rotary_emb.inv_freq")
+                   ".rotary_emb.inv_freq", ".position_ids")
 
 
 def model_classes(arch):
@@ -105,8 +106,11 @@ def build_config(args):
 
 def buffers_for(arch, config):
     """{name: tensor} of the buffers older checkpoints store, masks as BOOL
-    (layer 0) and U8 (the others), as Pythia's and GPT-2's files did."""
-    out = {}
+    (layer 0) and U8 (the others), as Pythia's and GPT-2's files did; and,
+    for every architecture, an I64 `position_ids` as other models' files
+    carry: a tensor no loader reads, in a dtype none could."""
+    root = {"neox": "gpt_neox", "gpt2": "transformer", "llama": "model"}[arch]
+    out = {root + ".position_ids": torch.arange(16, dtype=torch.int64).view(1, 16)}
     if arch == "llama":
         return out  # transformers' Llama stores no buffers
     if arch == "neox":

@@ -4,7 +4,8 @@
 # configs/tiny.yaml's shape: vocab 256, hidden 64, 4 heads, 2 layers, mlp x4)
 # and saves it with save_pretrained, once as one model.safetensors and once in
 # several shards with an index, both with the mask / inv_freq buffers
-# published checkpoints carry (BOOL and U8 masks, masked_bias, inv_freq).
+# published checkpoints carry (BOOL and U8 masks, masked_bias, inv_freq) and an
+# I64 position_ids no loader reads.
 # cmpi-train starts one step from each directory on one rank
 # (--dump-tensors) at lr 1e-30, which moves no weight in float32, so the
 # dumped forward (logits, loss) is that of the imported weights. transformers

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmpi-train --plan` projects, per group, the calls and bytes a rank sends in
 # a step; this runs the trainer for each layout and checks the projection
-# against what world rank 0's CommStats counted in one step, exactly, and the
+# against what a rank of every pipeline stage (first, middle, last) counted
+# in one step (CMPI_STAGE_TRAFFIC: trainer/stage_traffic_log.h), exactly, and the
 # projected parameter, gradient, optimizer and staging memory of every
 # pipeline stage against the most the trainer held (plan_traffic_check.py).
 # Layouts cover dp, tp, pp, ZeRO 1-3 and their mix, with tied and untied
@@ -58,7 +59,8 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
            --set model.kv_heads=2 --set model.intermediate_size=160 --set model.rotary_pct=1)
   fi
   name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)${12:-}${13:-}${14:-}"
-  timeout 120 mpirun -np "$ranks" --oversubscribe --bind-to none "$exe" --config "$config" \
+  CMPI_STAGE_TRAFFIC="$work/$name.stages" timeout 120 mpirun -np "$ranks" --oversubscribe \
+    --bind-to none -x CMPI_STAGE_TRAFFIC "$exe" --config "$config" \
     "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \
     --set run.name="$name" --set log.every=100 > "$work/$name.out" 2>&1 ||
     { echo "FAIL: training $name"; cat "$work/$name.out"; exit 1; }
@@ -70,7 +72,7 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
   # is the memory estimate's to settle.
   summary="$work/$name/summary.json"
   [ "${12:-fp32}" = fp32 ] || summary=""
-  python3 "$here/plan_traffic_check.py" "$work/$name/metrics.jsonl" "$work/$name.plan.json" \
+  python3 "$here/plan_traffic_check.py" "$work/$name.stages" "$work/$name.plan.json" \
     $summary || status=1
 done
 [ "$status" -eq 0 ] && echo PASS || echo "FAIL: projected traffic differs from measured"

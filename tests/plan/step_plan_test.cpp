@@ -123,6 +123,54 @@ TEST(StepPlan, PollingWaitsStretchEveryRanksComputeByRanksOverCores) {
   EXPECT_NEAR(shared.stages[0].forward_seconds, 4 * own.stages[0].forward_seconds, 1e-12);
 }
 
+// "bound by" names the largest part of the step, and the parts add up to
+// the step: across layouts (pipeline slots far more than micro-batches,
+// so that a blocking group's share of the critical path is several times
+// its own calls' time) and links from slow to free, with and without the
+// time-sharing bound. (The old rule compared each group's own calls with
+// the whole pipeline's compute and printed "step: 128.40 s (compute
+// 52.75 s) | bound by compute".)
+TEST(StepPlan, BoundByNamesTheLargestPartOfTheStep) {
+  auto c = small_gpt();
+  int contradictions_of_the_old_rule = 0;
+  for (const auto& d :
+       {layout(1, 2, 4), layout(2, 2, 2), layout(4, 1, 1), layout(1, 1, 4), layout(2, 2, 2, 3)})
+    for (int64_t global_batch : {int64_t(4) * d.dp, int64_t(32) * d.dp})
+      for (double bits : {1e7, 1e8, 1e9, 1e10, 1e11, 1e18})
+        for (double cores : {0.0, 1.0}) {
+          c.training.global_batch = global_batch;
+          auto o = options(d, 2);
+          o.inter = {bits, 5e-6};
+          o.intra = {bits * 8, 1e-6};
+          o.cores = cores;
+          CodecCostTable codecs;
+          const StepPlan p = plan_step(c, d, o, codecs);
+          const std::string where = d.to_string() + " batch " + std::to_string(global_batch) +
+                                    " link " + std::to_string(bits) + " cores " +
+                                    std::to_string(cores);
+          ASSERT_FALSE(p.parts.empty()) << where;
+          EXPECT_EQ(p.parts[0].name, "compute") << where;
+          EXPECT_DOUBLE_EQ(p.parts[0].seconds, p.compute_seconds) << where;
+          double sum = 0, largest = 0;
+          std::string largest_name;
+          for (const StepPart& part : p.parts) {
+            sum += part.seconds;
+            if (part.seconds > largest) largest = part.seconds, largest_name = part.name;
+          }
+          EXPECT_NEAR(sum, p.step_seconds, 1e-9 * p.step_seconds) << where;
+          EXPECT_EQ(p.bound_by, largest_name) << where;
+          // The old rule: a group only when its own exposed calls exceed
+          // the pipeline's compute.
+          double exposed = 0;
+          for (const StagePlan& sp : p.stages)
+            for (const GroupCost& g : sp.groups) exposed = std::max(exposed, g.exposed_seconds);
+          if (p.bound_by != "compute" && exposed <= p.compute_seconds)
+            ++contradictions_of_the_old_rule;
+        }
+  // The sweep holds cases the old rule got wrong.
+  EXPECT_GT(contradictions_of_the_old_rule, 0);
+}
+
 std::string dp_codecs(const StepPlan& p) {
   for (const GroupCost& g : p.stages[0].groups)
     if (g.group == comm::GroupKind::kDp) return g.codecs;

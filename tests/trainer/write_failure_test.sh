@@ -7,7 +7,12 @@
 #     summary.json fails. Needs mount(2): skips (exit 77) where not permitted.
 #   run-dir: the run directory cannot be created (a file is in the way); and
 #     a run with log.metrics_jsonl off lists only the files it wrote.
-# Usage: write_failure_test.sh CMPI_TRAIN CONFIG WORKDIR full-disk|run-dir
+#   sync-shard: a synchronous checkpoint save (step 10) whose shard write
+#     fails on rank 1 (a directory stands where its shard goes, which no
+#     permission bit could do for root): exit 2 with one message naming the
+#     shard, no metadata.yaml published for step 10, and the previous
+#     checkpoint (step 5, keep_last 1) intact: complete and resumable.
+# Usage: write_failure_test.sh CMPI_TRAIN CONFIG WORKDIR full-disk|run-dir|sync-shard
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; case_name="$4"
 source "$(dirname "$0")/fault_test_lib.sh"
@@ -73,6 +78,30 @@ run-dir)
   [ ! -e "$work/runs/tiny/metrics.jsonl" ] || fail "metrics.jsonl written although disabled"
   [ -s "$work/runs/tiny/summary.json" ] && [ -s "$work/runs/tiny/config.yaml" ] \
     || fail "summary.json or config.yaml missing"
+  ;;
+sync-shard)
+  rm -rf "$work"; mkdir -p "$work"
+  ckpt="$work/ckpt"
+  blocker="$ckpt/step_00000010/shard_00001.bin"
+  mkdir -p "$blocker/in-the-way"
+  run_to_end "$work/out-sync.txt" "$work/runs" "${short_run[@]}" --set checkpoint.every=5 \
+    --set checkpoint.keep_last=1 --set checkpoint.async=false --set checkpoint.dir="$ckpt"
+  [ "$job_code" -eq 2 ] || fail "exit code $job_code (want 2)"
+  [ "$(grep -c "^cmpi-train:" "$job_out")" -eq 1 ] || fail "not exactly one message"
+  grep -q "^cmpi-train: checkpoint: .*$blocker" "$job_out" || fail "the message does not name $blocker"
+  ! grep -q "run directory:" "$job_out" || fail "reported success"
+  [ ! -e "$ckpt/step_00000010/metadata.yaml" ] || fail "the failed save of step 10 was published"
+  [ -s "$ckpt/step_00000005/metadata.yaml" ] || fail "the previous checkpoint (step 5) is gone"
+  for rank in 0 1 2 3; do
+    [ -s "$ckpt/step_00000005/shard_0000$rank.bin" ] || fail "step 5 lost shard_0000$rank.bin"
+  done
+  # Intact: it resumes (shard sizes and checksums checked) and trains on.
+  rm -rf "$blocker"
+  run_to_end "$work/out-resume.txt" "$work/runs" "${short_run[@]}" --set checkpoint.every=100 \
+    --set checkpoint.dir="$ckpt" --resume "$ckpt/step_00000005"
+  [ "$job_code" -eq 0 ] || fail "resuming the previous checkpoint: exit code $job_code"
+  grep -q "checkpoint: resumed at step 5" "$job_out" || fail "did not resume at step 5"
+  echo "failed synchronous shard write: exit code 2, $(grep "^cmpi-train:" "$work/out-sync.txt")"
   ;;
 *)
   echo "unknown case: $case_name"; exit 2 ;;
