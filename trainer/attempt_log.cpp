@@ -45,7 +45,7 @@ AttemptLog::AttemptLog(const std::string& path, bool continues, int64_t from_ste
   }
   file_.emplace(path, io::CheckedFile::Mode::kTruncate);
   char buf[160];
-  std::snprintf(buf, sizeof buf, "{\"attempt\":%lld,\"from_step\":%lld,\"unix_time\":%.1f}\n",
+  std::snprintf(buf, sizeof buf, "{\"attempt\":%lld,\"from_step\":%lld,\"unix_time\":%.3f}\n",
                 (long long)attempt_, (long long)from_step, now);
   file_->append(kept + buf);
 }
@@ -66,7 +66,8 @@ AttemptLog::Totals AttemptLog::totals(double seconds) const {
   Totals t;
   t.attempts = attempt_;
   t.seconds = earlier_seconds_ + seconds;
-  t.wall_seconds = unix_now() - first_start_;
+  // The first start is read back rounded to a millisecond.
+  t.wall_seconds = std::max(0.0, unix_now() - first_start_);
   return t;
 }
 

@@ -2,7 +2,7 @@
 // run restarted by scripts/cmpi-run (or by hand with --resume) reports its
 // whole history in summary.json: how many attempts, and how long they
 // trained. Rank 0 writes it. Each attempt appends
-//   {"attempt":2,"from_step":100,"unix_time":1764370000.1}   when it starts,
+//   {"attempt":2,"from_step":100,"unix_time":1764370000.123} when it starts,
 //   {"attempt":2,"step":150,"seconds":41.2}                  at every
 // checkpoint and at its end (its training seconds so far), one checked
 // write each. A launch without --resume starts the file anew. An attempt

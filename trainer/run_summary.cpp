@@ -226,11 +226,15 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
   if (result.loss_floor > 0)
     std::snprintf(floor, sizeof floor, " (floor %.4f, gap %.4f)", result.loss_floor,
                   final_loss - result.loss_floor);
-  std::string attempts_text;
+  // A resumed launch: "8 steps (2 this launch, from step 6) in 3.1 s over 2 attempts".
+  std::string launch_text, attempts_text;
+  if (history.steps_before > 0)
+    launch_text = " (" + std::to_string(result.losses.size()) + " this launch, from step " +
+                  std::to_string(history.steps_before) + ")";
   if (history.attempts > 1)
     attempts_text = " over " + std::to_string(history.attempts) + " attempts";
-  std::printf("done: %lld steps in %.1f s%s | loss %s -> %s%s%s | %s%s | %lld skipped steps\n",
-              (long long)steps, history.seconds, attempts_text.c_str(),
+  std::printf("done: %lld steps%s in %.1f s%s | loss %s -> %s%s%s | %s%s | %lld skipped steps\n",
+              (long long)steps, launch_text.c_str(), history.seconds, attempts_text.c_str(),
               console_number("%.4f", first_loss).c_str(),
               console_number("%.4f", final_loss).c_str(), floor, val_text.c_str(),
               throughput.c_str(), flops_text.c_str(), (long long)result.skipped_steps);
