@@ -66,17 +66,21 @@ std::string libtorch_blas_info() {
                        end == std::string::npos ? std::string::npos : end - at - key.size());
 }
 
-// The best of a few timings of a x b (512x256 by 256x1024), GFLOP/s.
+// The best of several timings of a x b (512x256 by 256x1024), GFLOP/s. The
+// best, and up to 20 of them within a quarter second, because the rate is
+// also MFU's peak: on a machine other processes share, a timing the
+// scheduler interrupted would understate what the core does.
 double best_gemm_gflops(const torch::Tensor& a, const torch::Tensor& b) {
-  double best = 0;
+  double best = 0, total = 0;
   const double flops = 2.0 * 512 * 256 * 1024;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 20; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     const auto c = torch::mm(a, b);
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s > 0) best = std::max(best, flops / s / 1e9);
-    if (rep >= 1 && s > 0.2) break;  // a slow BLAS: two timings are enough
+    total += s;
+    if (rep >= 1 && (s > 0.2 || total > 0.25)) break;  // a slow BLAS: two timings are enough
   }
   return best;
 }

@@ -22,7 +22,7 @@ struct BlasReport {
   std::string path;  // real path of the loaded BLAS, empty if none was found
   std::string name;  // "OpenBLAS 0.3.21 ...", "reference BLAS", ...
   bool reference = false;
-  double gemm_gflops = 0;  // best of a few 512x256x1024 float GEMMs
+  double gemm_gflops = 0;  // best of up to 20 512x256x1024 float GEMMs
   int threads = 1;
   // The same GEMM in bf16 when the run computes in bf16 (0: not measured).
   // fp16 runs are emulated in float32 arithmetic on the CPU: their matmuls
