@@ -12,7 +12,10 @@
 //     loss or gradients went non-finite is never applied; all ranks agree on
 //     it and skip it or stop together, training.on_nonfinite), evaluation
 //     every eval.every steps, and the step report: rank 0 prints progress and
-//     appends metrics.jsonl.
+//     appends metrics.jsonl (and, with log.tensorboard, an event file's
+//     scalars), each step's per-rank FLOP rates and MFU (flops_meter.h) and
+//     ETA (eta.h) among them; the run's launches go to attempts.jsonl
+//     (attempt_log.h) so that the summary covers all of them.
 //
 // The header is torch-free (the model lives behind Impl), so the CLI and
 // tests that only drive a run compile without LibTorch.
