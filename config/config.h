@@ -23,6 +23,9 @@ struct RunConfig {
   // Seconds one communication call may wait before the watchdog ends the
   // job (comm/watchdog.h); 0: no deadline.
   double timeout = 1800.0;
+  // What MFU divides by, per rank: auto (the GEMM rate measured at start-up),
+  // a device (a100, h100, ...) or FLOP/s (plan/peak_flops.h).
+  std::string peak_flops = "auto";
 };
 
 struct ModelConfig {
@@ -224,6 +227,7 @@ struct CheckpointConfig {
 struct LogConfig {
   int64_t every = 10;
   bool metrics_jsonl = true;
+  bool tensorboard = false;  // rank 0 writes <run dir>/tensorboard/events.out.tfevents.*
 };
 
 struct Config {

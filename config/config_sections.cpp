@@ -141,6 +141,7 @@ void run_fields(Fields& f, Section& run) {
   f.unsigned_integer("seed", run.seed);
   f.flag("memory_check", run.memory_check);
   f.real("timeout", run.timeout, at_least(0.0));
+  f.text("peak_flops", run.peak_flops);
 }
 
 template <class Fields, class Section>
@@ -259,6 +260,7 @@ template <class Fields, class Section>
 void log_fields(Fields& f, Section& log) {
   f.integer("every", log.every, positive());
   f.flag("metrics_jsonl", log.metrics_jsonl);
+  f.flag("tensorboard", log.tensorboard);
 }
 
 // Runs a section's field list with a FieldWriter.

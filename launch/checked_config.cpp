@@ -1,5 +1,6 @@
 #include "launch/checked_config.h"
 
+#include <stdexcept>
 #include <string>
 
 #include "config/config_loader.h"
@@ -7,6 +8,7 @@
 #include "data/tokenizer_check.h"
 #include "models/family/model_family.h"
 #include "parallel/pipeline/pipeline_stages.h"
+#include "plan/peak_flops.h"
 
 namespace cmpi::launch {
 namespace {
@@ -115,6 +117,11 @@ void check_domains(const Config& c) {
   data::check_tokenizer_fits(c);
   const parallel::ParallelDims dims = check_smallest_layout(c);
   if (family.validate_layout) family.validate_layout(c, dims);
+  try {
+    plan::resolve_peak_flops(c.run.peak_flops, c.training.precision);
+  } catch (const std::invalid_argument& e) {
+    fail_at(c, "run.peak_flops", e.what());
+  }
 }
 
 Config parse_checked_config(const std::string& yaml_text, const std::string& source,

@@ -9,6 +9,7 @@
 #include "comm/policy.h"
 #include "models/family/gpt_family.h"
 #include "models/family/model_family.h"
+#include "plan/model_flops.h"
 
 namespace cmpi::plan {
 namespace {
@@ -105,21 +106,6 @@ int ranks_sharing_uplink(const parallel::ParallelDims& dims, int stage, int rank
 
 }  // namespace
 
-double forward_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
-  const double h = double(c.model.hidden), seq = double(c.model.seq_len);
-  // Matmul weights of the blocks (norms and biases carry no matmul): the
-  // attention's q, k, v and output, and the MLP's two or (gated) three.
-  const models::GptOptions o = models::gpt_options(c.model);
-  const double qkv_rows = double((o.heads + 2 * o.kv_head_count()) * o.head_dim());
-  const double mlp_matrices = o.gated_mlp() ? 3 : 2;
-  const double block_weights =
-      (qkv_rows * h + h * h + mlp_matrices * double(o.mlp_width()) * h) / tp;
-  double flops = 2 * double(s.layers) * block_weights;
-  flops += double(s.layers) * 4 * seq * h / tp;  // QK^T and AV, causal mask not exploited
-  if (s.has_head) flops += 2 * h * double(o.padded_vocab_size(tp)) / tp;
-  return flops;
-}
-
 namespace {
 
 bool is_auto_block_sparse(const compress::CodecSpec& codec) {
@@ -167,13 +153,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
     // Recomputation runs part of the forward again inside backward: whole
     // blocks (full) or the attention core's two matmuls (selective).
-    const double block_flops = forward_flops_per_token(c, {0, 1, false, false, 0}, dims.tp);
-    const double core_flops =
-        4 * double(c.model.seq_len) * double(c.model.hidden) / double(dims.tp);
-    const double recomputed_flops =
-        c.training.recompute == "selective"
-            ? double(sp.shape.layers) * core_flops
-            : double(recomputed_blocks(c, sp.shape.layers)) * block_flops;
+    const double recomputed_flops = recompute_flops_per_token(c, sp.shape, dims.tp);
     const double recompute_cpu_seconds =
         recomputed_flops * tokens_per_micro_batch / o.flops_per_second;
     sp.backward_seconds = 2 * sp.forward_seconds + recompute_cpu_seconds * plan.compute_stretch;

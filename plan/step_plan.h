@@ -4,8 +4,9 @@
 //
 // Step time (the slowest pipeline stage's view):
 //   compute   forward 2 x FLOP-bearing parameters x tokens (+ attention
-//             4 x seq x hidden / tp per token and layer), backward twice that,
-//             at `flops_per_second` per rank;
+//             4 x seq x hidden / tp per token and layer), backward twice that
+//             plus recomputation (plan/model_flops.h, the trainer's MFU
+//             formula), at `flops_per_second` per rank;
 //   tp, pp    blocking: paid per micro-batch on the critical path;
 //   pipeline  1F1B and GPipe both take (m + pp - 1) slots of the slowest
 //             stage's micro-batch time, so the bubble is (pp-1)/(m+pp-1);
@@ -40,6 +41,7 @@
 #include "parallel/memory_estimate.h"
 #include "parallel/mesh/parallel_dims.h"
 #include "plan/cost_model.h"
+#include "plan/model_flops.h"
 #include "plan/step_traffic.h"
 
 namespace cmpi::plan {
@@ -115,9 +117,5 @@ struct StepPlan {
 
 StepPlan plan_step(const config::Config& config, const parallel::ParallelDims& dims,
                    const PlanOptions& options, CodecCostTable& codecs);
-
-// Forward FLOPs per token of one rank of a stage: 2 x its matmul weights
-// (blocks, and the head on the last stage) + attention's QK^T and AV.
-double forward_flops_per_token(const config::Config& config, const StageShape& stage, int tp);
 
 }  // namespace cmpi::plan

@@ -12,6 +12,7 @@ PACKAGES=(
   libzfp-dev libyaml-cpp-dev libgtest-dev
   libzstd-dev liblz4-dev libblosc-dev
   libicu-dev
+  libprotobuf-dev protobuf-compiler
   iproute2
   python3-venv python3-matplotlib python3-numpy python3-yaml
   bible-kjv bible-kjv-text

@@ -14,21 +14,33 @@
 
 #include <string>
 
+#include "config/config_enums.h"
+
 namespace cmpi::trainer {
 
 struct BlasReport {
   std::string path;  // real path of the loaded BLAS, empty if none was found
   std::string name;  // "OpenBLAS 0.3.21 ...", "reference BLAS", ...
   bool reference = false;
-  double gemm_gflops = 0;  // best of a few 512x256x1024 float GEMMs
+  double gemm_gflops = 0;  // best of up to 20 512x256x1024 float GEMMs
   int threads = 1;
+  // The same GEMM in bf16 when the run computes in bf16 (0: not measured).
+  // fp16 runs are emulated in float32 arithmetic on the CPU: their matmuls
+  // run at the float rate.
+  double bf16_gemm_gflops = 0;
+  // The rate of the run's precision: MFU's peak under run.peak_flops auto.
+  double run_precision_gflops() const {
+    return bf16_gemm_gflops > 0 ? bf16_gemm_gflops : gemm_gflops;
+  }
 };
 
 // Sets LibTorch's intra-op threads to `threads` and measures (~10 ms on
-// OpenBLAS, ~0.5 s on the reference BLAS).
-BlasReport probe_blas(int threads);
+// OpenBLAS, ~0.5 s on the reference BLAS), in float and, for a bf16 run, in
+// bf16.
+BlasReport probe_blas(int threads, config::Precision precision = config::Precision::kFp32);
 
-// "blas: OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3), GEMM 512x256x1024: 38.1 GFLOP/s on 1 thread"
+// "blas: OpenBLAS 0.3.21 (/usr/lib/.../libblas.so.3), GEMM 512x256x1024: 38.1 GFLOP/s on 1
+// thread", then " | bf16: 20.4 GFLOP/s" when bf16 was measured.
 std::string describe(const BlasReport& report);
 
 // A multi-line warning when the reference BLAS is in use, else "".

@@ -16,6 +16,7 @@
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/loaded_checkpoint.h"
+#include "checkpoint/metadata.h"
 #include "checkpoint/optimizer_state.h"
 #include "checkpoint/rank_agreement.h"
 #include "checkpoint/safetensors_writer.h"
@@ -33,6 +34,7 @@
 #include "launch/memory_preflight.h"
 #include "models/family/model_family.h"
 #include "parallel/mesh/process_groups.h"
+#include "plan/peak_flops.h"
 #include "trainer/allocator_settings.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
@@ -134,18 +136,20 @@ int main(int argc, char** argv) {
     for (const std::string& note : config.notes) std::printf("config: %s\n", note.c_str());
     std::fflush(stdout);
   }
-  // Which checkpoint --resume means, agreed before anything is allocated.
+  // Which checkpoint --resume means, agreed before anything is allocated,
+  // and how far it got.
   std::string resume_path;
+  int64_t resumed_step = 0;
   if (args.resume) {
     try {
       checkpoint::agree_or_throw(MPI_COMM_WORLD, [&] {
         const std::string root = config::checkpoint_root(config);
-        if (!args.resume_auto) {
-          resume_path = checkpoint::resolve_resume_path(root, args.resume_path);
-          return;
-        }
-        resume_path = checkpoint::latest_checkpoint_if_any(root);
-        if (resume_path.empty() && rank == 0 && config.log.every > 0) {
+        resume_path = args.resume_auto ? checkpoint::latest_checkpoint_if_any(root)
+                                       : checkpoint::resolve_resume_path(root, args.resume_path);
+        if (!resume_path.empty())
+          resumed_step =
+              checkpoint::read_metadata(resume_path + "/" + checkpoint::kMetadataFile).step;
+        if (args.resume_auto && resume_path.empty() && rank == 0 && config.log.every > 0) {
           std::printf(
               "checkpoint: --resume auto: no complete checkpoint under %s, starting at "
               "step 0\n",
@@ -190,6 +194,18 @@ int main(int argc, char** argv) {
       if (rank == 0) std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
       return 2;
     }
+    return 0;
+  }
+  // A finished run resumed (a requeued job that already completed): nothing
+  // to train, and its summary and metrics stay as they are.
+  if (!resume_path.empty() && resumed_step >= config.training.steps && !args.plan.enabled) {
+    if (rank == 0)
+      std::printf(
+          "%s: run %s already finished: checkpoint %s is at step %lld of training.steps %lld; "
+          "nothing to train (raise training.steps to train on), its files are left as they "
+          "are\n",
+          kProgram, config::run_directory(config).c_str(), resume_path.c_str(),
+          (long long)resumed_step, (long long)config.training.steps);
     return 0;
   }
   if (args.plan.enabled) {
@@ -237,8 +253,21 @@ int main(int argc, char** argv) {
   try {
     // Rank 0 reports which BLAS LibTorch runs on, and warns loudly on the
     // reference one (it would make compute ~10x slower than it should be).
+    // It also measures the GEMM rate of the run's precision: the peak MFU
+    // divides by unless run.peak_flops names a device or a number.
+    trainer::TrainerOptions options;
     if (rank == 0) {
-      const auto blas = trainer::probe_blas(int(config.training.threads));
+      const auto blas =
+          trainer::probe_blas(int(config.training.threads), config.training.precision);
+      const auto peak = plan::resolve_peak_flops(config.run.peak_flops, config.training.precision);
+      options.peak_flops = peak.flops_per_second;
+      options.peak_source = peak.source;
+      if (peak.flops_per_second <= 0) {
+        options.peak_flops = blas.run_precision_gflops() * 1e9;
+        options.peak_source =
+            std::string("measured ") + config::name_of(config.training.precision) + " GEMM, " +
+            std::to_string(blas.threads) + " thread" + (blas.threads == 1 ? "" : "s");
+      }
       if (config.log.every > 0) std::printf("%s\n", trainer::describe(blas).c_str());
       if (config.log.every > 0 && !allocator_note.empty())
         std::printf("%s\n", allocator_note.c_str());
@@ -246,12 +275,12 @@ int main(int argc, char** argv) {
       std::fputs(trainer::reference_blas_warning(blas).c_str(), stderr);
     }
     parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, config.compression);
-    trainer::TrainerOptions options;
     options.run_dir = config::run_directory(config);
     options.resolved_config = config::to_yaml(config);
     options.dump_tensors_dir = args.dump_tensors_dir;
     options.source = tokens;
     options.resume_path = resume_path;
+    options.resume_requested = args.resume;
     options.watchdog = &mpi.watchdog();
     options.kill_rank = injected_kill.rank;
     options.kill_step = injected_kill.step;

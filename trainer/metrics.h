@@ -11,18 +11,39 @@
 // "nonfinite":["loss","grad_norm"] (the key is absent when all are finite).
 // "skipped" says whether the step's update was not applied (non-finite loss
 // or gradients, see training.on_nonfinite), "skipped_steps" how many steps
-// so far were.
+// so far were. On the console a non-finite value reads nan, inf or -inf.
+//
+// A GPT's records also say what the step's time means in FLOPs, per rank
+// (trainer/flops_meter.h): "tflops_per_rank", "mfu" and "hfu" (fractions of
+// the peak), and "eta_s", the estimated seconds to the end of the run
+// (trainer/eta.h). "loss_floor" is written only where the data has one
+// (the Markov chain's entropy rate; real text has none).
+//
+// With a TensorBoard folder (log.tensorboard) every record also becomes one
+// event of scalars there (io/tensorboard_writer.h), named as the JSON keys:
+// see MetricsLog::scalars.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/units.h"
 #include "io/checked_file.h"
+#include "io/tensorboard_writer.h"
 
 namespace cmpi::trainer {
+
+// One communicator group's traffic so far: raw / wire bytes, and the bytes
+// that went on the wire.
+struct GroupTraffic {
+  std::string name;
+  double ratio = 1;
+  uint64_t wire_bytes = 0;
+};
 
 struct StepRecord {
   int64_t step = 0;  // 1-based
@@ -60,13 +81,26 @@ struct StepRecord {
   std::string groups_json;              // {"dp":{...},...} cumulative per-group stats
   std::string memory_json;              // {"parameters_bytes":...,...} or empty
   std::string auto_json;                // preset auto: trainer/auto_report.h; else empty
+  // Per rank, from the model's FLOPs (trainer/flops_meter.h): model TFLOP/s,
+  // MFU and HFU as fractions of the peak; negative: not counted (a ResNet;
+  // MFU and HFU also when no peak is known).
+  double tflops_per_rank = -1;
+  double mfu = -1;
+  double hfu = -1;
+  double eta_seconds = -1;  // to the end of the run; negative: not known yet
+  // Every group in groups_json, cumulative like it (TensorBoard's
+  // groups/<name>/ratio and groups/<name>/sent_MB).
+  std::vector<GroupTraffic> group_traffic;
 };
 
 class MetricsLog {
  public:
   // jsonl_path empty: no file. print_every 0: no progress lines. `earlier`:
   // records of earlier steps to start the file with (a resumed run's).
-  MetricsLog(const std::string& jsonl_path, int64_t print_every, const std::string& earlier = "");
+  // tensorboard_dir empty: no event file; else one there, which after
+  // `resumed_after` > 0 steps marks a restart at the next step.
+  MetricsLog(const std::string& jsonl_path, int64_t print_every, const std::string& earlier = "",
+             const std::string& tensorboard_dir = "", int64_t resumed_after = 0);
   // Closes the file without reporting errors (an exception is unwinding):
   // a run that ends normally calls close().
   ~MetricsLog() = default;
@@ -74,17 +108,32 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
 
   void record(const StepRecord& r);
-  // Forces metrics.jsonl to storage and closes it; throws io::FileError if
-  // that fails (a full disk may be reported only here).
+  // Forces metrics.jsonl (and the event file) to storage and closes it;
+  // throws io::FileError if that fails (a full disk may be reported only
+  // here).
   void close();
+  // The event file's path; empty without one.
+  std::string tensorboard_path() const { return tensorboard_ ? tensorboard_->path() : ""; }
 
   static std::string to_json(const StepRecord& r);
   static std::string progress_line(const StepRecord& r);
+  // The record's TensorBoard scalars, tagged as its JSON keys: loss,
+  // val_loss, lr, grad_norm, tokens_per_s (images_per_s, accuracy and
+  // val_accuracy for classifiers), loss_scale, tflops_per_rank, mfu, hfu,
+  // step_ms, comm_ms, and per group groups/<name>/ratio and
+  // groups/<name>/sent_MB (its wire_bytes / 1e6). Values the record does not
+  // hold are left out.
+  static io::TensorBoardWriter::Scalars scalars(const StepRecord& r);
 
  private:
   std::optional<io::CheckedFile> file_;
+  std::unique_ptr<io::TensorBoardWriter> tensorboard_;
   int64_t print_every_;
 };
+
+// A number for the console: printf's `format`, or nan, inf, -inf (printf
+// writes a NaN's sign, "-nan", which reads like a negative number).
+std::string console_number(const char* format, double value);
 
 // `value` printed with the printf `format` for one number, or null when it is
 // NaN or infinite (JSON has no such numbers); then `name` is appended to
@@ -93,6 +142,10 @@ std::string json_number(const char* format, double value, const char* name,
                         std::vector<std::string>& nonfinite);
 // ,"nonfinite":["a","b"] or "" when the list is empty.
 std::string nonfinite_json(const std::vector<std::string>& nonfinite);
+
+// The number a one-line JSON record (metrics.jsonl, attempts.jsonl) holds
+// at "key": (null reads as NaN); nullopt when the key is absent.
+std::optional<double> number_field(const std::string& line, const char* key);
 
 // CPU time this process has used so far (all threads), seconds; -1 if the
 // clock is unavailable.

@@ -9,6 +9,7 @@
 #include "comm/communicator.h"
 #include "io/atomic_file.h"
 #include "parallel/mesh/process_groups.h"
+#include "trainer/flops_meter.h"
 #include "trainer/metrics.h"
 
 namespace cmpi::trainer {
@@ -73,27 +74,82 @@ std::string memory_by_stage_json(parallel::ProcessGroups& groups, const TrainRes
   return json + "]}";
 }
 
+// The run's attempts (trainer/attempt_log.h): all of them in "steps",
+// "seconds", "attempts" and "restarts"; a resumed launch adds what it did
+// itself.
+std::string history_json(const TrainResult& result) {
+  const RunHistory& h = result.history;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, ",\"attempts\":%lld,\"restarts\":%lld,\"wall_seconds\":%.3f",
+                (long long)h.attempts, (long long)(h.attempts - 1), h.wall_seconds);
+  std::string json = buf;
+  if (h.steps_before > 0) {
+    std::snprintf(buf, sizeof buf,
+                  ",\"resumed_from_step\":%lld,\"steps_this_attempt\":%zu,"
+                  "\"seconds_this_attempt\":%.3f",
+                  (long long)h.steps_before, result.losses.size(), result.seconds);
+    json += buf;
+  }
+  return json;
+}
+
+// Model FLOPs and utilisation per rank (trainer/flops_meter.h), and the
+// console's words for them; nothing for a model without a FLOP count.
+std::string utilization_json(const RunUtilization& u, std::string& text) {
+  if (u.tflops_per_rank < 0) return "";
+  char buf[384];
+  std::snprintf(buf, sizeof buf, ",\"forward_flops_per_token\":%.6g,\"tflops_per_rank\":%.6g",
+                u.flops_per_token, u.tflops_per_rank);
+  std::string json = buf;
+  text = " | " + human_flops(u.tflops_per_rank * 1e12) + "/rank";
+  if (u.mfu < 0) return json;
+  std::snprintf(buf, sizeof buf,
+                ",\"mfu\":%.6g,\"hfu\":%.6g,\"peak_flops\":%.6g,\"peak_source\":\"%s\"", u.mfu,
+                u.hfu, u.peak_flops, u.peak_source.c_str());
+  json += buf;
+  std::snprintf(buf, sizeof buf, ", MFU %.1f%%", 100 * u.mfu);
+  text += buf;
+  if (u.hfu > u.mfu) {
+    std::snprintf(buf, sizeof buf, " (HFU %.1f%%)", 100 * u.hfu);
+    text += buf;
+  }
+  text += " of " + human_flops(u.peak_flops) + " (" + u.peak_source + ")";
+  return json;
+}
+
 }  // namespace
 
 void report_summary(const config::Config& config, parallel::ProcessGroups& groups,
                     const TrainResult& result, const std::string& run_dir) {
   const bool is_root = groups.world_rank() == 0;
+  const RunHistory& history = result.history;
   const double final_loss = result.losses.empty() ? 0.0 : result.losses.back();
-  const double first_loss = result.losses.empty() ? 0.0 : result.losses.front();
+  // A resumed run's first loss is step 1's, from the earlier attempts' records.
+  const double first_loss = history.has_first_loss  ? history.first_loss
+                            : result.losses.empty() ? 0.0
+                                                    : result.losses.front();
+  const int64_t steps = history.steps_before + int64_t(result.losses.size());
   // A NaN loss is written as null and named in "nonfinite" (metrics.h).
   std::vector<std::string> nonfinite;
   const std::string first_json = json_number("%.6f", first_loss, "first_loss", nonfinite);
   const std::string final_json = json_number("%.6f", final_loss, "final_loss", nonfinite);
+  // Only the synthetic Markov data has a floor (0: none, e.g. real text).
+  char floor_json[48] = "";
+  if (result.loss_floor > 0)
+    std::snprintf(floor_json, sizeof floor_json, ",\"loss_floor\":%.6f", result.loss_floor);
   std::string json;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "{\"steps\":%zu,\"first_loss\":%s,\"final_loss\":%s,\"loss_floor\":%.6f,"
+                "{\"steps\":%lld,\"first_loss\":%s,\"final_loss\":%s%s,"
                 "\"skipped_steps\":%lld,\"seconds\":%.3f,\"tokens_per_s\":%.1f,"
                 "\"parameters\":%lld,\"layout\":\"%s\"",
-                result.losses.size(), first_json.c_str(), final_json.c_str(), result.loss_floor,
-                (long long)result.skipped_steps, result.seconds, result.tokens_per_second,
+                (long long)steps, first_json.c_str(), final_json.c_str(), floor_json,
+                (long long)result.skipped_steps, history.seconds, result.tokens_per_second,
                 (long long)result.parameters, groups.dims().to_string().c_str());
   json = buf;
+  json += history_json(result);
+  std::string flops_text;
+  json += utilization_json(result.utilization, flops_text);
   std::snprintf(buf, sizeof buf, ",\"precision\":\"%s\"",
                 config::name_of(config.training.precision));
   json += buf;
@@ -117,14 +173,19 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
   }
   std::string val_text;
   if (!result.val_losses.empty()) {
-    const auto& [first_step, first_val] = result.val_losses.front();
+    auto [first_step, first_val] = result.val_losses.front();
+    if (history.has_first_val_loss) {
+      first_step = history.first_val_step;
+      first_val = history.first_val_loss;
+    }
     const auto& [last_step, last_val] = result.val_losses.back();
     json += ",\"first_val_loss\":" + json_number("%.6f", first_val, "first_val_loss", nonfinite) +
             ",\"first_val_step\":" + std::to_string(first_step) +
             ",\"val_loss\":" + json_number("%.6f", last_val, "val_loss", nonfinite) +
             ",\"val_step\":" + std::to_string(last_step);
-    std::snprintf(buf, sizeof buf, " | val_loss %.4f (step %lld) -> %.4f (step %lld)", first_val,
-                  (long long)first_step, last_val, (long long)last_step);
+    std::snprintf(buf, sizeof buf, " | val_loss %s (step %lld) -> %s (step %lld)",
+                  console_number("%.4f", first_val).c_str(), (long long)first_step,
+                  console_number("%.4f", last_val).c_str(), (long long)last_step);
     val_text = buf;
   }
   json += nonfinite_json(nonfinite) + memory_by_stage_json(groups, result) + ",\"groups\":{";
@@ -165,9 +226,18 @@ void report_summary(const config::Config& config, parallel::ProcessGroups& group
   if (result.loss_floor > 0)
     std::snprintf(floor, sizeof floor, " (floor %.4f, gap %.4f)", result.loss_floor,
                   final_loss - result.loss_floor);
-  std::printf("done: %zu steps in %.1f s | loss %.4f -> %.4f%s%s | %s | %lld skipped steps\n",
-              result.losses.size(), result.seconds, first_loss, final_loss, floor, val_text.c_str(),
-              throughput.c_str(), (long long)result.skipped_steps);
+  // A resumed launch: "8 steps (2 this launch, from step 6) in 3.1 s over 2 attempts".
+  std::string launch_text, attempts_text;
+  if (history.steps_before > 0)
+    launch_text = " (" + std::to_string(result.losses.size()) + " this launch, from step " +
+                  std::to_string(history.steps_before) + ")";
+  if (history.attempts > 1)
+    attempts_text = " over " + std::to_string(history.attempts) + " attempts";
+  std::printf("done: %lld steps%s in %.1f s%s | loss %s -> %s%s%s | %s%s | %lld skipped steps\n",
+              (long long)steps, launch_text.c_str(), history.seconds, attempts_text.c_str(),
+              console_number("%.4f", first_loss).c_str(),
+              console_number("%.4f", final_loss).c_str(), floor, val_text.c_str(),
+              throughput.c_str(), flops_text.c_str(), (long long)result.skipped_steps);
   std::printf("communication (summed over ranks):\n%s", lines.empty() ? "  none\n" : lines.c_str());
   if (!run_dir.empty()) {
     // Throws (and main aborts the job) if the summary cannot be written, so

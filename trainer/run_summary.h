@@ -7,7 +7,11 @@
 // skipped for non-finite values and, per group, the codec chunks sent raw
 // because they held NaN or infinity; and per pipeline stage the most memory
 // any of its ranks held: the optimizer's peak state (parameters, gradients,
-// moments, staging) and the peak resident set (getrusage's ru_maxrss).
+// moments, staging) and the peak resident set (getrusage's ru_maxrss). It
+// covers the whole run across its launches (steps, first loss, seconds,
+// attempts and restarts: TrainResult::history) and, for a GPT, the model
+// FLOPs per token, per-rank TFLOP/s, MFU and HFU against the peak and where
+// that peak came from. The loss floor is written only where the data has one.
 #pragma once
 
 #include <string>

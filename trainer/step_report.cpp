@@ -26,6 +26,19 @@ std::string groups_json(parallel::ProcessGroups& groups, const ExtraGroupStats& 
   return out + "}";
 }
 
+std::vector<GroupTraffic> group_traffic(parallel::ProcessGroups& groups,
+                                        const ExtraGroupStats& extra) {
+  std::vector<GroupTraffic> out;
+  const auto add = [&](const std::string& name, const comm::CommStats& stats) {
+    const comm::OpCounters total = stats.total();
+    if (total.calls == 0) return;
+    out.push_back({name, total.ratio(), total.wire_bytes});
+  };
+  for (auto kind : comm::kAllGroupKinds) add(comm::to_string(kind), groups.group(kind).stats());
+  for (const auto& [name, stats] : extra) add(name, *stats);
+  return out;
+}
+
 void record_step_traffic(StepRecord& record, const comm::OpCounters& before,
                          const comm::OpCounters& after,
                          const parallel::DataParallelOptimizer& optimizer) {

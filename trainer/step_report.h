@@ -11,6 +11,7 @@
 
 #include "comm/comm_stats.h"
 #include "models/train_model.h"
+#include "trainer/metrics.h"
 
 namespace cmpi::parallel {
 class DataParallelOptimizer;
@@ -18,8 +19,6 @@ class ProcessGroups;
 }  // namespace cmpi::parallel
 
 namespace cmpi::trainer {
-
-struct StepRecord;
 
 // Communicators outside the process grid that a model also reports.
 using models::ExtraGroupStats;
@@ -30,6 +29,10 @@ comm::OpCounters comm_totals(parallel::ProcessGroups& groups, const ExtraGroupSt
 // {"dp":{...},"tp":{...},...}: the cumulative stats of every group that moved
 // anything, then the extras that did.
 std::string groups_json(parallel::ProcessGroups& groups, const ExtraGroupStats& extra = {});
+
+// The same groups' cumulative ratio and wire bytes (StepRecord::group_traffic).
+std::vector<GroupTraffic> group_traffic(parallel::ProcessGroups& groups,
+                                        const ExtraGroupStats& extra = {});
 
 // Fills the record's communication fields (comm_ms, raw and wire bytes) from
 // the totals before and after the step, and its gradient-reduction fields

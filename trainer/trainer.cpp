@@ -17,7 +17,11 @@
 #include "models/train_model.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/zero/data_parallel_optimizer.h"
+#include "plan/model_flops.h"
+#include "trainer/attempt_log.h"
 #include "trainer/auto_report.h"
+#include "trainer/eta.h"
+#include "trainer/flops_meter.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/metrics.h"
 #include "trainer/nonfinite_guard.h"
@@ -35,6 +39,9 @@ struct Trainer::Impl {
   }
   // metrics.jsonl of the steps before a resumed checkpoint's, to keep.
   std::string earlier_metrics(const std::string& path) const;
+  // Where the step's time leaves the run: ETA and the per-rank FLOP rates.
+  void time_step(StepRecord& r, double step_seconds, double wall_seconds,
+                 double evaluation_seconds);
   // The step record's memory object: the optimizer's state and the model's
   // own figure.
   std::string memory_json() const {
@@ -78,6 +85,8 @@ struct Trainer::Impl {
   std::unique_ptr<checkpoint::CheckpointManager> checkpoints;
   std::unique_ptr<NonfiniteGuard> guard;
   LrSchedule schedule;
+  FlopsMeter flops;
+  EtaClock eta;
   int64_t steps_done = 0;      // where run() starts, then how far it got
   int64_t skipped_before = 0;  // skipped steps before a resumed checkpoint
 };
@@ -100,6 +109,10 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
   s.schedule.warmup_steps = t.warmup_steps;
   s.schedule.total_steps = t.steps;
   s.guard = std::make_unique<NonfiniteGuard>(t, groups);
+  // The model's FLOPs (a GPT's; none for a ResNet) over every rank.
+  s.flops = FlopsMeter(plan::model_flops_per_token(config, groups.dims()),
+                       double(t.global_batch * s.model->tokens_per_sample()),
+                       groups.dims().world_size(), s.options.peak_flops);
   checkpoint::CheckpointSettings settings;
   settings.root = config::checkpoint_root(config);
   settings.every = config.checkpoint.every;
@@ -135,6 +148,46 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::Impl::time_step(StepRecord& r, double step_seconds, double wall_seconds,
+                              double evaluation_seconds) {
+  const Utilization u = flops.over(1, step_seconds);
+  r.tflops_per_rank = u.tflops_per_rank;
+  r.mfu = u.mfu;
+  r.hfu = u.hfu;
+  eta.step_took(wall_seconds - evaluation_seconds);
+  if (evaluation_seconds > 0) eta.evaluation_took(evaluation_seconds);
+  r.eta_seconds =
+      eta.remaining_seconds(config.training.steps - r.step,
+                            evaluations_after(r.step, config.training.steps, config.eval.every));
+}
+
+namespace {
+
+// What metrics.jsonl's earlier records (a resumed run's) say about the run's
+// beginning: step 1's loss and the first validation loss.
+void read_history(const std::string& earlier, RunHistory& history) {
+  size_t begin = 0;
+  while (begin < earlier.size()) {
+    const size_t end = earlier.find('\n', begin);
+    const std::string line =
+        earlier.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    begin = end == std::string::npos ? earlier.size() : end + 1;
+    if (const auto loss = number_field(line, "loss"); loss && !history.has_first_loss) {
+      history.has_first_loss = true;
+      history.first_loss = *loss;
+    }
+    const auto val = number_field(line, "val_loss");
+    const auto step = number_field(line, "step");
+    if (val && step && !history.has_first_val_loss) {
+      history.has_first_val_loss = true;
+      history.first_val_step = int64_t(*step);
+      history.first_val_loss = *val;
+    }
+  }
+}
+
+}  // namespace
 
 std::string Trainer::Impl::earlier_metrics(const std::string& path) const {
   std::ifstream in(path);
@@ -219,22 +272,27 @@ TrainResult Trainer::run() {
   const bool is_root = s.groups.world_rank() == 0;
   const int64_t print_every = s.print_every();
 
-  std::string metrics_path;
+  std::string metrics_path, tensorboard_dir, attempts_path;
   if (is_root && !s.options.run_dir.empty()) {
     io::create_directories(s.options.run_dir);
     if (!s.options.resolved_config.empty())
       io::write_file_atomically(s.options.run_dir + "/config.yaml", s.options.resolved_config);
     if (s.config.log.metrics_jsonl) metrics_path = s.options.run_dir + "/metrics.jsonl";
+    if (s.config.log.tensorboard) tensorboard_dir = s.options.run_dir + "/tensorboard";
+    attempts_path = s.options.run_dir + "/attempts.jsonl";
   }
   // A resumed run continues the metrics of the steps before its checkpoint.
   const std::string earlier =
       metrics_path.empty() || s.steps_done == 0 ? "" : s.earlier_metrics(metrics_path);
   if (!s.options.dump_tensors_dir.empty() && is_root)
     io::create_directories(s.options.dump_tensors_dir);
-  MetricsLog log(metrics_path, is_root ? print_every : 0, earlier);
+  MetricsLog log(metrics_path, is_root ? print_every : 0, earlier, tensorboard_dir, s.steps_done);
   StageTrafficLog stage_traffic(s.options.stage_traffic_dir, s.groups);
+  AttemptLog attempts(attempts_path, s.options.resume_requested, s.steps_done);
 
   TrainResult result;
+  result.history.steps_before = s.steps_done;
+  read_history(earlier, result.history);
   result.loss_floor = model.loss_floor();
   result.parameters = model.parameter_count();
   if (is_root && print_every > 0) {
@@ -247,6 +305,7 @@ TrainResult Trainer::run() {
   const auto run_start = comm::Clock::now();
   const int64_t first_step = s.steps_done;
   const bool adaptive = s.groups.policy().config().preset == "auto";
+  auto previous_end = run_start;  // where the last iteration ended, for ETA
   for (int64_t step = first_step; step < t.steps; ++step) {
     if (s.options.watchdog) s.options.watchdog->note_step(step + 1);
     s.inject_test_fault(step);
@@ -276,9 +335,14 @@ TrainResult Trainer::run() {
     const StepVerdict verdict = s.guard->check(step + 1, model.last_grad_norm(), model.health());
 
     StepRecord r = s.record_step(step, outcome, timing, verdict, result);
+    const auto evaluation_start = comm::Clock::now();
     s.evaluate_if_due(step, verdict, r, result);
-    if (is_root && (!metrics_path.empty() || print_every > 0)) {
+    const double evaluation_seconds = r.has_val_loss ? comm::seconds_since(evaluation_start) : 0;
+    s.time_step(r, timing.seconds, comm::seconds_since(previous_end), evaluation_seconds);
+    previous_end = comm::Clock::now();
+    if (is_root && (!metrics_path.empty() || print_every > 0 || !tensorboard_dir.empty())) {
       r.groups_json = groups_json(s.groups, model.extra_groups());
+      r.group_traffic = group_traffic(s.groups, model.extra_groups());
       r.memory_json = s.memory_json();
       if (adaptive) r.auto_json = auto_decisions_json(decisions, adapt_ms);
       log.record(r);
@@ -288,10 +352,26 @@ TrainResult Trainer::run() {
     s.act_on(verdict, is_root);
     s.steps_done = step + 1;
     s.checkpoints->poll();
-    if (s.checkpoints->due(s.steps_done)) s.checkpoints->save(s.steps_done, result.skipped_steps);
+    if (s.checkpoints->due(s.steps_done)) {
+      s.checkpoints->save(s.steps_done, result.skipped_steps);
+      attempts.progress(s.steps_done, comm::seconds_since(run_start));
+    }
   }
   s.checkpoints->finish();
   result.seconds = comm::seconds_since(run_start);
+  attempts.progress(s.steps_done, result.seconds);
+  attempts.close();
+  const AttemptLog::Totals all_attempts = attempts.totals(result.seconds);
+  result.history.attempts = all_attempts.attempts;
+  result.history.seconds = all_attempts.seconds;
+  result.history.wall_seconds = all_attempts.wall_seconds;
+  const Utilization u = s.flops.over(double(t.steps - first_step), result.seconds);
+  result.utilization.flops_per_token = s.flops.per_token().forward;
+  result.utilization.tflops_per_rank = u.tflops_per_rank;
+  result.utilization.mfu = u.mfu;
+  result.utilization.hfu = u.hfu;
+  result.utilization.peak_flops = s.flops.peak();
+  result.utilization.peak_source = s.options.peak_source;
   result.peak_gathered_parameter_bytes = model.optimizer().peak_gathered_parameter_bytes();
   result.peak_state_bytes = model.optimizer().peak_bytes();
   log.close();
@@ -299,6 +379,10 @@ TrainResult Trainer::run() {
   if (is_root && !s.options.run_dir.empty()) {
     if (!s.options.resolved_config.empty()) result.run_files.push_back("config.yaml");
     if (!metrics_path.empty()) result.run_files.push_back("metrics.jsonl");
+    if (!tensorboard_dir.empty())
+      result.run_files.push_back("tensorboard/" +
+                                 log.tensorboard_path().substr(tensorboard_dir.size() + 1));
+    result.run_files.push_back("attempts.jsonl");
   }
   const auto totals = comm_totals(s.groups, model.extra_groups());
   result.wire_bytes = totals.wire_bytes;

@@ -12,7 +12,10 @@
 //     loss or gradients went non-finite is never applied; all ranks agree on
 //     it and skip it or stop together, training.on_nonfinite), evaluation
 //     every eval.every steps, and the step report: rank 0 prints progress and
-//     appends metrics.jsonl.
+//     appends metrics.jsonl (and, with log.tensorboard, an event file's
+//     scalars), each step's per-rank FLOP rates and MFU (flops_meter.h) and
+//     ETA (eta.h) among them; the run's launches go to attempts.jsonl
+//     (attempt_log.h) so that the summary covers all of them.
 //
 // The header is torch-free (the model lives behind Impl), so the CLI and
 // tests that only drive a run compile without LibTorch.
@@ -61,11 +64,43 @@ struct TrainerOptions {
   // Tests and diagnostics (trainer/stage_traffic_log.h): a rank of every
   // pipeline stage logs its per-step traffic there; empty: none.
   std::string stage_traffic_dir;
+  // FLOP/s per rank that MFU divides by (plan/peak_flops.h resolved, or the
+  // BLAS probe's GEMM rate), and where it came from; 0: not known here (only
+  // rank 0, which reports, needs it).
+  double peak_flops = 0;
+  std::string peak_source;
+  // The launch asked for --resume: the run directory's attempt history
+  // (trainer/attempt_log.h) continues instead of starting anew.
+  bool resume_requested = false;
+};
+
+// Per rank over a run's steps (trainer/flops_meter.h); negative: not counted.
+struct RunUtilization {
+  double flops_per_token = 0;  // model forward FLOPs of one token (0: not counted)
+  double tflops_per_rank = -1;
+  double mfu = -1, hfu = -1;
+  double peak_flops = 0;  // per rank; 0: unknown
+  std::string peak_source;
+};
+
+// The whole run across its launches (rank 0 with a run directory; else this
+// attempt alone): a resumed launch continues the steps, losses and time of
+// the attempts before it (trainer/attempt_log.h, metrics.jsonl).
+struct RunHistory {
+  int64_t steps_before = 0;  // steps done before this attempt (its checkpoint's)
+  bool has_first_loss = false;
+  double first_loss = 0;  // step 1's, from metrics.jsonl
+  bool has_first_val_loss = false;
+  int64_t first_val_step = 0;
+  double first_val_loss = 0;
+  int64_t attempts = 1;     // launches that trained, this one included
+  double seconds = 0;       // training time of all attempts (as recorded)
+  double wall_seconds = 0;  // since the first attempt started
 };
 
 struct TrainResult {
-  std::vector<double> losses;  // per step: mean loss over the global batch
-  double loss_floor = 0;       // entropy rate of the synthetic data (0: unknown)
+  std::vector<double> losses;  // per step of this attempt: mean loss over the global batch
+  double loss_floor = 0;       // entropy rate of the synthetic data (0: none, real text)
   // (step, validation loss) of every evaluation (eval.every).
   std::vector<std::pair<int64_t, double>> val_losses;
   double seconds = 0;
@@ -94,6 +129,8 @@ struct TrainResult {
   int64_t peak_state_bytes = 0;
   // The files rank 0 wrote in the run directory ("config.yaml", ...).
   std::vector<std::string> run_files;
+  RunUtilization utilization;
+  RunHistory history;
 };
 
 // Thrown by Trainer::run() on every rank at the same step when the ranks

@@ -22,6 +22,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.run.seed, b.run.seed);
   EXPECT_EQ(a.run.memory_check, b.run.memory_check);
   EXPECT_EQ(a.run.timeout, b.run.timeout);
+  EXPECT_EQ(a.run.peak_flops, b.run.peak_flops);
   EXPECT_EQ(a.model.vocab_size, b.model.vocab_size);
   EXPECT_EQ(a.model.seq_len, b.model.seq_len);
   EXPECT_EQ(a.model.layers, b.model.layers);
@@ -105,12 +106,13 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.checkpoint.async, b.checkpoint.async);
   EXPECT_EQ(a.log.every, b.log.every);
   EXPECT_EQ(a.log.metrics_jsonl, b.log.metrics_jsonl);
+  EXPECT_EQ(a.log.tensorboard, b.log.tensorboard);
 }
 
 TEST_F(ConfigTest, ToYamlRoundTripsAConfigWithEveryValueChanged) {
   const std::string text = R"(
 run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false,
-      timeout: 7.5}
+      timeout: 7.5, peak_flops: a100}
 model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ratio: 3,
         dropout: 0.1, init_std: 0.017, tie_embeddings: false, position: rotary,
         rotary_pct: 0.5, rotary_base: 500.5, parallel_residual: true,
@@ -140,7 +142,7 @@ compression:
     - match: {}
       codec: none
 checkpoint: {dir: "", every: 0, keep_last: 5, async: true}
-log: {every: 4, metrics_jsonl: false}
+log: {every: 4, metrics_jsonl: false, tensorboard: true}
 )";
   const Config original = load_checked_config(write(text));
   const std::string written = to_yaml(original);
@@ -163,6 +165,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "seed:",
                           "memory_check: true",
                           "timeout:",
+                          "peak_flops: auto",
                           "model:",
                           "vocab_size:",
                           "init_std:",
@@ -194,7 +197,8 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "every:",
                           "async: false",
                           "log:",
-                          "metrics_jsonl: true"})
+                          "metrics_jsonl: true",
+                          "tensorboard: false"})
     EXPECT_CONTAINS(written, key);
   expect_same_config(defaults, load_checked_config(write(written, "resolved.yaml")));
 }

@@ -210,7 +210,8 @@ TEST_F(ConfigTest, UnknownKeyNamesKeyFileLineAndSuggestsTheClosest) {
 
 TEST_F(ConfigTest, UnknownKeyFarFromAnyKnownOneListsTheKnownKeys) {
   const std::string text = "log:\n  every: 3\n  colour: blue\n";
-  expect_error_at(text, "colour", "log.colour", "known keys in log: every, metrics_jsonl");
+  expect_error_at(text, "colour", "log.colour",
+                  "known keys in log: every, metrics_jsonl, tensorboard");
   expect_error_at("modle:\n  layers: 2\n", "modle", "modle", "did you mean model?");
 }
 

@@ -49,7 +49,7 @@ ckpts="$work/keep/checkpoints"
 [ "$(ls "$ckpts")" = "$(printf 'step_00000006\nstep_00000008')" ] || fail "keep_last=2 kept: $(ls "$ckpts")"
 rm "$ckpts/step_00000008/metadata.yaml"  # as if the save of step 8 had crashed
 train --set run.name=keep --set training.steps=8 --resume || fail "resume past an incomplete save"
-grep -q "done: 2 steps" "$work/out.txt" || fail "did not resume from step 6"
+grep -q "done: 8 steps (2 this launch, from step 6)" "$work/out.txt" || fail "did not resume from step 6"
 train --set run.name=keep --set training.steps=8 --resume "$ckpts/step_00000008"
 [ $? -eq 2 ] && grep -q "incomplete checkpoint" "$work/out.txt" || fail "incomplete checkpoint accepted"
 echo "keep_last and incomplete saves ok"

@@ -73,7 +73,7 @@ run-dir)
 
   run_to_end "$work/out-listing.txt" "$work/runs" "${short_run[@]}" --set log.metrics_jsonl=false
   [ "$job_code" -eq 0 ] || fail "run without metrics.jsonl: exit code $job_code"
-  grep -qx "run directory: $work/runs/tiny (config.yaml, summary.json)" "$job_out" \
+  grep -qx "run directory: $work/runs/tiny (config.yaml, attempts.jsonl, summary.json)" "$job_out" \
     || fail "the success line does not list exactly the files written"
   [ ! -e "$work/runs/tiny/metrics.jsonl" ] || fail "metrics.jsonl written although disabled"
   [ -s "$work/runs/tiny/summary.json" ] && [ -s "$work/runs/tiny/config.yaml" ] \
