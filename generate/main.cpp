@@ -79,6 +79,15 @@ int run(const cmpi::generate::GenerateArgs& parsed) {
     tokenizer->encode(text, ids);
     prompts.emplace_back(ids.begin(), ids.end());
   }
+  // Every prompt is checked before anything is loaded or printed.
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    try {
+      check_prompt(prompts[p], source.config.model.vocab_size, source.config.model.seq_len);
+    } catch (const std::invalid_argument& e) {
+      const std::string which = prompts.size() > 1 ? "prompt " + std::to_string(p + 1) + ": " : "";
+      throw std::invalid_argument(which + e.what());
+    }
+  }
   const auto loaded = LoadedModel::load(source);
   TokenGenerator generator(loaded->model());
   GenerationSettings settings;

@@ -33,16 +33,16 @@ TokenGenerator::TokenGenerator(models::Gpt model)
   model_->eval();
 }
 
-void TokenGenerator::check_prompt(const std::vector<int64_t>& prompt) const {
+void check_prompt(const std::vector<int64_t>& prompt, int64_t vocab_size, int64_t seq_len) {
   if (prompt.empty()) throw std::invalid_argument("the prompt has no tokens");
   for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= vocab_size_)
+    if (prompt[i] < 0 || prompt[i] >= vocab_size)
       throw std::invalid_argument("token id " + std::to_string(prompt[i]) + " (prompt position " +
                                   std::to_string(i) + ") is outside the vocabulary [0, " +
-                                  std::to_string(vocab_size_) + ")");
-  if (int64_t(prompt.size()) >= seq_len_)
+                                  std::to_string(vocab_size) + ")");
+  if (int64_t(prompt.size()) >= seq_len)
     throw std::invalid_argument("the prompt has " + std::to_string(prompt.size()) +
-                                " tokens; model.seq_len " + std::to_string(seq_len_) +
+                                " tokens; model.seq_len " + std::to_string(seq_len) +
                                 " leaves no room for a new one");
 }
 
@@ -55,7 +55,7 @@ torch::Tensor TokenGenerator::next_logits_without_cache(const std::vector<int64_
 Generated TokenGenerator::run(const std::vector<int64_t>& prompt,
                               const GenerationSettings& settings, TokenSampler& sampler,
                               const std::function<void(int64_t)>& on_token) {
-  check_prompt(prompt);
+  check_prompt(prompt, vocab_size_, seq_len_);
   torch::NoGradGuard no_grad;
   Generated out;
   std::vector<int64_t> sequence = prompt;

@@ -37,13 +37,17 @@ struct Generated {
   Stop stop = Stop::kBudget;
 };
 
+// Throws std::invalid_argument for an empty prompt, an id outside
+// [0, vocab_size), or a prompt of seq_len tokens or more (no room for one
+// new token), naming the id and its position or the lengths.
+void check_prompt(const std::vector<int64_t>& prompt, int64_t vocab_size, int64_t seq_len);
+
 class TokenGenerator {
  public:
   // `model`: a whole GPT on one rank (tp 1), put in eval mode.
   explicit TokenGenerator(models::Gpt model);
 
-  // Throws std::invalid_argument for an empty prompt, an id outside
-  // [0, vocab_size), or a prompt of model.seq_len tokens or more.
+  // Throws std::invalid_argument for a prompt check_prompt refuses.
   Generated run(const std::vector<int64_t>& prompt, const GenerationSettings& settings,
                 TokenSampler& sampler, const std::function<void(int64_t)>& on_token = {});
 
@@ -54,8 +58,6 @@ class TokenGenerator {
   int64_t vocab_size() const { return vocab_size_; }
 
  private:
-  void check_prompt(const std::vector<int64_t>& prompt) const;
-
   models::Gpt model_;
   int64_t vocab_size_, seq_len_;
 };

@@ -26,7 +26,6 @@ std::string describe(const SamplingOptions& o) {
   out << "temperature " << o.temperature;
   if (o.top_k > 0) out << ", top-k " << o.top_k;
   if (o.top_p < 1.0) out << ", top-p " << o.top_p;
-  out << ", seed " << o.seed;
   return out.str();
 }
 

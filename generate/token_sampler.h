@@ -26,7 +26,7 @@ struct SamplingOptions {
 // --top-p) for a value outside its range.
 void check_sampling_options(const SamplingOptions& options);
 
-// "greedy" or "temperature 0.8, top-k 40, top-p 0.95, seed 7".
+// "greedy" or "temperature 0.8, top-k 40, top-p 0.95".
 std::string describe(const SamplingOptions& options);
 
 class TokenSampler {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# cmpi-generate end to end on a tiny GPT (byte tokens, markov data):
-#  * trained 4 steps under tp2 and, separately, under pp2 (2 ranks each),
+# cmpi-generate end to end on a tiny GPT (byte tokens, markov data; a
+# vocabulary of 258 so that tp2 splits it, the byte tokenizer's 257 ids fit):
+#  * trained 12 steps under tp2 and, separately, under pp2 (2 ranks each),
 #    checkpointing at the end; cmpi-generate runs on ONE process (no mpirun)
 #    from the run directory (its newest checkpoint);
 #  * greedy ids with the KV cache equal those without it (the whole
@@ -21,10 +22,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../../scripts/python_env.sh"
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
-sets=(--set model.vocab_size=257 --set data.tokenizer=bytes --set model.hidden=32
-      --set model.seq_len=32 --set model.layers=2 --set training.steps=4
+sets=(--set model.vocab_size=258 --set data.tokenizer=bytes --set model.hidden=32
+      --set model.seq_len=32 --set model.layers=2 --set training.steps=12
       --set training.global_batch=4 --set training.micro_batch=2 --set training.warmup_steps=0
-      --set training.lr=1e-2 --set checkpoint.every=4 --set log.every=100 --set run.dir="$work")
+      --set training.lr=1e-2 --set checkpoint.every=12 --set log.every=100 --set run.dir="$work")
 train() {  # train NAME LAYOUT-SETS...
   local name=$1; shift
   timeout 300 mpirun -np 2 --oversubscribe --bind-to none "$train_exe" --config "$config" \
@@ -47,11 +48,11 @@ for run in tp2 pp2; do
   [ "$(wc -w < "$work/$run-cache.out")" -ge 1 ] || fail "$run: no tokens"
   diff "$work/$run-cache.out" "$work/$run-nocache.out" ||
     fail "$run: greedy ids with the KV cache differ from the full-forward ones"
-  grep -q "step 4" "$work/$run-cache.err" || fail "$run: did not load the step-4 checkpoint"
+  grep -q "step 12" "$work/$run-cache.err" || fail "$run: did not load the step-12 checkpoint"
   echo "$run: greedy ids with and without the cache: $(cat "$work/$run-cache.out")"
 done
-grep -q "tensor 2" "$work/tp2-cache.err" || fail "tp2: the layout is not reported"
-grep -q "pipeline 2" "$work/pp2-cache.err" || fail "pp2: the layout is not reported"
+grep -q "saved by tp 2" "$work/tp2-cache.err" || fail "tp2: the layout is not reported"
+grep -q "saved by pp 2" "$work/pp2-cache.err" || fail "pp2: the layout is not reported"
 
 # The Hugging Face export of the tp2 checkpoint.
 timeout 120 "$train_exe" --config "$config" "${sets[@]}" --set run.name=tp2 --resume \
@@ -108,7 +109,7 @@ expect_error() {  # WHAT PATTERN ARGS...
 expect_error "missing model" "$work/nowhere: no such directory" --model "$work/nowhere" --ids 1
 long=$(seq -s, 1 40)
 expect_error "prompt too long" "model.seq_len 32" --model "$work/tp2" --ids "$long"
-expect_error "id outside the vocabulary" "token id 300 .* outside the vocabulary \[0, 257)" \
+expect_error "id outside the vocabulary" "token id 300 .* outside the vocabulary \[0, 258)" \
   --model "$work/tp2" --ids 1,300
 expect_error "unknown option" "unknown option --bogus" --model "$work/tp2" --ids 1 --bogus
 expect_error "no checkpoint in a run" "no complete checkpoint\|without checkpoints\|neither" \
