@@ -125,7 +125,7 @@ int run(const cmpi::generate::GenerateArgs& parsed) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::fprintf(stderr,
                  "%s: prompt %zu: %zu prompt tokens, %zu new in %.3f s (%.1f tokens/s), "
-                 "stopped at the %s\n",
+                 "stopped by %s\n",
                  kProgram, p + 1, prompts[p].size(), generated.tokens.size(), seconds,
                  double(generated.tokens.size()) / seconds, describe(generated.stop));
   }

@@ -17,11 +17,11 @@ torch::Tensor as_batch_of_one(const std::vector<int64_t>& ids) {
 const char* describe(Stop stop) {
   switch (stop) {
     case Stop::kEndOfDocument:
-      return "end of document";
+      return "the end-of-document id";
     case Stop::kBudget:
-      return "token budget";
+      return "--max-new-tokens";
     case Stop::kSeqLen:
-      return "model.seq_len";
+      return "model.seq_len (the sequence is full)";
   }
   return "?";
 }

@@ -30,7 +30,8 @@ struct GenerationSettings {
 };
 
 enum class Stop { kEndOfDocument, kBudget, kSeqLen };
-const char* describe(Stop stop);  // "end of document", "token budget", "model.seq_len"
+// "the end-of-document id", "--max-new-tokens", "model.seq_len (the sequence is full)"
+const char* describe(Stop stop);
 
 struct Generated {
   std::vector<int64_t> tokens;  // the new ones (the end-of-document id included)
