@@ -92,7 +92,7 @@ int run(const cmpi::generate::GenerateArgs& parsed) {
   TokenGenerator generator(loaded->model());
   GenerationSettings settings;
   settings.max_new_tokens = args.max_new_tokens;
-  settings.end_of_document = tokenizer ? tokenizer->end_of_document() : -1;
+  settings.end_of_document = tokenizer ? tokenizer->end_of_document() : source.end_of_document;
   settings.use_cache = args.use_cache;
   std::fprintf(stderr, "%s: %s; %s, seed %llu; KV cache %s; tokenizer %s\n", kProgram,
                source.description().c_str(), describe(args.sampling).c_str(),

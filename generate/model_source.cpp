@@ -75,6 +75,9 @@ ModelSource from_hugging_face(const std::string& dir) {
     throw std::runtime_error(config_path + ": not JSON: " + e.what());
   }
   source.config.model = hf::model_config_from_hf(json, config_path);
+  if (const data::JsonValue* eos = json.find("eos_token_id");
+      eos && eos->kind() == data::JsonValue::Kind::kNumber)
+    source.end_of_document = int64_t(eos->number());
   const fs::path tokenizer = fs::path(dir) / "tokenizer.json";
   if (is_file(tokenizer)) source.tokenizer = tokenizer.string();
   return source;

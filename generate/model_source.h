@@ -24,8 +24,11 @@ struct ModelSource {
   std::string dir;        // the checkpoint or Hugging Face directory itself
   config::Config config;  // the run's; for Hugging Face only the model section means anything
   std::string tokenizer;  // "bytes", a tokenizer.json path, ...; empty: none named
-  int64_t step = -1;      // the checkpoint's training steps; -1 for Hugging Face
-  std::string layout;     // the saving layout ("dp 2 tp 2 world 4 zero_stage 1")
+  // Hugging Face: config.json's eos_token_id (what an export states), the
+  // stop for token-id prompts when no tokenizer is named; -1: none.
+  int64_t end_of_document = -1;
+  int64_t step = -1;   // the checkpoint's training steps; -1 for Hugging Face
+  std::string layout;  // the saving layout ("dp 2 tp 2 world 4 zero_stage 1")
   // "checkpoint runs/x/checkpoints/step_00000150 (step 150, saved by
   // tp 2 world 2 zero_stage 0)" or
   // "Hugging Face GPT-NeoX model hf/"
