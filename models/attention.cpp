@@ -70,43 +70,75 @@ void CausalSelfAttentionImpl::describe(const std::string& prefix, const GptOptio
     out_layouts.push_back({prefix + "out.bias", out->bias, -1, Init::kZeros, 0, false});
 }
 
-torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+CausalSelfAttentionImpl::Heads CausalSelfAttentionImpl::project(const torch::Tensor& x,
+                                                                int64_t first_position) {
   // [B, T, kv heads, (q of the group's query heads, k, v), head_dim] for this
   // rank's heads (the whole sequence, gathered under sequence parallelism);
   // without grouping a group is one head's [q, k, v].
   const auto projected = qkv->forward(x);
   const int64_t batch = projected.size(0), time = projected.size(1);
   const auto fused = projected.view({batch, time, local_kv_heads_, group_ + 2, head_dim_});
-  auto q = fused.narrow(3, 0, group_)
-               .reshape({batch, time, local_heads_, head_dim_})
-               .transpose(1, 2);                     // [B, nh, T, hd], query head = group·kv + j
-  auto k = fused.select(3, group_).transpose(1, 2);  // [B, kv, T, hd]
-  auto v = fused.select(3, group_ + 1).transpose(1, 2);
+  Heads h;
+  h.q = fused.narrow(3, 0, group_)
+            .reshape({batch, time, local_heads_, head_dim_})
+            .transpose(1, 2);                     // [B, nh, T, hd], query head = group·kv + j
+  h.k = fused.select(3, group_).transpose(1, 2);  // [B, kv, T, hd]
+  h.v = fused.select(3, group_ + 1).transpose(1, 2);
   if (rotary_) {
-    const auto rotate = [this](const torch::Tensor& in) { return rotary_->apply(in); };
-    q = parallel::in_float32(q, rotate);
-    k = parallel::in_float32(k, rotate);
+    const auto rotate = [this, first_position](const torch::Tensor& in) {
+      return rotary_->apply(in, first_position);
+    };
+    h.q = parallel::in_float32(h.q, rotate);
+    h.k = parallel::in_float32(h.k, rotate);
   }
-  if (group_ > 1) {
-    // Each key/value head serves its group's query heads.
-    k = k.repeat_interleave(group_, 1);
-    v = v.repeat_interleave(group_, 1);
-  }
-  torch::Tensor attended;
-  if (recompute_core_ && is_training())
-    attended = recompute_in_backward(
-        [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
-          return {attend(in[0], in[1], in[2])};
-        },
-        {q, k, v}, {attn_dropout_generator_})[0];
-  else
-    attended = attend(q, k, v);
+  return h;
+}
+
+torch::Tensor CausalSelfAttentionImpl::repeat_for_groups(const torch::Tensor& kv) const {
+  return group_ > 1 ? kv.repeat_interleave(group_, 1) : kv;
+}
+
+torch::Tensor CausalSelfAttentionImpl::merge_heads(const torch::Tensor& attended) {
+  const int64_t batch = attended.size(0), time = attended.size(2);
   auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
   if (sequence_parallel_)
     return dropout_drawn_from(out->forward(y), is_training() ? attn_dropout_ : 0.0,
                               attn_dropout_generator_);
   return parallel::in_float32(
       out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const Heads h = project(x, 0);
+  const auto k = repeat_for_groups(h.k), v = repeat_for_groups(h.v);
+  torch::Tensor attended;
+  if (recompute_core_ && is_training())
+    attended = recompute_in_backward(
+        [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
+          return {attend(in[0], in[1], in[2])};
+        },
+        {h.q, k, v}, {attn_dropout_generator_})[0];
+  else
+    attended = attend(h.q, k, v);
+  return merge_heads(attended);
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward_cached(const torch::Tensor& x, KvCache& cache,
+                                                      int64_t layer) {
+  if (is_training() || sequence_parallel_)
+    throw std::logic_error(
+        "cached attention is for inference: eval mode, without sequence parallelism");
+  const int64_t start = cache.length();
+  const Heads h = project(x, start);
+  const auto [cached_keys, cached_values] = cache.append(layer, h.k, h.v);
+  const int64_t time = h.q.size(2), total = start + time;
+  // New query t sits at position start + t and sees keys 0 .. start + t: the
+  // rows [start, start + T) of the model's causal mask.
+  const auto future = future_mask_.narrow(0, start, time).narrow(1, 0, total);
+  const auto weights = parallel::scaled_causal_softmax(
+      parallel::mixed_matmul(h.q, repeat_for_groups(cached_keys).transpose(-2, -1)),
+      std::sqrt(double(head_dim_)), future);
+  return merge_heads(parallel::mixed_matmul(weights, repeat_for_groups(cached_values)));
 }
 
 torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,

@@ -32,6 +32,11 @@
 // With options.attention_block_size the core runs in key blocks with an
 // online softmax and never builds a [B, heads, T, T] tensor at all
 // (models/blocked_attention.h).
+// Inference only (forward_cached): the new positions' keys and values join
+// those of the earlier positions kept in a KvCache (models/kv_cache.h), the
+// rotary turn counts from the cache's length, and each new query attends to
+// every cached position and the new ones up to its own; no dropout, no
+// sequence parallelism. The training path (forward) never reads a cache.
 #pragma once
 
 #include <torch/torch.h>
@@ -42,6 +47,7 @@
 
 #include "comm/communicator.h"
 #include "models/gpt_options.h"
+#include "models/kv_cache.h"
 #include "models/param_layout.h"
 #include "models/rotary_embedding.h"
 #include "parallel/tensor/tensor_parallel_layers.h"
@@ -57,6 +63,11 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
                           uint64_t dropout_seed, torch::Tensor future_mask);
   // [B, T, H] -> [B, T, H]; sequence parallel: [B, T/tp, H] -> [B, T/tp, H].
   torch::Tensor forward(const torch::Tensor& x);
+  // Inference (eval mode): x [B, T, H] holds the positions cache.length() ..
+  // + T - 1; appends their keys and values to block `layer` of the cache
+  // (the caller advances it once every block has) and returns [B, T, H].
+  // Throws std::logic_error in training mode or under sequence parallelism.
+  torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int64_t layer);
   // Whether the core is recomputed in backward (selective recomputation;
   // off inside a block that is recomputed whole).
   void set_recompute_core(bool on) { recompute_core_ = on; }
@@ -71,6 +82,17 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
 
  private:
+  struct Heads {
+    torch::Tensor q, k, v;  // q [B, heads, T, hd]; k, v [B, kv heads, T, hd]
+  };
+  // The fused projection of x split into heads, q and k turned by rotary
+  // positions first_position .. + T - 1.
+  Heads project(const torch::Tensor& x, int64_t first_position);
+  // k, v [B, kv heads, T, hd] -> [B, heads, T, hd]: each key/value head
+  // serves its group's query heads.
+  torch::Tensor repeat_for_groups(const torch::Tensor& kv) const;
+  // [B, heads, T, hd] -> the output projection's [B, T, H] (dropped out).
+  torch::Tensor merge_heads(const torch::Tensor& attended);
   // q, k, v [B, nh, T, hd] -> softmax(mask(q kᵀ / √hd)) (dropped out) · v.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 

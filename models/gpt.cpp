@@ -266,6 +266,36 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens,
   return parallel::leave_use(gate_, head_use(), logits.to(torch::kFloat));
 }
 
+KvCache GptImpl::make_kv_cache(int64_t batch) const {
+  return KvCache(int64_t(blocks_.size()), batch, options_.kv_head_count() / tp_->size(),
+                 options_.seq_len, options_.head_dim(), compute_dtype());
+}
+
+torch::Tensor GptImpl::forward_cached(const torch::Tensor& tokens, KvCache& cache) {
+  require_whole_model("forward_cached");
+  if (is_training() || options_.sequence_parallel || gate_)
+    throw std::logic_error(
+        "GPT forward_cached is for inference: eval mode, no sequence parallelism, no layer gate");
+  if (tokens.dim() != 2 || tokens.size(0) != cache.batch())
+    throw std::invalid_argument("GPT forward_cached: tokens must be [" +
+                                std::to_string(cache.batch()) + ", time], got " +
+                                c10::str(tokens.sizes()));
+  const int64_t start = cache.length(), time = tokens.size(1);
+  if (start + time > options_.seq_len)
+    throw std::out_of_range("positions up to " + std::to_string(start + time) +
+                            " exceed model.seq_len " + std::to_string(options_.seq_len));
+  // As embed() in eval mode (its dropouts are identities), positions from
+  // `start`; rotary positions enter in every attention instead.
+  auto embedded = token_embedding_->forward(tokens);
+  if (position_embedding_)
+    embedded =
+        embedded + position_embedding_->forward(torch::arange(start, start + time, torch::kLong));
+  auto x = embedded.to(compute_dtype());
+  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward_cached(x, cache, int64_t(i));
+  cache.advance(time);
+  return logits_of(x).to(torch::kFloat);
+}
+
 std::vector<parallel::ParamInfo> GptImpl::param_infos() const {
   std::vector<parallel::ParamInfo> infos;
   infos.reserve(layouts_.size());

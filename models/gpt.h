@@ -42,6 +42,12 @@
 // each block, head and loss: the uses of layer_schedule()) is wrapped by
 // parallel::enter_use/leave_use, so the gate gathers a layer's parameters
 // just before it runs, forward and backward, and frees them after.
+//
+// Inference with a KV cache (forward_cached, models/kv_cache.h): a whole
+// model in eval mode runs only the new positions of a sequence, their
+// learned or rotary positions continuing from the cache's length, every
+// block's attention reading the earlier positions' keys and values from the
+// cache. Used by generation (generate/); the training path never builds one.
 #pragma once
 
 #include <torch/torch.h>
@@ -52,6 +58,7 @@
 #include <vector>
 
 #include "models/gpt_options.h"
+#include "models/kv_cache.h"
 #include "models/norm.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
@@ -98,6 +105,17 @@ class GptImpl : public torch::nn::Module {
   // [B, T, vocab/tp] (the whole vocabulary with one tp rank).
   torch::Tensor forward(const torch::Tensor& tokens,
                         std::vector<torch::Tensor>* block_outputs = nullptr);
+  // An empty cache for `batch` sequences of up to model.seq_len positions
+  // (this rank's key/value heads, the compute dtype).
+  KvCache make_kv_cache(int64_t batch) const;
+  // Whole model, eval mode: tokens [B, T] at positions cache.length() ..
+  // + T - 1 -> this tp rank's logits [B, T, vocab/tp] in float32, as
+  // forward() of the whole sequence would give at those positions (within
+  // rounding: the products are summed in another order); the cache then
+  // holds T more positions. Throws std::out_of_range when the positions
+  // would pass model.seq_len, std::logic_error in training mode, under
+  // sequence parallelism or with a layer gate set.
+  torch::Tensor forward_cached(const torch::Tensor& tokens, KvCache& cache);
 
   // Every parameter of this rank, in registration order.
   std::vector<parallel::ParamInfo> param_infos() const;

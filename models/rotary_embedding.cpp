@@ -51,13 +51,14 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t dims, double base, in
   sin_ = angles.sin().to(torch::kFloat);
 }
 
-torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x) const {
+torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x, int64_t first_position) const {
   const int64_t time = x.size(-2), half = dims_ / 2;
-  if (x.size(-1) != head_dim_ || time > cos_.size(0))
-    throw std::invalid_argument("rotary embedding: input " + c10::str(x.sizes()) +
-                                " does not fit head_dim " + std::to_string(head_dim_) + " and " +
-                                std::to_string(cos_.size(0)) + " positions");
-  const auto cos = cos_.narrow(0, 0, time), sin = sin_.narrow(0, 0, time);
+  if (x.size(-1) != head_dim_ || first_position < 0 || first_position + time > cos_.size(0))
+    throw std::invalid_argument("rotary embedding: input " + c10::str(x.sizes()) + " at position " +
+                                std::to_string(first_position) + " does not fit head_dim " +
+                                std::to_string(head_dim_) + " and " + std::to_string(cos_.size(0)) +
+                                " positions");
+  const auto cos = cos_.narrow(0, first_position, time), sin = sin_.narrow(0, first_position, time);
   const auto first = x.narrow(-1, 0, half), second = x.narrow(-1, half, half);
   std::vector<torch::Tensor> parts{first * cos - second * sin, second * cos + first * sin};
   if (dims_ < head_dim_) parts.push_back(x.narrow(-1, dims_, head_dim_ - dims_));

@@ -27,9 +27,12 @@ class RotaryEmbedding {
   RotaryEmbedding(int64_t head_dim, int64_t dims, double base, int64_t max_positions,
                   const RopeScaling& scaling = {});
 
-  // x [..., T, head_dim] (T <= max_positions) -> x with its first `dims`
-  // dimensions of every position turned; differentiable.
-  torch::Tensor apply(const torch::Tensor& x) const;
+  // x [..., T, head_dim] -> x with its first `dims` dimensions of every
+  // position turned; differentiable. Row t of x sits at position
+  // first_position + t (nonzero only for the inference-only cached path,
+  // models/kv_cache.h, whose new tokens continue a sequence); the positions
+  // must lie below max_positions.
+  torch::Tensor apply(const torch::Tensor& x, int64_t first_position = 0) const;
 
   int64_t dims() const { return dims_; }
 

@@ -115,9 +115,20 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
       {x}, {attention->dropout_generator()})[0];
 }
 
+torch::Tensor TransformerBlockImpl::forward_cached(const torch::Tensor& x, KvCache& cache,
+                                                   int64_t layer) {
+  return compute(
+      x, [&](const torch::Tensor& in) { return attention->forward_cached(in, cache, layer); });
+}
+
 torch::Tensor TransformerBlockImpl::compute(const torch::Tensor& x) {
-  if (parallel_residual_) return x + attention->forward(norm(ln1, x)) + dropout(mlp(norm(ln2, x)));
-  auto h = x + attention->forward(norm(ln1, x));
+  return compute(x, [this](const torch::Tensor& in) { return attention->forward(in); });
+}
+
+torch::Tensor TransformerBlockImpl::compute(
+    const torch::Tensor& x, const std::function<torch::Tensor(const torch::Tensor&)>& attend) {
+  if (parallel_residual_) return x + attend(norm(ln1, x)) + dropout(mlp(norm(ln2, x)));
+  auto h = x + attend(norm(ln1, x));
   return h + dropout(mlp(norm(ln2, h)));
 }
 

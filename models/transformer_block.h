@@ -22,7 +22,11 @@
 // between forward and backward and runs again in backward, its two tp
 // allreduces included (models/recompute.h); with kSelective only the
 // attention core is recomputed.
+// Inference only (forward_cached): the same arithmetic with the attention
+// reading and extending a KvCache (models/kv_cache.h).
 #pragma once
+
+#include <functional>
 
 #include <torch/torch.h>
 
@@ -42,6 +46,10 @@ class TransformerBlockImpl : public torch::nn::Module {
   TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
                        uint64_t dropout_seed, torch::Tensor future_mask);
   torch::Tensor forward(const torch::Tensor& x);
+  // Inference (eval mode): x [B, T, H] holds positions cache.length() ..
+  // + T - 1; the attention appends their keys and values as block `layer`
+  // of the cache.
+  torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int64_t layer);
   // What this block recomputes in backward while training.
   void set_recompute(Recompute what);
   void describe(const std::string& prefix, const GptOptions& options,
@@ -58,6 +66,9 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor norm(Norm& layer, const torch::Tensor& x);
   torch::Tensor dropout(const torch::Tensor& x);
   torch::Tensor compute(const torch::Tensor& x);  // the block's arithmetic
+  // The block's arithmetic with `attend` as its attention branch.
+  torch::Tensor compute(const torch::Tensor& x,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& attend);
 
   torch::nn::Dropout dropout_{nullptr};
   comm::Communicator* tp_;

@@ -133,3 +133,7 @@ awk -v la="$loss_a" -v lb="$loss_b" -v va="$val_a" -v vb="$val_b" -v wa="$wire_a
 }'
 echo "demo: plot of both runs (loss, validation loss, tokens/s, wire ratio): $plot"
 echo "demo: runs in $plain and $zhybrid (metrics.jsonl, summary.json)"
+# A config that checkpoints (configs/real_text.yaml, at its last step) leaves a model to read.
+if [ -d "$plain/checkpoints" ]; then
+  echo "demo: text from the trained model: $BUILD/generate/cmpi-generate --model $plain --prompt 'And God said' --max-new-tokens 200 --temperature 0.8 --top-k 40"
+fi
