@@ -4,12 +4,14 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "checkpoint/loaded_checkpoint.h"
+#include "checkpoint/slice_spec.h"
 #include "hf/hf_pretrained.h"
 #include "models/family/gpt_family.h"
 
@@ -56,7 +58,20 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const ModelSource& source) {
         std::make_unique<hf::HfPretrained>(hf::HfPretrained::open(source.dir, source.config.model));
     weights = [&](const std::string& name) { return pretrained->weights(name); };
   }
-  for (auto& item : params) fill(item.value(), item.key(), weights(item.key()), source.dir);
+  // A vocabulary table may come with another layout's padding rows (a tp2
+  // checkpoint of 127 tokens holds 128), or none (Hugging Face): cut or
+  // zero-fill them to this model's, after the rows in use.
+  std::map<std::string, int64_t> used_rows;
+  for (const auto& layout : loaded->model_->layouts()) used_rows[layout.name] = layout.used_rows;
+  for (auto& item : params) {
+    auto values = weights(item.key());
+    const auto& param = item.value();
+    const int64_t used = used_rows.count(item.key()) ? used_rows.at(item.key()) : -1;
+    if (used >= 0 && param.dim() == 2 && int64_t(values.size()) % param.size(1) == 0 &&
+        int64_t(values.size()) / param.size(1) >= used)
+      values = checkpoint::resize_rows(std::move(values), param.size(1), param.size(0));
+    fill(item.value(), item.key(), values, source.dir);
+  }
   loaded->model_->eval();
   return loaded;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cmpi-generate end to end on a tiny GPT (byte tokens, markov data; a
-# vocabulary of 258 so that tp2 splits it, the byte tokenizer's 257 ids fit):
+# vocabulary of 257, the byte tokenizer's, which tp2 pads to 258 rows: model.vocab_multiple):
 #  * trained 12 steps under tp2 and, separately, under pp2 (2 ranks each),
 #    checkpointing at the end; cmpi-generate runs on ONE process (no mpirun)
 #    from the run directory (its newest checkpoint);
@@ -22,7 +22,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../../scripts/python_env.sh"
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; for f in "$work"/*.err; do echo "--- $f"; cat "$f"; done; exit 1; }
-sets=(--set model.vocab_size=258 --set data.tokenizer=bytes --set model.hidden=32
+sets=(--set model.vocab_size=257 --set data.tokenizer=bytes --set model.hidden=32
       --set model.seq_len=32 --set model.layers=2 --set training.steps=12
       --set training.global_batch=4 --set training.micro_batch=2 --set training.warmup_steps=0
       --set training.lr=1e-2 --set checkpoint.every=12 --set log.every=100 --set run.dir="$work")
@@ -109,7 +109,7 @@ expect_error() {  # WHAT PATTERN ARGS...
 expect_error "missing model" "$work/nowhere: no such directory" --model "$work/nowhere" --ids 1
 long=$(seq -s, 1 40)
 expect_error "prompt too long" "model.seq_len 32" --model "$work/tp2" --ids "$long"
-expect_error "id outside the vocabulary" "token id 300 .* outside the vocabulary \[0, 258)" \
+expect_error "id outside the vocabulary" "token id 300 .* outside the vocabulary \[0, 257)" \
   --model "$work/tp2" --ids 1,300
 expect_error "unknown option" "unknown option --bogus" --model "$work/tp2" --ids 1 --bogus
 expect_error "no checkpoint in a run" "no complete checkpoint\|without checkpoints\|neither" \
