@@ -1,6 +1,7 @@
 #include "comm/termination_signals.h"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@ struct StopMessage {
   char prefix[256] = {};  // "cmpi-train: rank 2/4: stopped by "
   size_t prefix_length = 0;
   volatile sig_atomic_t quiet_exit_code = 0;  // > 0: the job is failing, exit silently
+  // note_alive()'s last CLOCK_MONOTONIC time in tenths of a second (0: never).
+  volatile sig_atomic_t alive_decis = 0;
 };
 StopMessage stop_message;
 
@@ -33,8 +36,22 @@ const char* signal_name(int signal_number) {
   }
 }
 
+// A rank whose threads did not run for this long was frozen (SIGSTOP): the
+// watchdog's thread notes itself alive every tick, well under a second.
+constexpr int kFrozenAfterDecis = 15;
+
+int monotonic_decis() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return int(now.tv_sec % 100000000) * 10 + int(now.tv_nsec / 100000000);
+}
+
+void die_of(int signal_number);
+
 void write_stop_line_and_die(int signal_number) {
   if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
+  const int alive = stop_message.alive_decis;
+  if (alive > 0 && monotonic_decis() - alive > kFrozenAfterDecis) die_of(signal_number);
   char line[sizeof stop_message.prefix + 16];
   size_t length = stop_message.prefix_length;
   std::memcpy(line, stop_message.prefix, length);
@@ -46,6 +63,10 @@ void write_stop_line_and_die(int signal_number) {
   // One write(2) so that the lines of ranks sharing a terminal do not mix;
   // its result is ignored because nothing else can be done from here.
   [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, line, length);
+  die_of(signal_number);
+}
+
+void die_of(int signal_number) {
   // Die of the signal itself, as without this handler: mpirun treats a rank
   // that it killed but that exited with a status as a second, separate
   // failure, and garbles the report of the first (OpenMPI 4.1). The signal
@@ -59,6 +80,10 @@ void write_stop_line_and_die(int signal_number) {
 }
 
 }  // namespace
+
+void note_alive() {
+  stop_message.alive_decis = monotonic_decis();
+}
 
 void expect_termination(int exit_code) {
   stop_message.quiet_exit_code = exit_code > 0 ? exit_code : 1;

@@ -13,7 +13,15 @@
 // cleaning up after the rank that already said why the job failed, and a
 // "stopped by SIGTERM" line per rank would read as a second failure.
 //
-// The handler only calls write(2), sigaction(2), raise(3) and _exit(2), all
+// A rank that was frozen (SIGSTOP, or not scheduled) until the signal came
+// dies of it without the line as well: a frozen rank is the one the others'
+// watchdog named, and mpirun's SIGCONT + SIGTERM that resumes it is the
+// clean-up after that report, delivered before the rank could hear of it.
+// Frozen means that note_alive() (called by the watchdog's thread at every
+// tick) has not run for 1.5 s; without a watchdog, never.
+//
+// The handler only calls write(2), sigaction(2), raise(3), _exit(2) and
+// clock_gettime(2), all
 // async-signal-safe, so it is correct whatever the rank was doing (inside
 // MPI, LibTorch or malloc).
 #pragma once
@@ -30,5 +38,9 @@ void report_termination_signals(const std::string& program, int rank, int size);
 // `exit_code` (> 0): the job is failing and its error has been reported.
 // Async-signal-safe; callable from any thread.
 void expect_termination(int exit_code);
+
+// This process's threads are running (not frozen). Async-signal-safe;
+// callable from any thread.
+void note_alive();
 
 }  // namespace cmpi::comm

@@ -165,6 +165,7 @@ void Watchdog::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     wake_.wait_for(lock, kTick);
+    note_alive();  // a termination signal can tell a frozen rank (termination_signals.h)
     if (channel_ != MPI_COMM_NULL && !channel_closed_) {
       if (close_channel_) {
         PMPI_Cancel(&listening_);

@@ -197,8 +197,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   // A finished run resumed (a requeued job that already completed): nothing
-  // to train, and its summary and metrics stay as they are.
-  if (!resume_path.empty() && resumed_step >= config.training.steps && !args.plan.enabled) {
+  // to train, and its summary and metrics stay as they are. (--dump-tensors
+  // resumes to run one forward of the model, not to train: it goes on.)
+  if (!resume_path.empty() && resumed_step >= config.training.steps && !args.plan.enabled &&
+      args.dump_tensors_dir.empty()) {
     if (rank == 0)
       std::printf(
           "%s: run %s already finished: checkpoint %s is at step %lld of training.steps %lld; "

@@ -2,12 +2,12 @@
 // parameters (4 blocks of hidden 64, 128 tokens per sequence, dropout on)
 // for two steps in 18 layouts (recompute none / selective / full, ZeRO 1,
 // 2 and 3, ZeRO 2/3 holding only the gradient shard, dp, tp and pp 1 and 2, tp2 with sequence
-// parallelism) with LibTorch's CPU allocations counted (tests/support/counting_allocator.h), and
-// holds every rank's peak to the planner's estimate for its pipeline stage
-// (parallel/memory_estimate.h: parameters + gradients + optimizer + activations + buffers +
-// pipeline messages; not the runtime or the communication scratch, which LibTorch does not
-// allocate): within 10 % (one cell 15 %, saying why). Rank 0 prints the table
-// docs/planner.md shows.
+// parallelism; and Llama's architecture in five of them) with LibTorch's CPU allocations counted
+// (tests/support/counting_allocator.h), and holds every rank's peak to the planner's estimate for
+// its pipeline stage (parallel/memory_estimate.h: parameters + gradients + optimizer + activations
+// + buffers + pipeline messages; not the runtime or the communication scratch, which LibTorch does
+// not allocate): within 10 % (one cell 15 %, saying why). Rank 0 prints the table docs/planner.md
+// shows.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -36,6 +36,10 @@ struct Layout {
   double tolerance = 0.10;
   const char* gradient_memory = "full_buffer";  // parallel.zero_gradient_memory
   bool sequence_parallel = false;
+  // Llama's switches: grouped-query attention (2 key/value heads of 4), a
+  // SwiGLU MLP (three matrices, gate and up products kept), RMSNorm, no
+  // biases, rotary, an untied head.
+  bool llama = false;
 };
 
 config::Config measured_config(uint64_t seed, const Layout& l) {
@@ -57,6 +61,16 @@ config::Config measured_config(uint64_t seed, const Layout& l) {
   c.parallel.zero_gradient_memory = l.gradient_memory;
   c.parallel.sequence_parallel = l.sequence_parallel;
   c.parallel.dp_bucket_bytes = 64 << 10;
+  if (l.llama) {
+    c.model.kv_heads = 2;
+    c.model.mlp_activation = "swiglu";
+    c.model.intermediate_size = 176;
+    c.model.norm = config::Normalization::kRmsNorm;
+    c.model.bias = false;
+    c.model.position = "rotary";
+    c.model.rotary_pct = 1.0;
+    c.model.tie_embeddings = false;
+  }
   return c;
 }
 
@@ -86,6 +100,11 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
       {"pp2", 1, 1, 2, 0, "none"},
       {"pp2", 1, 1, 2, 0, "selective"},
       {"pp2", 1, 1, 2, 0, "full", kFull},
+      {"llama 1 rank", 1, 1, 1, 0, "none", 0.10, "full_buffer", false, true},
+      {"llama 1 rank", 1, 1, 1, 0, "selective", 0.10, "full_buffer", false, true},
+      {"llama tp2 SP", 1, 2, 1, 0, "none", 0.10, "full_buffer", true, true},
+      {"llama dp2 ZeRO-3", 2, 1, 1, 3, "none", 0.10, "full_buffer", false, true},
+      {"llama pp2", 1, 1, 2, 0, "full", kFull, "full_buffer", false, true},
   };
   if (world_rank() == 0)
     std::printf(

@@ -49,15 +49,16 @@ full-disk)
     truncate -s "-${1}K" "$fs/filler" || fail "cannot shrink the filler"
   }
 
-  # 8 KiB: config.yaml (~1 KiB) fits, metrics.jsonl (~1.2 KiB a step) does
-  # not for long.
-  fill_leaving 8
+  # 12 KiB: config.yaml (~1 KiB) and attempts.jsonl (a line per launch) fit,
+  # one page each; metrics.jsonl (~1.2 KiB a step) does not for long.
+  fill_leaving 12
   run_to_end "$work/out-metrics.txt" "$fs" "${short_run[@]}"
   assert_failed_with "cannot write $fs/tiny/metrics.jsonl: No space left on device"
   echo "metrics.jsonl on a full disk: exit code $job_code, $(grep -c . "$fs/tiny/metrics.jsonl") records kept"
 
-  # 4 KiB (one page): config.yaml takes it, summary.json finds none.
-  fill_leaving 4
+  # 8 KiB (two pages): config.yaml and attempts.jsonl take them, summary.json
+  # finds none.
+  fill_leaving 8
   run_to_end "$work/out-summary.txt" "$fs" "${short_run[@]}" --set log.metrics_jsonl=false
   assert_failed_with "cannot write $fs/tiny/summary.json: No space left on device"
   [ ! -e "$fs/tiny/summary.json" ] || fail "a partial summary.json was left"
