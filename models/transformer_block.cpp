@@ -80,12 +80,15 @@ void TransformerBlockImpl::describe(const std::string& prefix, const GptOptions&
 }
 
 torch::Tensor TransformerBlockImpl::mlp(const torch::Tensor& x) {
-  const auto inner = fc_in->forward(x);
   if (fc_gate) {
-    const auto gate = parallel::in_float32(fc_gate->forward(x),
-                                           [](const torch::Tensor& in) { return torch::silu(in); });
+    // The up and gate projections read the same input: it enters the tp
+    // region once for both (under SP one all-gather, not two).
+    const auto [inner, gate_input] = fc_in->forward_with(*fc_gate, x);
+    const auto gate =
+        parallel::in_float32(gate_input, [](const torch::Tensor& in) { return torch::silu(in); });
     return fc_out->forward(gate * inner);
   }
+  const auto inner = fc_in->forward(x);
   const bool tanh = activation_ == MlpActivation::kGeluTanh;
   return fc_out->forward(parallel::gelu(inner, tanh ? "tanh" : "none"));
 }

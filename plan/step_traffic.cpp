@@ -189,10 +189,11 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
   backward.bytes = grad_bytes;
   backward.sent_fraction = allreduce_fraction(grad_bytes, dims.tp, 0, word_bytes);
   backward.word_bytes = word_bytes;
-  // Two column-parallel inputs per block (three with a gated MLP's gate),
-  // and the head's input (the tied output projection is column-parallel over
-  // the vocabulary).
-  const int64_t column_inputs = models::gpt_options(c.model).gated_mlp() ? 3 : 2;
+  // Two column-parallel inputs per block (a gated MLP's gate and up
+  // projections share one: ColumnParallelLinearImpl::forward_with), and the
+  // head's input (the tied output projection is column-parallel over the
+  // vocabulary).
+  const int64_t column_inputs = 2;
   backward.calls = (column_inputs * shape.layers + (shape.has_head ? 1 : 0)) * micro_batches;
   return {forward, backward};
 }
@@ -242,11 +243,12 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
     return m;
   };
   const int64_t h = c.model.hidden;
-  // Per block: the gathered (column-parallel) linears — qkv and fc_in, and
-  // a gated MLP's fc_gate — and the replicated hidden-sized parameters
-  // (norm weights and biases, row-parallel biases).
+  // Per block: the gathered (column-parallel) inputs — qkv's and the MLP's
+  // (a gated MLP's gate and up projections gather theirs once) — and the
+  // replicated hidden-sized parameters (norm weights and biases,
+  // row-parallel biases).
   const models::GptOptions o = models::gpt_options(c.model);
-  const int64_t gathered = o.gated_mlp() ? 3 : 2;
+  const int64_t gathered = 2;
   int64_t replicated = 0;
   for (const auto& param : o.block_parameters(dims.tp)) replicated += param.replicated ? 1 : 0;
   const int64_t head_norm = o.norm_parameters() / h;

@@ -53,6 +53,37 @@ struct SequenceGatheredLinear : torch::autograd::Function<SequenceGatheredLinear
   }
 };
 
+// SequenceGatheredLinear for two weights on one gathered input.
+struct SequenceGatheredLinearPair : torch::autograd::Function<SequenceGatheredLinearPair> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight_a, const torch::Tensor& weight_b,
+                               comm::Communicator* tp, uint64_t key) {
+    remember_tp_group(ctx, *tp, key);
+    ctx->save_for_backward({x, weight_a, weight_b});
+    const auto gathered = tp_allgather_sequence(x, *tp, comm::Role::kActivation, key);
+    return {linear_products(gathered, weight_a), linear_products(gathered, weight_b)};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    comm::Communicator& tp = remembered_tp_group(ctx);
+    const auto gathered =
+        tp_allgather_sequence(saved[0], tp, comm::Role::kActivation, remembered_buffer_key(ctx));
+    const bool want_dx = ctx->needs_input_grad(0);
+    torch::Tensor dx, dw[2];
+    for (int i = 0; i < 2; ++i) {
+      if (!grads[size_t(i)].defined()) continue;
+      auto g = linear_gradients(gathered, saved[size_t(1 + i)], grads[size_t(i)], want_dx,
+                                ctx->needs_input_grad(size_t(1 + i)));
+      dw[i] = g.dw;
+      if (g.dx.defined()) dx = dx.defined() ? dx + g.dx : g.dx;
+    }
+    if (dx.defined())
+      dx = tp_reduce_scatter_sequence(dx, tp, comm::Role::kActivationGrad,
+                                      remembered_buffer_key(ctx));
+    return {dx, dw[0], dw[1], torch::Tensor(), torch::Tensor()};
+  }
+};
+
 struct ReduceScatterToSequenceRegion : torch::autograd::Function<ReduceScatterToSequenceRegion> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, comm::Communicator* tp,
                                uint64_t key) {
@@ -130,6 +161,21 @@ torch::Tensor sequence_gathered_linear(const torch::Tensor& x, const torch::Tens
   auto y = SequenceGatheredLinear::apply(x, weight, &tp, buffer_key);
   if (bias.defined()) y = y + bias;
   return y.to(x.scalar_type());
+}
+
+std::pair<torch::Tensor, torch::Tensor> sequence_gathered_linear_pair(
+    const torch::Tensor& x, const torch::Tensor& weight_a, const torch::Tensor& bias_a,
+    const torch::Tensor& weight_b, const torch::Tensor& bias_b, comm::Communicator& tp,
+    uint64_t buffer_key) {
+  if (tp.size() == 1)
+    return {leaf_saving_linear(x, weight_a, bias_a), leaf_saving_linear(x, weight_b, bias_b)};
+  require_sequence_tensor(x, "sequence-parallel linear");
+  const auto products = SequenceGatheredLinearPair::apply(x, weight_a, weight_b, &tp, buffer_key);
+  // The biases outside the node, as sequence_gathered_linear adds them.
+  auto a = products[0], b = products[1];
+  if (bias_a.defined()) a = a + bias_a;
+  if (bias_b.defined()) b = b + bias_b;
+  return {a.to(x.scalar_type()), b.to(x.scalar_type())};
 }
 
 torch::Tensor reduce_scatter_to_sequence_region(const torch::Tensor& x, comm::Communicator& tp,

@@ -46,6 +46,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "comm/communicator.h"
 
@@ -57,6 +58,13 @@ namespace cmpi::parallel {
 torch::Tensor sequence_gathered_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                        const torch::Tensor& bias, comm::Communicator& tp,
                                        uint64_t buffer_key = 0);
+// Two such linears reading the same x (a gated MLP's up and gate
+// projections): x is gathered once in forward and once in backward, and the
+// two input gradients are summed before one reduce-scatter.
+std::pair<torch::Tensor, torch::Tensor> sequence_gathered_linear_pair(
+    const torch::Tensor& x, const torch::Tensor& weight_a, const torch::Tensor& bias_a,
+    const torch::Tensor& weight_b, const torch::Tensor& bias_b, comm::Communicator& tp,
+    uint64_t buffer_key = 0);
 torch::Tensor reduce_scatter_to_sequence_region(const torch::Tensor& x, comm::Communicator& tp,
                                                 uint64_t buffer_key = 0);
 torch::Tensor sum_gradient_over_tp(const torch::Tensor& parameter, comm::Communicator& tp);

@@ -51,6 +51,21 @@ torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   return options_.gather_output ? gather_from_tp_region(y, *tp_, options_.buffer_key) : y;
 }
 
+std::pair<torch::Tensor, torch::Tensor> ColumnParallelLinearImpl::forward_with(
+    ColumnParallelLinearImpl& other, const torch::Tensor& x) {
+  if (options_.gather_output || other.options_.gather_output ||
+      options_.sequence_parallel != other.options_.sequence_parallel || tp_ != other.tp_)
+    throw std::logic_error(
+        "column-parallel forward_with: both layers must keep their outputs "
+        "split, on one tp group and in the same region");
+  if (options_.sequence_parallel)
+    return sequence_gathered_linear_pair(x, weight, bias, other.weight, other.bias, *tp_,
+                                         options_.buffer_key);
+  const auto entered = copy_to_tp_region(x, *tp_, options_.buffer_key);
+  return {leaf_saving_linear(entered, weight, bias),
+          leaf_saving_linear(entered, other.weight, other.bias)};
+}
+
 RowParallelLinearImpl::RowParallelLinearImpl(const ParallelLinearOptions& options,
                                              comm::Communicator& tp)
     : options_(options), tp_(&tp) {

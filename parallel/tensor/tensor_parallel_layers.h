@@ -44,6 +44,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "comm/communicator.h"
 
@@ -74,6 +75,13 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(const ParallelLinearOptions& options, comm::Communicator& tp);
   torch::Tensor forward(const torch::Tensor& x);  // [..., in] -> [..., out/tp] (or out)
+  // This layer's and `other`'s outputs on the same input, which enters the
+  // tp region once for both (one all-gather under sequence parallelism, one
+  // sum of the input gradient), where two forward() calls would each enter
+  // it: a gated MLP's up and gate projections. Both keep their output split
+  // (no gather_output); the traffic carries this layer's buffer key.
+  std::pair<torch::Tensor, torch::Tensor> forward_with(ColumnParallelLinearImpl& other,
+                                                       const torch::Tensor& x);
 
   torch::Tensor weight;  // [out/tp, in]
   torch::Tensor bias;    // [out/tp], undefined without bias
