@@ -22,6 +22,10 @@ struct StopMessage {
   volatile sig_atomic_t quiet_exit_code = 0;  // > 0: the job is failing, exit silently
   // note_alive()'s last CLOCK_MONOTONIC time in tenths of a second (0: never).
   volatile sig_atomic_t alive_decis = 0;
+  // When note_alive() last found such a gap since the call before: the
+  // process has just been resumed (its watchdog thread may run before the
+  // handler of the SIGTERM that came with the SIGCONT).
+  volatile sig_atomic_t resumed_decis = 0;
 };
 StopMessage stop_message;
 
@@ -50,8 +54,11 @@ void die_of(int signal_number);
 
 void write_stop_line_and_die(int signal_number) {
   if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
-  const int alive = stop_message.alive_decis;
-  if (alive > 0 && monotonic_decis() - alive > kFrozenAfterDecis) die_of(signal_number);
+  const int alive = stop_message.alive_decis, resumed = stop_message.resumed_decis;
+  const int now = monotonic_decis();
+  if ((alive > 0 && now - alive > kFrozenAfterDecis) ||
+      (resumed > 0 && now - resumed <= kFrozenAfterDecis))
+    die_of(signal_number);
   char line[sizeof stop_message.prefix + 16];
   size_t length = stop_message.prefix_length;
   std::memcpy(line, stop_message.prefix, length);
@@ -82,7 +89,9 @@ void die_of(int signal_number) {
 }  // namespace
 
 void note_alive() {
-  stop_message.alive_decis = monotonic_decis();
+  const int now = monotonic_decis(), before = stop_message.alive_decis;
+  if (before > 0 && now - before > kFrozenAfterDecis) stop_message.resumed_decis = now;
+  stop_message.alive_decis = now;
 }
 
 void expect_termination(int exit_code) {

@@ -18,7 +18,8 @@
 // watchdog named, and mpirun's SIGCONT + SIGTERM that resumes it is the
 // clean-up after that report, delivered before the rank could hear of it.
 // Frozen means that note_alive() (called by the watchdog's thread at every
-// tick) has not run for 1.5 s; without a watchdog, never.
+// tick) has not run for 1.5 s, or found such a gap within the last 1.5 s (it
+// may run first once resumed); without a watchdog, never.
 //
 // The handler only calls write(2), sigaction(2), raise(3), _exit(2) and
 // clock_gettime(2), all
