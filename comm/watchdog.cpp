@@ -69,7 +69,14 @@ Watchdog::Watchdog(std::string program, int world_rank, int world_size, const Te
   if (provided == MPI_THREAD_MULTIPLE && size_ > 1) {
     PMPI_Comm_dup(MPI_COMM_WORLD, &channel_);
     PMPI_Irecv(announcement_, 2, MPI_INT, MPI_ANY_SOURCE, kFailingTag, channel_, &listening_);
+    PMPI_Irecv(answer_in_, kAnswerBytes, MPI_CHAR, MPI_ANY_SOURCE, kAnswerTag, channel_,
+               &answer_listening_);
   }
+  answered_.assign(size_t(size_), false);
+  answers_.assign(size_t(size_), "");
+  // Thousands of answers would take a job of thousands of ranks timing out
+  // one after another; a few per rank is what a job sees.
+  sent_answers_.reserve(size_t(size_));
   set_installed_watchdog(this);
   thread_ = std::thread([this] { run(); });
 }
@@ -163,6 +170,8 @@ void Watchdog::run() {
       if (close_channel_) {
         PMPI_Cancel(&listening_);
         PMPI_Wait(&listening_, MPI_STATUS_IGNORE);
+        PMPI_Cancel(&answer_listening_);
+        PMPI_Wait(&answer_listening_, MPI_STATUS_IGNORE);
         channel_closed_ = true;
         wake_.notify_all();
       } else {
@@ -178,6 +187,7 @@ void Watchdog::run() {
 
 void Watchdog::listen_for_announcements() {
   if (channel_ == MPI_COMM_NULL || channel_closed_) return;
+  take_answers();
   for (;;) {
     int heard = 0;
     MPI_Status status;
@@ -189,8 +199,91 @@ void Watchdog::listen_for_announcements() {
     if (announcement_[0] == kTimeout &&
         (lowest_timed_out_rank_ < 0 || status.MPI_SOURCE < lowest_timed_out_rank_))
       lowest_timed_out_rank_ = status.MPI_SOURCE;
+    if (announcement_[0] == kTimeout) answer(status.MPI_SOURCE);
     PMPI_Irecv(announcement_, 2, MPI_INT, MPI_ANY_SOURCE, kFailingTag, channel_, &listening_);
   }
+}
+
+void Watchdog::answer(int rank) {
+  // Bounded: a rank answers each timeout once, and every rank times out at
+  // most once.
+  if (sent_answers_.size() == sent_answers_.capacity()) return;
+  std::array<char, kAnswerBytes>& text = sent_answers_.emplace_back();
+  const std::string where = where_now();
+  std::snprintf(text.data(), text.size(), "%s", where.c_str());
+  MPI_Request request;
+  PMPI_Isend(text.data(), kAnswerBytes, MPI_CHAR, rank, kAnswerTag, channel_, &request);
+  PMPI_Request_free(&request);
+}
+
+void Watchdog::take_answers() {
+  for (;;) {
+    int heard = 0;
+    MPI_Status status;
+    PMPI_Test(&answer_listening_, &heard, &status);
+    if (!heard) return;
+    answer_in_[kAnswerBytes - 1] = '\0';
+    answered_[size_t(status.MPI_SOURCE)] = true;
+    answers_[size_t(status.MPI_SOURCE)] = answer_in_;
+    PMPI_Irecv(answer_in_, kAnswerBytes, MPI_CHAR, MPI_ANY_SOURCE, kAnswerTag, channel_,
+               &answer_listening_);
+  }
+}
+
+std::string Watchdog::where_now() const {
+  int64_t oldest = 0;
+  const Slot* found = nullptr;
+  for (const Slot& slot : slots_) {
+    const int64_t entered = slot.entered_ns.load(std::memory_order_acquire);
+    if (entered != 0 && (found == nullptr || entered < oldest)) {
+      oldest = entered;
+      found = &slot;
+    }
+  }
+  if (found == nullptr) return "";
+  const char* op = found->op.load(std::memory_order_relaxed);
+  const MPI_Comm comm = found->comm.load(std::memory_order_relaxed);
+  std::string text = op ? op : "communication call";
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int length = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_get_name(comm, name, &length);
+  return text + " on " + (length > 0 ? name : "(unnamed)");
+}
+
+bool Watchdog::all_answered() const {
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && !answered_[size_t(r)]) return false;
+  return true;
+}
+
+std::string Watchdog::answers_text() const {
+  if (channel_ == MPI_COMM_NULL) return "";
+  std::vector<int> silent, outside;
+  std::vector<std::pair<std::string, std::vector<int>>> waiting;  // by where, in rank order
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!answered_[size_t(r)]) {
+      silent.push_back(r);
+    } else if (answers_[size_t(r)].empty()) {
+      outside.push_back(r);
+    } else {
+      auto at = std::find_if(waiting.begin(), waiting.end(),
+                             [&](const auto& w) { return w.first == answers_[size_t(r)]; });
+      if (at == waiting.end()) at = waiting.insert(waiting.end(), {answers_[size_t(r)], {}});
+      at->second.push_back(r);
+    }
+  }
+  const auto ranks = [](const std::vector<int>& list) {
+    return std::string("world rank") + (list.size() == 1 ? " " : "s ") + rank_list(list);
+  };
+  std::string text;
+  if (!silent.empty()) text += "; " + ranks(silent) + " did not answer (stopped or dead)";
+  if (!outside.empty())
+    text += "; " + ranks(outside) + (outside.size() == 1 ? " is" : " are") +
+            " in no communication call (computing, or stuck in its own code)";
+  for (const auto& [where, list] : waiting)
+    text += "; " + ranks(list) + (list.size() == 1 ? " waits" : " wait") + " in " + where;
+  return text;
 }
 
 bool Watchdog::find_expired(Expired& out) const {
@@ -210,9 +303,9 @@ bool Watchdog::find_expired(Expired& out) const {
   return false;
 }
 
-// "allreduce on group dp (world ranks 0, 1, 2, 3) has waited 5.1 s, over
-// run.timeout (5 s), at step 12, for world ranks 0, 2, 3 (stopped, stuck,
-// or in another operation)"
+// "allreduce on group dp of 4 ranks has waited 5.1 s, over run.timeout
+// (5 s), at step 12, for world ranks 0, 2, 3" (end_job adds what the other
+// ranks answered: which of them never arrived)
 std::string Watchdog::describe(const Expired& e) const {
   std::string text = std::string(e.op ? e.op : "communication call");
   std::vector<int> waited_for;
@@ -247,8 +340,8 @@ std::string Watchdog::describe(const Expired& e) const {
   if (step >= 0) text += ", at step " + std::to_string(step);
   if (!waited_for.empty())
     text += std::string(", for world rank") + (waited_for.size() == 1 ? " " : "s ") +
-            rank_list(waited_for) + " (stopped, stuck, or in another operation)";
-  return text + "; ending the job";
+            rank_list(waited_for);
+  return text;
 }
 
 // ------------------------------------------------------------ ending the job
@@ -270,23 +363,32 @@ void Watchdog::end_job(Failure failure, const std::string& line, int exit_code) 
     listen_for_announcements();
     // A deadline that passed after another rank failed is that failure's echo.
     const bool heard_before = heard_error_ || lowest_timed_out_rank_ >= 0;
-    if (!(failure == kTimeout && heard_before)) announce(failure, exit_code);
-    const auto until = Clock::now() + kAnnounceGrace;
-    while (Clock::now() < until) {
+    const bool announced = !(failure == kTimeout && heard_before);
+    if (announced) announce(failure, exit_code);
+    // A timeout this rank announced waits for the others' answers (all of
+    // them, or kAnswerWait), an error only for its announcement to spread.
+    const bool awaits_answers = failure == kTimeout && announced;
+    const auto start = Clock::now();
+    while (Clock::now() < start + kAnnounceGrace ||
+           (awaits_answers && Clock::now() < start + kAnswerWait && !all_answered())) {
       wake_.wait_for(lock, kTick / 4);
       listen_for_announcements();
     }
     explained_elsewhere =
         failure == kTimeout && (heard_before || heard_error_ ||
                                 (lowest_timed_out_rank_ >= 0 && lowest_timed_out_rank_ < rank_));
+    if (!explained_elsewhere) {
+      const std::string answers = failure == kTimeout ? answers_text() : "";
+      print_line(program_ + ": rank " + std::to_string(rank_) + "/" + std::to_string(size_) + ": " +
+                 line + answers + (failure == kTimeout ? "; ending the job" : ""));
+    }
   }
   if (explained_elsewhere) {
     // The rank that explains it aborts the job as soon as it printed; this
     // rank's own abort is only the fallback, should that rank not get there.
+    // (It answered that rank while listening above: a rank is quiet only
+    // for announcements it heard.)
     std::this_thread::sleep_for(kQuietAbortDelay);
-  } else {
-    print_line(program_ + ": rank " + std::to_string(rank_) + "/" + std::to_string(size_) + ": " +
-               line);
   }
   PMPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);

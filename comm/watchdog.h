@@ -26,6 +26,13 @@
 //      hears an announcement also knows that mpirun is about to terminate
 //      it, and dies quietly (expect_termination) instead of adding a
 //      "stopped by SIGTERM" line.
+//   5. Which rank never arrived: a rank that hears of a timeout answers the
+//      announcing rank with where it is (the operation and group of its
+//      oldest call in flight, or that it is in none). The announcing rank
+//      waits up to kAnswerWait for every answer, and its line names the ranks
+//      that did not answer (stopped or dead), those outside any
+//      communication call (stuck in their own code) and where the others
+//      wait, so that a rank waiting on the culprit is not blamed for it.
 // Only the thread talks on that communicator, and only while MPI grants
 // MPI_THREAD_MULTIPLE; with less, deadlines still hold but no rank hears
 // of another's failure.
@@ -65,6 +72,9 @@ class Watchdog {
   // How long a rank whose failure another rank reports waits for that rank
   // to abort the job before it aborts it itself.
   static constexpr std::chrono::milliseconds kQuietAbortDelay{20 * kTick};
+  // How long a rank whose deadline passed waits for the others' answers
+  // (their threads answer on their next tick).
+  static constexpr std::chrono::milliseconds kAnswerWait{10 * kTick};
   static constexpr int kExitCode = 1;
 
   // Collective over MPI_COMM_WORLD (duplicates it for the announcements).
@@ -94,6 +104,8 @@ class Watchdog {
   friend class WatchedCall;
   static constexpr int kSlots = 32;
   static constexpr int kFailingTag = 1;
+  static constexpr int kAnswerTag = 2;
+  static constexpr int kAnswerBytes = 64;  // "allreduce on dp", NUL-terminated
   // What an announcement says (its first int; the second is the exit code).
   enum Failure : int { kError = 0, kTimeout = 1 };
 
@@ -119,13 +131,22 @@ class Watchdog {
   void leave(Slot* slot);
   void run();
   bool find_expired(Expired& out) const;
-  // Takes in the announcements heard so far; callers hold mutex_.
+  // Takes in the announcements and answers heard so far, answering each
+  // timeout; callers hold mutex_.
   void listen_for_announcements();
+  void answer(int rank);
+  void take_answers();
+  // "allreduce on dp" for this rank's oldest call in flight; "" for none.
+  std::string where_now() const;
+  // What the answers say: "; world rank 2 did not answer (stopped or
+  // dead); world ranks 1, 3 wait in allreduce on dp"; "" without a channel.
+  std::string answers_text() const;
   void announce(Failure failure, int exit_code);
   // Announces, listens for kAnnounceGrace, prints `line` unless `failure` is
   // a timeout that another rank's announcement explains, and aborts.
   [[noreturn]] void end_job(Failure failure, const std::string& line, int exit_code);
   std::string describe(const Expired& expired) const;
+  bool all_answered() const;
   [[noreturn]] void spin_forever() const;
 
   const std::string program_;
@@ -141,6 +162,14 @@ class Watchdog {
   MPI_Request listening_ = MPI_REQUEST_NULL;
   int announcement_[2] = {};       // heard: Failure, exit code
   int sent_announcement_[2] = {};  // this rank's
+  MPI_Request answer_listening_ = MPI_REQUEST_NULL;
+  char answer_in_[kAnswerBytes] = {};
+  // Per world rank: its answer to this rank's timeout ("" in a call's place
+  // means in none), or unset while none came.
+  std::vector<bool> answered_;
+  std::vector<std::string> answers_;
+  // Answers sent: buffers that live until MPI_Abort, as the announcements'.
+  std::vector<std::array<char, kAnswerBytes>> sent_answers_;
   // What this rank heard: an error anywhere, and the lowest rank that timed out.
   bool heard_error_ = false;
   int lowest_timed_out_rank_ = -1;

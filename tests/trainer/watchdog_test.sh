@@ -2,15 +2,21 @@
 # The watchdog in cmpi-train (4 ranks, run.timeout = 3 s), case $4:
 #   stopped  one rank stopped with SIGSTOP while training (a node swapping,
 #            a hung device);
+#   stopped_pp  dp2 x pp2, rank 3 (the last stage) stopped: the rank whose
+#            deadline passes first may be one waiting on a rank that itself
+#            waits on rank 3; the line must still name rank 3 alone;
 #   spin     one rank stuck in a loop of its own (CMPI_TEST_FAULT=spin:...).
 # The job must end within run.timeout + 10 s, nonzero, with exactly one
 # watchdog line naming a rank, the operation, its group and the ranks it
-# waits for, no "stopped by" line, and no process left behind.
+# waits for, no "stopped by" line, and no process left behind. The line names
+# the culprit alone, from the other ranks' answers (issue 41): stopped:
+# "world rank 2 did not answer" and no other rank silent; spin: "world rank 1
+# is in no communication call" and every other rank waiting in a call.
 #   lone_node  rank 2 believes itself alone on its node while MPI groups all
 #            four together (CMPI_TEST_FAULT=lone_node:2), as on a cluster
 #            whose nodes report one host name: the start-up (memory check,
 #            process groups) must not hang; one warning, and the run trains.
-# Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR stopped|spin|lone_node
+# Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR stopped|stopped_pp|spin|lone_node
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; case_name="$4"
 source "$(dirname "$0")/fault_test_lib.sh"
@@ -37,6 +43,11 @@ case "$case_name" in
     wait_for_training
     pid=$(rank_pid 2) || fail "no process for rank 2"
     kill -STOP "$pid" ;;
+  stopped_pp)
+    start_job "$work/out.txt" "$work/stopped_pp" "${args[@]}" --set parallel.pipeline=2
+    wait_for_training
+    pid=$(rank_pid 3) || fail "no process for rank 3"
+    kill -STOP "$pid" ;;
   spin)
     # Rank 1 spins at its 200th communication call, a few steps in; the
     # clock starts when it says so.
@@ -56,6 +67,17 @@ wait_for_end $((timeout_s + 10))
 grep -Eq "^cmpi-train: rank [0-3]/4: watchdog: [A-Za-z_ ]+ on group [a-z]+ of [0-9]+ ranks? has waited .* for world ranks? [0-9]" "$job_out" ||
   fail "$case_name: the line does not name the rank, operation, group and peers"
 ! grep -q "stopped by SIG" "$job_out" || fail "$case_name: a rank reported a signal"
+line=$(grep "watchdog:" "$job_out")
+case "$case_name" in
+  stopped|stopped_pp)
+    culprit=$([ "$case_name" = stopped ] && echo 2 || echo 3)
+    grep -q "; world rank $culprit did not answer (stopped or dead)" <<< "$line" ||
+      fail "$case_name: the line does not name rank $culprit alone as silent" ;;
+  spin)
+    grep -q "; world rank 1 is in no communication call" <<< "$line" ||
+      fail "spin: the line does not name rank 1 as outside any call"
+    ! grep -q "did not answer" <<< "$line" || fail "spin: a rank blamed as silent" ;;
+esac
 assert_no_leftovers
 echo "$case_name: job ended in $job_seconds s (run.timeout $timeout_s s), exit code $job_code"
 grep "watchdog:" "$job_out"
