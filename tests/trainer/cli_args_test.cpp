@@ -7,28 +7,24 @@
 #include <string>
 #include <vector>
 
+#include "tests/trainer/parse_cli.h"
 #include "trainer/cli_args.h"
 #include "trainer/version_info.h"
 
 namespace cmpi::trainer {
 namespace {
 
-CliArgs parse(std::vector<std::string> words) {
-  words.insert(words.begin(), "cmpi-train");
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  return CliArgs::parse(int(argv.size()), argv.data());
-}
+using testing::parse_cli;
 
 TEST(CommandLine, SeveralConfigFilesKeepTheirOrder) {
-  const CliArgs args =
-      parse({"--config", "20B.yml", "--set", "run.name=x", "--config=local.yml", "--config", "c"});
+  const CliArgs args = parse_cli(
+      {"--config", "20B.yml", "--set", "run.name=x", "--config=local.yml", "--config", "c"});
   EXPECT_EQ(args.config_paths, (std::vector<std::string>{"20B.yml", "local.yml", "c"}));
-  EXPECT_THROW(parse({"--set", "run.name=x"}), UsageError);  // no --config at all
+  EXPECT_THROW(parse_cli({"--set", "run.name=x"}), UsageError);  // no --config at all
 }
 
 TEST(CommandLine, VersionNeedsNoConfig) {
-  EXPECT_TRUE(parse({"--version"}).version);
+  EXPECT_TRUE(parse_cli({"--version"}).version);
   const std::string text = version_text();
   for (const char* part : {"cmpi-train ", "git revision: ", "LibTorch: 2.", "MPI: ", "CUDA: "})
     EXPECT_NE(text.find(part), std::string::npos) << part << " missing from:\n" << text;
@@ -53,7 +49,7 @@ TEST(CommandLine, UsageListsEveryOptionInItsSynopsisAndItsList) {
     EXPECT_TRUE(has(details)) << flag << " is not explained in the usage text";
   }
   // And every option the text names is accepted.
-  EXPECT_THROW(parse({"--config", "c.yaml", "--no-such-option"}), UsageError);
+  EXPECT_THROW(parse_cli({"--config", "c.yaml", "--no-such-option"}), UsageError);
 }
 
 }  // namespace

@@ -13,31 +13,27 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/metadata.h"
+#include "tests/trainer/parse_cli.h"
 #include "trainer/cli_args.h"
 #include "trainer/injected_kill.h"
 
 namespace cmpi::trainer {
 namespace {
 
-CliArgs parse(std::vector<std::string> words) {
-  words.insert(words.begin(), "cmpi-train");
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  return CliArgs::parse(int(argv.size()), argv.data());
-}
+using testing::parse_cli;
 
 TEST(ResumeArgument, AutoIsAKeywordAndAPathStaysAPath) {
-  const auto automatic = parse({"--config", "c.yaml", "--resume", "auto"});
+  const auto automatic = parse_cli({"--config", "c.yaml", "--resume", "auto"});
   EXPECT_TRUE(automatic.resume);
   EXPECT_TRUE(automatic.resume_auto);
   EXPECT_EQ(automatic.resume_path, "");
-  const auto latest = parse({"--config", "c.yaml", "--resume"});
+  const auto latest = parse_cli({"--config", "c.yaml", "--resume"});
   EXPECT_TRUE(latest.resume);
   EXPECT_FALSE(latest.resume_auto);
-  const auto path = parse({"--config", "c.yaml", "--resume", "./auto"});
+  const auto path = parse_cli({"--config", "c.yaml", "--resume", "./auto"});
   EXPECT_FALSE(path.resume_auto);
   EXPECT_EQ(path.resume_path, "./auto");
-  EXPECT_THROW(parse({"--config", "c.yaml", "--resume", "auto", "--export", "o.safetensors"}),
+  EXPECT_THROW(parse_cli({"--config", "c.yaml", "--resume", "auto", "--export", "o.safetensors"}),
                UsageError);
 }
 
