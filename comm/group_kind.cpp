@@ -16,6 +16,8 @@ const char* to_string(GroupKind kind) {
       return "sp";
     case GroupKind::kZero:
       return "zero";
+    case GroupKind::kCp:
+      return "cp";
   }
   return "?";
 }

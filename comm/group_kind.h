@@ -9,7 +9,9 @@
 
 namespace cmpi::comm {
 
-enum class GroupKind { kWorld, kDp, kTp, kPp, kSp, kZero };
+// kCp (context parallelism) is last so that the other kinds keep their
+// numbers (policy masks, checkpointed codec state are keyed by them).
+enum class GroupKind { kWorld, kDp, kTp, kPp, kSp, kZero, kCp };
 // kEmbeddingGradient: the gradient of an embedding table whose rows only
 // the tokens of the step touch (sparse), in its own dp bucket. It is a kind
 // of gradient: a rule that matches role `gradient` matches it too, so it
@@ -31,10 +33,11 @@ enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, k
 // ranks sit on different nodes.
 enum class Locality { kIntra, kInter };
 
-constexpr int kGroupKindCount = 6;
+constexpr int kGroupKindCount = 7;
 // Every group kind, in the order metrics and summaries list them.
-inline constexpr GroupKind kAllGroupKinds[] = {GroupKind::kDp, GroupKind::kTp,   GroupKind::kPp,
-                                               GroupKind::kSp, GroupKind::kZero, GroupKind::kWorld};
+inline constexpr GroupKind kAllGroupKinds[] = {GroupKind::kDp,   GroupKind::kTp, GroupKind::kPp,
+                                               GroupKind::kCp,   GroupKind::kSp, GroupKind::kZero,
+                                               GroupKind::kWorld};
 constexpr int kRoleCount = 7;
 constexpr int kOpCount = 7;
 constexpr int kLocalityCount = 2;

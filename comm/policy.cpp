@@ -104,7 +104,9 @@ std::vector<PolicyRule> preset_rules_everywhere(const std::string& preset) {
   // ZeRO's weight all-gathers and sp/world traffic stay raw: weights are
   // not smooth enough for mpc to pay and must not drift under a lossy codec.
   const std::vector<GroupKind> dp_groups = {GroupKind::kDp, GroupKind::kZero};
-  const std::vector<GroupKind> model_groups = {GroupKind::kTp, GroupKind::kPp};
+  // Context parallelism's keys and values (and their gradients) are
+  // activations like tp's and pp's, and get the same rules.
+  const std::vector<GroupKind> model_groups = {GroupKind::kTp, GroupKind::kPp, GroupKind::kCp};
   if (preset == "none") return {};
   if (preset == "mzhybrid") {
     // Lossless where activations flow (their errors would compound through

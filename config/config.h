@@ -96,10 +96,13 @@ struct ModelConfig {
 };
 
 struct ParallelConfig {
-  int64_t data = 0;  // 0 = auto: world / (tensor * pipeline * spatial)
+  int64_t data = 0;  // 0 = auto: world / (tensor * pipeline * spatial * context)
   int64_t tensor = 1;
   int64_t pipeline = 1;
   int64_t spatial = 1;
+  // Context parallelism (GPT): every sequence split over this many ranks,
+  // attention as a ring of key/value blocks (parallel/context/).
+  int64_t context = 1;
   int64_t zero_stage = 0;  // 0..3
   // ZeRO-3 only: gather parameters per layer (layer: peak = shard + ~2
   // layers, sharded initialisation) or the whole model once per step (model).

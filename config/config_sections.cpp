@@ -189,6 +189,7 @@ void parallel_fields(Fields& f, Section& parallel) {
   f.integer("tensor", parallel.tensor, dimension);
   f.integer("pipeline", parallel.pipeline, dimension);
   f.integer("spatial", parallel.spatial, dimension);
+  f.integer("context", parallel.context, dimension);
   f.integer("zero_stage", parallel.zero_stage, IntRange{0, 3});
   f.word("zero3_gather", parallel.zero3_gather, {"layer", "model"});
   f.word("zero_gradient_memory", parallel.zero_gradient_memory, {"full_buffer", "shard"});

@@ -46,6 +46,7 @@ parallel::MeshSizes requested_sizes(const config::ParallelConfig& p) {
   sizes[size_t(parallel::MeshDim::kTp)] = p.tensor;
   sizes[size_t(parallel::MeshDim::kPp)] = p.pipeline;
   sizes[size_t(parallel::MeshDim::kSp)] = p.spatial;
+  sizes[size_t(parallel::MeshDim::kCp)] = p.context;
   return sizes;
 }
 

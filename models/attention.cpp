@@ -2,6 +2,7 @@
 
 #include "models/blocked_attention.h"
 #include "models/recompute.h"
+#include "parallel/context/ring_attention.h"
 #include "parallel/low_precision_ops.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -16,7 +17,8 @@ namespace cmpi::models {
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
                                                  uint64_t buffer_key, uint64_t dropout_seed,
-                                                 torch::Tensor future_mask)
+                                                 torch::Tensor future_mask,
+                                                 parallel::ContextGroup context)
     : local_kv_heads_(parallel::tp_split(options.kv_head_count(), tp,
                                          options.kv_heads > 0 ? "model.kv_heads" : "model.heads")),
       group_(options.query_group()),
@@ -26,7 +28,9 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
       attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
       future_mask_(std::move(future_mask)),
       block_size_(options.attention_block_size),
-      sequence_parallel_(options.sequence_parallel) {
+      sequence_parallel_(options.sequence_parallel),
+      context_(context),
+      buffer_key_(buffer_key) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0))
     throw std::invalid_argument("model.dropout must lie in [0, 1), got " +
                                 std::to_string(options.dropout));
@@ -84,7 +88,18 @@ CausalSelfAttentionImpl::Heads CausalSelfAttentionImpl::project(const torch::Ten
             .transpose(1, 2);                     // [B, nh, T, hd], query head = group·kv + j
   h.k = fused.select(3, group_).transpose(1, 2);  // [B, kv, T, hd]
   h.v = fused.select(3, group_ + 1).transpose(1, 2);
-  if (rotary_) {
+  if (rotary_ && context_.active()) {
+    // The two chunks of this cp rank turn by their own global positions.
+    const auto& shard = *context_.shard;
+    const auto rotate = [this, &shard](const torch::Tensor& in) {
+      const int64_t c = shard.chunk();
+      return torch::cat({rotary_->apply(in.narrow(2, 0, c), shard.first_position(0)),
+                         rotary_->apply(in.narrow(2, c, c), shard.first_position(1))},
+                        2);
+    };
+    h.q = parallel::in_float32(h.q, rotate);
+    h.k = parallel::in_float32(h.k, rotate);
+  } else if (rotary_) {
     const auto rotate = [this, first_position](const torch::Tensor& in) {
       return rotary_->apply(in, first_position);
     };
@@ -101,7 +116,7 @@ torch::Tensor CausalSelfAttentionImpl::repeat_for_groups(const torch::Tensor& kv
 torch::Tensor CausalSelfAttentionImpl::merge_heads(const torch::Tensor& attended) {
   const int64_t batch = attended.size(0), time = attended.size(2);
   auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
-  if (sequence_parallel_)
+  if (sequence_parallel_ || context_.active())
     return dropout_drawn_from(out->forward(y), is_training() ? attn_dropout_ : 0.0,
                               attn_dropout_generator_);
   return parallel::in_float32(
@@ -110,6 +125,15 @@ torch::Tensor CausalSelfAttentionImpl::merge_heads(const torch::Tensor& attended
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const Heads h = project(x, 0);
+  if (context_.active()) {
+    parallel::RingAttentionOptions ring;
+    ring.query_group = group_;
+    ring.dropout = attn_dropout_;
+    ring.training = is_training();
+    ring.buffer_key = buffer_key_;
+    return merge_heads(parallel::ring_attention(h.q, h.k, h.v, *context_.cp, *context_.shard, ring,
+                                                attn_dropout_generator_));
+  }
   const auto k = repeat_for_groups(h.k), v = repeat_for_groups(h.v);
   torch::Tensor attended;
   if (recompute_core_ && is_training())
@@ -125,9 +149,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
 
 torch::Tensor CausalSelfAttentionImpl::forward_cached(const torch::Tensor& x, KvCache& cache,
                                                       int64_t layer) {
-  if (is_training() || sequence_parallel_)
+  if (is_training() || sequence_parallel_ || context_.active())
     throw std::logic_error(
-        "cached attention is for inference: eval mode, without sequence parallelism");
+        "cached attention is for inference: eval mode, without sequence or context parallelism");
   const int64_t start = cache.length();
   const Heads h = project(x, start);
   const auto [cached_keys, cached_values] = cache.append(layer, h.k, h.v);

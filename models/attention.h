@@ -32,6 +32,13 @@
 // With options.attention_block_size the core runs in key blocks with an
 // online softmax and never builds a [B, heads, T, T] tensor at all
 // (models/blocked_attention.h).
+// Context parallel (a ContextGroup given): x holds this cp rank's two chunks
+// of the sequence (parallel/context/context_shard.h); each chunk's queries
+// and keys turn by their global positions, and the core is the ring
+// attention over the cp group (parallel/context/ring_attention.h), which
+// keeps only q, k, v, the output and the log-sum-exp for backward, so
+// selective recomputation has nothing to add there. The output dropout then
+// draws from the rank's generator (its positions are its own).
 // Inference only (forward_cached): the new positions' keys and values join
 // those of the earlier positions kept in a KvCache (models/kv_cache.h), the
 // rotary turn counts from the cache's length, and each new query attends to
@@ -50,6 +57,7 @@
 #include "models/kv_cache.h"
 #include "models/param_layout.h"
 #include "models/rotary_embedding.h"
+#include "parallel/context/context_shard.h"
 #include "parallel/tensor/tensor_parallel_layers.h"
 
 namespace cmpi::models {
@@ -58,15 +66,18 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls;
   // `dropout_seed`: of this rank's attention-dropout generator;
-  // `future_mask`: causal_future_mask(options.seq_len), shared.
+  // `future_mask`: causal_future_mask(options.seq_len), shared; `context`:
+  // the cp group and shard (inactive: no context parallelism).
   CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
-                          uint64_t dropout_seed, torch::Tensor future_mask);
+                          uint64_t dropout_seed, torch::Tensor future_mask,
+                          parallel::ContextGroup context = {});
   // [B, T, H] -> [B, T, H]; sequence parallel: [B, T/tp, H] -> [B, T/tp, H].
   torch::Tensor forward(const torch::Tensor& x);
   // Inference (eval mode): x [B, T, H] holds the positions cache.length() ..
   // + T - 1; appends their keys and values to block `layer` of the cache
   // (the caller advances it once every block has) and returns [B, T, H].
-  // Throws std::logic_error in training mode or under sequence parallelism.
+  // Throws std::logic_error in training mode, under sequence or context
+  // parallelism.
   torch::Tensor forward_cached(const torch::Tensor& x, KvCache& cache, int64_t layer);
   // Whether the core is recomputed in backward (selective recomputation;
   // off inside a block that is recomputed whole).
@@ -107,6 +118,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal
   int64_t block_size_;         // options.attention_block_size
   bool sequence_parallel_;
+  parallel::ContextGroup context_;
+  uint64_t buffer_key_;
   bool recompute_core_ = false;
 };
 TORCH_MODULE(CausalSelfAttention);

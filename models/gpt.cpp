@@ -45,6 +45,12 @@ StagePlan resolved(StagePlan stage, const GptOptions& options) {
 
 GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, StagePlan stage)
     : options_(options), stage_(resolved(stage, options)), tp_(&groups.tp()) {
+  if (groups.cp().size() > 1) {
+    context_shard_ = std::make_unique<parallel::ContextShard>(options.seq_len, groups.cp().size(),
+                                                              groups.cp().rank());
+    context_ = parallel::ContextGroup{&groups.cp(), context_shard_.get()};
+  }
+  const int64_t local_seq = options.seq_len / groups.cp().size();
   if (options.hidden <= 0 || options.heads <= 0 || options.hidden % options.heads != 0)
     throw std::invalid_argument("model.hidden (" + std::to_string(options.hidden) +
                                 ") must be a positive multiple of model.heads (" +
@@ -57,8 +63,9 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
                                options.materialize_parameters, options.sequence_parallel,
                                options.tp_sums_in_compute_dtype ? compute_dtype() : torch::kFloat,
                                options.padded_vocab_size(tp_->size())));
-  if (options.sequence_parallel && options.seq_len % tp_->size() != 0)
+  if (options.sequence_parallel && local_seq % tp_->size() != 0)
     throw std::invalid_argument("model.seq_len (" + std::to_string(options.seq_len) +
+                                ") / the cp group size (" + std::to_string(groups.cp().size()) +
                                 ") must be divisible by the tp group size (" +
                                 std::to_string(tp_->size()) + ") under sequence parallelism");
   if (stage_.has_embedding && options.learned_positions()) {
@@ -68,17 +75,22 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     position_embedding_ = register_module("position_embedding", torch::nn::Embedding(position));
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
-  if (options.sequence_parallel)
+  // A rank's own dropout streams: per tp rank, and per cp rank too (the
+  // suffix only under cp, so that other layouts keep their streams).
+  const std::string rank_suffix =
+      "@tp" + std::to_string(tp_->rank()) +
+      (context_.active() ? "@cp" + std::to_string(groups.cp().rank()) : std::string());
+  if (options.sequence_parallel || context_.active())
     embedding_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(
-        parameter_seed(options.seed, "embedding.dropout@tp" + std::to_string(tp_->rank())));
+        parameter_seed(options.seed, "embedding.dropout" + rank_suffix));
   const auto future_mask = causal_future_mask(options.seq_len);
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
     const uint64_t dropout_seed =
-        parameter_seed(options.seed, name + ".attention.dropout@tp" + std::to_string(tp_->rank()));
-    blocks_.push_back(
-        register_module(name, std::make_shared<TransformerBlockImpl>(
-                                  options, *tp_, block_key(layer), dropout_seed, future_mask)));
+        parameter_seed(options.seed, name + ".attention.dropout" + rank_suffix);
+    blocks_.push_back(register_module(
+        name, std::make_shared<TransformerBlockImpl>(options, *tp_, block_key(layer), dropout_seed,
+                                                     future_mask, context_)));
     // Full recomputation: the stage's first recompute_layers blocks (0: all).
     const int64_t index = layer - stage_.first_layer;
     const bool whole = options.recompute == Recompute::kFull &&
@@ -189,30 +201,36 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   if (tokens.dim() != 2)
     throw std::invalid_argument("GPT embed: tokens must be [batch, time], got " +
                                 c10::str(tokens.sizes()));
-  const int64_t time = tokens.size(1);
-  if (time > options_.seq_len)
-    throw std::invalid_argument("sequence of " + std::to_string(time) +
+  if (tokens.size(1) > options_.seq_len)
+    throw std::invalid_argument("sequence of " + std::to_string(tokens.size(1)) +
                                 " tokens exceeds model.seq_len " +
                                 std::to_string(options_.seq_len));
+  const auto local_tokens = context_part(tokens);
+  const int64_t time = local_tokens.size(1);
+  // The global positions of this rank's tokens.
+  const auto positions =
+      context_.active() ? context_shard_->positions() : torch::arange(time, torch::kLong);
   parallel::enter_use(gate_, 0, torch::Tensor());
-  auto embedded = token_embedding_->forward(tokens);
+  auto embedded = token_embedding_->forward(local_tokens);
   // Rotary positions enter in every attention instead (models/rotary_embedding.h).
   if (position_embedding_ && options_.sequence_parallel) {
     const auto shard = parallel::sequence_shard(time, *tp_);
     const auto table = parallel::sum_gradient_over_tp(position_embedding_->weight, *tp_);
-    embedded =
-        embedded + torch::embedding(
-                       table, torch::arange(shard.first, shard.first + shard.count, torch::kLong));
+    embedded = embedded + torch::embedding(table, positions.narrow(0, shard.first, shard.count));
   } else if (position_embedding_) {
-    embedded = embedded + position_embedding_->forward(torch::arange(time, torch::kLong));
+    embedded = embedded + position_embedding_->forward(positions);
   }
   // Looked up (and summed over tp) in float32, rounded to the compute dtype
   // (tp_sums_in_compute_dtype: rounded before the tp sum, which is exact).
   return parallel::leave_use(gate_, 0, embedding_dropout(embedded).to(compute_dtype()));
 }
 
+torch::Tensor GptImpl::context_part(const torch::Tensor& x) const {
+  return context_.active() ? context_shard_->take(x) : x;
+}
+
 torch::Tensor GptImpl::embedding_dropout(const torch::Tensor& x) {
-  if (!options_.sequence_parallel) return dropout_->forward(x);
+  if (!options_.sequence_parallel && !context_.active()) return dropout_->forward(x);
   return dropout_drawn_from(x, is_training() ? options_.dropout : 0.0,
                             embedding_dropout_generator_);
 }
@@ -246,9 +264,10 @@ torch::Tensor GptImpl::head_loss(const torch::Tensor& hidden, const torch::Tenso
   const auto input = parallel::enter_use(gate_, head_use(), hidden.to(compute_dtype()));
   // Logits in the compute dtype; the cross-entropy in float32.
   auto logits = logits_of(input);
-  auto loss = parallel::vocab_parallel_cross_entropy(logits.to(torch::kFloat), targets, *tp_,
-                                                     loss_key(options_), options_.vocab_size)
-                  .mean();
+  auto loss =
+      parallel::vocab_parallel_cross_entropy(logits.to(torch::kFloat), context_part(targets), *tp_,
+                                             loss_key(options_), options_.vocab_size)
+          .mean();
   return parallel::leave_use(gate_, head_use(), loss);
 }
 
@@ -273,9 +292,10 @@ KvCache GptImpl::make_kv_cache(int64_t batch) const {
 
 torch::Tensor GptImpl::forward_cached(const torch::Tensor& tokens, KvCache& cache) {
   require_whole_model("forward_cached");
-  if (is_training() || options_.sequence_parallel || gate_)
+  if (is_training() || options_.sequence_parallel || gate_ || context_.active())
     throw std::logic_error(
-        "GPT forward_cached is for inference: eval mode, no sequence parallelism, no layer gate");
+        "GPT forward_cached is for inference: eval mode, no sequence or context parallelism, no "
+        "layer gate");
   if (tokens.dim() != 2 || tokens.size(0) != cache.batch())
     throw std::invalid_argument("GPT forward_cached: tokens must be [" +
                                 std::to_string(cache.batch()) + ", time], got " +
@@ -335,7 +355,7 @@ std::vector<std::pair<std::string, at::Generator>> GptImpl::dropout_generators()
     out.emplace_back(
         "block" + std::to_string(stage_.first_layer + int64_t(i)) + ".attention.dropout",
         blocks_[i]->attention->dropout_generator());
-  if (options_.sequence_parallel && stage_.has_embedding)
+  if ((options_.sequence_parallel || context_.active()) && stage_.has_embedding)
     out.emplace_back("embedding.dropout", embedding_dropout_generator_);
   return out;
 }

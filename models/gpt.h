@@ -43,6 +43,16 @@
 // parallel::enter_use/leave_use, so the gate gathers a layer's parameters
 // just before it runs, forward and backward, and frees them after.
 //
+// Context parallel (groups.cp() of more than one rank): every cp rank holds
+// two of 2·cp chunks of each sequence (parallel/context/context_shard.h).
+// embed() and head_loss() still take whole sequences [B, T] and keep this
+// rank's part, so run_blocks, pipeline stages and the loss see [B, T/cp, ...]
+// (under sequence parallelism [B, T/cp/tp, H] between the blocks); learned
+// and rotary positions are the chunks' global ones, the attention is a ring
+// over cp (parallel/context/ring_attention.h), and head_loss is the mean over
+// this rank's positions: the mean over the cp ranks is the sequence's.
+// forward() returns this rank's positions' logits.
+//
 // Inference with a KV cache (forward_cached, models/kv_cache.h): a whole
 // model in eval mode runs only the new positions of a sequence, their
 // learned or rotary positions continuing from the cache's length, every
@@ -62,6 +72,7 @@
 #include "models/norm.h"
 #include "models/param_layout.h"
 #include "models/stage_plan.h"
+#include "parallel/context/context_shard.h"
 #include "parallel/param_info.h"
 #include "parallel/zero/layer_schedule.h"
 
@@ -158,17 +169,22 @@ class GptImpl : public torch::nn::Module {
   // The final LayerNorm and the logits' projection: [B, T, V/tp].
   torch::Tensor logits_of(const torch::Tensor& hidden);
   torch::Tensor embedding_dropout(const torch::Tensor& x);
+  // Under context parallelism: this rank's part [B, T/cp, ...] of a whole
+  // sequence x [B, T, ...]; otherwise x.
+  torch::Tensor context_part(const torch::Tensor& x) const;
 
   GptOptions options_;
   StagePlan stage_;
   comm::Communicator* tp_;
+  std::unique_ptr<parallel::ContextShard> context_shard_;  // cp > 1 only
+  parallel::ContextGroup context_;
   std::shared_ptr<parallel::VocabParallelEmbeddingImpl> token_embedding_;
   torch::nn::Embedding position_embedding_{nullptr};
   std::vector<std::shared_ptr<TransformerBlockImpl>> blocks_;
   Norm final_norm_{nullptr};
   std::shared_ptr<parallel::VocabParallelEmbeddingImpl> output_head_;  // untied only
   torch::nn::Dropout dropout_{nullptr};
-  at::Generator embedding_dropout_generator_;  // sequence parallel only
+  at::Generator embedding_dropout_generator_;  // sequence or context parallel only
   std::vector<ParamLayout> layouts_;
   parallel::LayerGate* gate_ = nullptr;
 };

@@ -20,7 +20,7 @@ namespace {
 // Every DP replica starts from DP rank 0's weights, whatever each rank's RNG did.
 void broadcast_over_dp(const std::vector<parallel::ParamInfo>& infos,
                        parallel::ProcessGroups& groups) {
-  if (groups.dims().dp == 1) return;
+  if (groups.dp().size() == 1) return;  // dp x cp ranks hold one replica's weights
   torch::NoGradGuard no_grad;
   for (const auto& info : infos) {
     auto p = info.tensor;
@@ -101,11 +101,11 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
     if (options.dump_tensors)
       throw std::invalid_argument("dumping tensors needs the whole model on one rank (pp = 1), " +
                                   groups.dims().to_string());
-    // Under sequence parallelism a stage sends its tp rank's part of the
-    // sequence to the same tp rank of the next stage.
-    const int64_t positions = config.parallel.sequence_parallel
-                                  ? config.model.seq_len / groups.dims().tp
-                                  : config.model.seq_len;
+    // Under context parallelism a stage holds its cp rank's part of the
+    // sequence, and under sequence parallelism sends its tp rank's part of
+    // that to the same tp rank of the next stage.
+    const int64_t local = config.model.seq_len / groups.dims().cp;
+    const int64_t positions = config.parallel.sequence_parallel ? local / groups.dims().tp : local;
     parts.pipeline = std::make_unique<parallel::PipelineEngine>(
         groups.pp(), parallel::make_pipeline_schedule(config.parallel.schedule),
         std::vector<int64_t>{t.micro_batch, positions, config.model.hidden});

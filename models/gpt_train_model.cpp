@@ -74,9 +74,11 @@ std::vector<comm::AutoDecision> GptTrainModel::adapt(int64_t step, double previo
 Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
                                   const std::string& dump_dir) {
   const int64_t seq = config_.model.seq_len;
-  const int dp = groups_.dims().dp;
+  // The dp group spans cp: each of its ranks averaged the loss over its own
+  // part of the sequences, so the mean over the group is the global mean.
+  const int replicas = groups_.dp().size();
   const int64_t micro_batches = parts_.micro_batches;
-  const double scale = 1.0 / double(micro_batches * dp);
+  const double scale = 1.0 / double(micro_batches * replicas);
   auto& optimizer = *parts_.optimizer;
 
   // Dumped gradients are this rank's own (before the dp reduction and
@@ -113,7 +115,7 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
 
   // After step(): until then the optimizer's comm thread may be using dp.
   float loss_value = float(local_loss);
-  if (dp > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
+  if (replicas > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
   // Every rank sees the same skip (a global norm) and the same loss, so the
   // scalers stay equal. An overflow with a finite loss is what the scale
   // absorbs; a non-finite loss (the forward overflowed) is not.
@@ -178,7 +180,7 @@ double GptTrainModel::pipeline_step(int64_t step, double scale, double loss_scal
 // forward through the pipeline; under ZeRO-3 the parameters are gathered.
 Outcome GptTrainModel::evaluate() {
   const int64_t seq = config_.model.seq_len, batches = config_.eval.batches;
-  const int dp = groups_.dims().dp;
+  const int replicas = groups_.dp().size();  // dp x cp
   auto& model = parts_.model;
   torch::NoGradGuard no_grad;
   // ZeRO-3 holds only shards between steps: gather the parameters as the
@@ -199,8 +201,8 @@ Outcome GptTrainModel::evaluate() {
     }
   }
   model->train();
-  float loss = float(local_loss / double(batches * parts_.micro_batches * dp));
-  if (dp > 1) groups_.dp().allreduce(&loss, 1, comm::Role::kOther);
+  float loss = float(local_loss / double(batches * parts_.micro_batches * replicas));
+  if (replicas > 1) groups_.dp().allreduce(&loss, 1, comm::Role::kOther);
   return Outcome{double(loss), -1};
 }
 
@@ -229,7 +231,7 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
   checkpoint::OptimizerPart optimizer;
   optimizer.params = parts_.checkpointed;
   optimizer.optimizer = parts_.optimizer.get();
-  optimizer.writes_replicated = groups_.coord().dp == 0;
+  optimizer.writes_replicated = groups_.coord().dp == 0 && groups_.coord().cp == 0;
   parts.optimizers.push_back(std::move(optimizer));
   parts.generators.push_back(default_generator_part());
   if (loss_scaler_) {
@@ -250,7 +252,8 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
 }
 
 void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
-  // The forward below is collective over tp: world rank 0's tp group runs it.
+  // The forward below is collective over tp and cp: world rank 0's tp and cp
+  // groups run it (under cp, rank 0 dumps the activations of its positions).
   const auto& coord = groups_.coord();
   if (coord.dp != 0 || coord.pp != 0 || coord.sp != 0) return;
   std::vector<torch::Tensor> grads;
@@ -291,7 +294,8 @@ void GptTrainModel::dump_parameters(const std::string& dump_dir) {
   }
   write_f32(dump_dir + "/parameters.f32", torch::cat(flat));
   io::write_file_atomically(dump_dir + "/parameters.txt", index);
-  if (groups_.dims().pp == 1) dump_forward(dump_dir);
+  // The forward is collective over cp, which only world rank 0 reaches here.
+  if (groups_.dims().pp == 1 && groups_.dims().cp == 1) dump_forward(dump_dir);
 }
 
 // One forward of the final weights, without dropout, on this rank's first

@@ -18,17 +18,19 @@ constexpr uint64_t kGateKeyOffset = uint64_t(1) << 24;
 
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
                                            uint64_t buffer_key, uint64_t dropout_seed,
-                                           torch::Tensor future_mask)
+                                           torch::Tensor future_mask,
+                                           parallel::ContextGroup context)
     : tp_(&tp),
       parallel_residual_(options.parallel_residual),
       sequence_parallel_(options.sequence_parallel),
+      per_rank_dropout_(options.sequence_parallel || context.active()),
       dropout_p_(options.dropout),
       activation_(options.activation) {
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", Norm(options, h));
   attention = register_module(
       "attention",
-      CausalSelfAttention(options, tp, buffer_key, dropout_seed, std::move(future_mask)));
+      CausalSelfAttention(options, tp, buffer_key, dropout_seed, std::move(future_mask), context));
   ln2 = register_module("ln2", Norm(options, h));
   parallel::ParallelLinearOptions in_options;
   in_options.in_features = h;
@@ -99,7 +101,7 @@ torch::Tensor TransformerBlockImpl::norm(Norm& layer, const torch::Tensor& x) {
   return layer->forward(x, sequence_parallel_ ? tp_ : nullptr);
 }
 torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
-  if (sequence_parallel_)
+  if (per_rank_dropout_)
     return dropout_drawn_from(x, is_training() ? dropout_p_ : 0.0, attention->dropout_generator());
   return parallel::in_float32(x, [this](const torch::Tensor& in) { return dropout_->forward(in); });
 }

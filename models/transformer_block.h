@@ -42,9 +42,11 @@ class TransformerBlockImpl : public torch::nn::Module {
  public:
   // Uses the error-feedback keys buffer_key .. buffer_key + 3; dropout_seed
   // seeds this rank's attention-dropout generator; future_mask is the
-  // model's causal_future_mask.
+  // model's causal_future_mask; `context`: the cp group the attention's
+  // ring runs over (inactive: none).
   TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
-                       uint64_t dropout_seed, torch::Tensor future_mask);
+                       uint64_t dropout_seed, torch::Tensor future_mask,
+                       parallel::ContextGroup context = {});
   torch::Tensor forward(const torch::Tensor& x);
   // Inference (eval mode): x [B, T, H] holds positions cache.length() ..
   // + T - 1; the attention appends their keys and values as block `layer`
@@ -74,6 +76,9 @@ class TransformerBlockImpl : public torch::nn::Module {
   comm::Communicator* tp_;
   bool parallel_residual_;
   bool sequence_parallel_;
+  // Sequence or context parallel: the residual stream's positions differ per
+  // rank, so its dropout draws from the rank's own generator.
+  bool per_rank_dropout_;
   double dropout_p_;
   MlpActivation activation_;
   bool recompute_whole_ = false;

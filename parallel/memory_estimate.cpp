@@ -142,7 +142,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
     e.buffer_bytes = (param_bytes > span ? 2 : 1) * span + (in.dp > 1 ? span / dp : 0);
   }
 
-  const Real tokens = Real(in.micro_batch) * seq;
+  const Real tokens = Real(in.micro_batch) * seq / Real(in.cp);
+  const bool ring = in.cp > 1;
   // Per token of one block, in values of the compute dtype (see the header).
   const Real value = Real(in.activation_value_bytes);
   const Real replicated = (in.parallel_residual ? 3 : 4) + (in.dropout ? 2 : 0);
@@ -151,14 +152,18 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   // about four), in units of hidden.
   const Real qkv_width =
       (h + 2 * Real(in.kv_heads > 0 ? in.kv_heads : in.heads) * (h / Real(in.heads))) / h;
-  const Real repeated_kv = in.kv_heads > 0 && in.kv_heads < in.heads ? 2 : 0;
+  // The ring widens the key/value heads per block, never keeping them.
+  const Real repeated_kv = in.kv_heads > 0 && in.kv_heads < in.heads && !ring ? 2 : 0;
   const Real split = qkv_width + repeated_kv + 1 + (in.gated_mlp ? 4 : 2) * shape.inner / h;
-  const Real core = (in.dropout ? 3 : 1) * heads / tp * seq;
+  // The core's rows; the ring keeps none, but its float32 output and
+  // log-sum-exp per query head, in values of the compute dtype.
+  const Real core = ring ? 0 : (in.dropout ? 3 : 1) * heads / tp * seq;
+  const Real ring_kept = ring ? (h + heads) / tp * kFloat / Real(in.activation_value_bytes) : 0;
   // Sequence parallel: the replicated tensors (and a block's kept input) hold
   // 1/tp of the tokens.
   const Real sequence_split = in.sequence_parallel ? tp : 1;
   const Real block_input = h / sequence_split;
-  const Real stored_block = replicated * h / sequence_split + split * h / tp + core;
+  const Real stored_block = replicated * h / sequence_split + split * h / tp + core + ring_kept;
   const Real layers = Real(stage.layers());
   // Per micro-batch in flight: what each block keeps (and of it the core's
   // scores); once per stage: what the recomputation running in backward

@@ -92,7 +92,14 @@ struct MemoryEstimateInput {
   bool gated_mlp = false, bias = true, rms_norm = false;
   bool tie_embeddings = true;     // false: the head stage holds a table of its own
   bool learned_positions = true;  // false (rotary): no position table
+  // dp: the ranks ZeRO shards over and gradients are reduced in, the dp
+  // group's size (dp x cp under context parallelism).
   int dp = 1, tp = 1, pp = 1;
+  // Context parallelism (parallel.context): a rank's activations hold
+  // seq_len / cp tokens, and the ring attention keeps its output and the
+  // rows' log-sum-exp (float32) instead of the core's [heads/tp, seq_len]
+  // rows, recomputed or not (parallel/context/ring_attention.h).
+  int cp = 1;
   int zero_stage = 0;
   int64_t micro_batch = 1;
   int64_t micro_batches = 1;          // per rank per step

@@ -70,7 +70,8 @@ int latency_rounds(Op op, int n) {
 
 // Whether the group of `kind` that contains the rank at (0, ..., pp stage)
 // sits on one node: its members vary along the group's mesh dimension (a
-// copy's source for zero; every rank for the world group).
+// copy's source for zero; every rank for the world group) and the
+// dimensions its group also spans (dp: cp).
 bool group_is_intra_node(GroupKind kind, const parallel::ParallelDims& dims, int stage,
                          int ranks_per_node) {
   const parallel::MeshDimInfo* varying = parallel::mesh_dim_of(kind);
@@ -78,12 +79,17 @@ bool group_is_intra_node(GroupKind kind, const parallel::ParallelDims& dims, int
   if (varying == nullptr) {
     for (int r = 0; r < dims.world_size(); ++r) members.push_back(r);
   } else {
+    const parallel::MeshDimInfo* also = nullptr;
+    for (const parallel::GroupSpan& span : parallel::kGroupSpans)
+      if (span.dim == varying->dim) also = &parallel::mesh_dim(span.also);
     parallel::GridCoord c;
     c.pp = stage;
-    for (int i = 0; i < dims.*varying->size; ++i) {
-      c.*varying->coord = i;
-      members.push_back(dims.rank_of(c));
-    }
+    for (int i = 0; i < dims.*varying->size; ++i)
+      for (int j = 0; j < (also ? dims.*also->size : 1); ++j) {
+        c.*varying->coord = i;
+        if (also) c.*also->coord = j;
+        members.push_back(dims.rank_of(c));
+      }
   }
   for (int r : members)
     if (r / ranks_per_node != members.front() / ranks_per_node) return false;

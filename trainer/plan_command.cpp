@@ -22,7 +22,7 @@ int plan_world_size(const PlanArgs& plan, const config::Config& c) {
 
 int run_plan(const PlanArgs& args, const config::Config& config, const parallel::ParallelDims& dims) {
   plan::PlanOptions options;
-  options.world_size = dims.dp * dims.tp * dims.pp * dims.sp;
+  options.world_size = dims.world_size();
   options.ranks_per_node =
       int(args.ranks_per_node > 0                 ? args.ranks_per_node
           : config.compression.ranks_per_node > 0 ? config.compression.ranks_per_node

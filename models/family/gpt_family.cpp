@@ -71,6 +71,7 @@ parallel::ModelShape layout_shape(const config::ModelConfig& model) {
   shape.kv_heads = model.kv_heads;
   shape.mlp_width = model.intermediate_size;
   shape.image_rows = 0;  // a GPT has no spatial dimension
+  shape.seq_len = model.seq_len;
   return shape;
 }
 
@@ -163,7 +164,8 @@ parallel::MemoryEstimateInput gpt_memory_estimate_input(const Config& c,
   in.rms_norm = c.model.norm == config::Normalization::kRmsNorm;
   in.tie_embeddings = c.model.tie_embeddings;
   in.learned_positions = c.model.position == "learned";
-  in.dp = dims.dp;
+  in.dp = dims.dp * dims.cp;  // the dp group spans cp
+  in.cp = dims.cp;
   in.tp = dims.tp;
   in.pp = dims.pp;
   in.zero_stage = dims.zero_stage;

@@ -65,6 +65,20 @@ std::string sp_misfit(int64_t spatial, const ModelShape& model) {
   return "";
 }
 
+std::string cp_misfit(int64_t context, const ModelShape& model) {
+  if (context == 1) return "";
+  if (model.image_rows > 0 || model.seq_len == 0)
+    return "parallel.context = " + std::to_string(context) +
+           " but the model has no sequence to split (a ResNet needs context: 1)";
+  // Balanced causal work: each rank holds chunks i and 2N-1-i of 2N
+  // (parallel/context/context_shard.h).
+  if (model.seq_len % (2 * context) != 0)
+    return "model.seq_len (" + std::to_string(model.seq_len) +
+           ") is not divisible by 2 x parallel.context (" + std::to_string(2 * context) +
+           "): each context rank holds two of 2 x context equal chunks of every sequence";
+  return "";
+}
+
 ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipeline, int64_t spatial,
                                    int64_t zero_stage, int world_size, const ModelShape& model) {
   MeshSizes sizes{};
@@ -72,6 +86,7 @@ ParallelDims ParallelDims::resolve(int64_t data, int64_t tensor, int64_t pipelin
   sizes[size_t(MeshDim::kTp)] = tensor;
   sizes[size_t(MeshDim::kPp)] = pipeline;
   sizes[size_t(MeshDim::kSp)] = spatial;
+  sizes[size_t(MeshDim::kCp)] = 1;
   return resolve(sizes, zero_stage, world_size, model);
 }
 

@@ -1,5 +1,6 @@
 // ParallelDims: how the world's ranks split into data (dp), tensor (tp),
-// pipeline (pp) and spatial (sp) parallel groups, plus the ZeRO stage.
+// pipeline (pp), spatial (sp) and context (cp) parallel groups, plus the ZeRO
+// stage.
 //
 // The dimensions form a named mesh, declared once in kMesh below: each row
 // names a dimension's group kind (whose name, "tp", is the dimension's name),
@@ -9,10 +10,16 @@
 // that table, so a new dimension is a new row (plus its two fields, which
 // the static_asserts below insist on).
 //
-// Rank order (Megatron's convention): tp varies fastest, then sp, then dp,
-// then pp, i.e.  rank = tp_rank + tp * (sp_rank + sp * (dp_rank + dp * pp_rank)).
-// Neighbouring ranks thus share the chattiest group (tp), which keeps it on
-// one node when ranks are placed node by node.
+// Rank order (Megatron's convention): tp varies fastest, then cp, then sp,
+// then dp, then pp, i.e.
+//   rank = tp_rank + tp * (cp_rank + cp * (sp_rank + sp * (dp_rank + dp * pp_rank))).
+// Neighbouring ranks thus share the chattiest groups (tp, then cp's ring),
+// which keeps them on one node when ranks are placed node by node.
+//
+// Context parallelism splits every sequence over the cp ranks of a replica
+// (parallel/context/context_shard.h); they hold the same parameters, so the
+// dp group spans the cp dimension too (kGroupSpans): gradients are summed
+// over dp x cp ranks in one reduction, and ZeRO shards over them.
 #pragma once
 
 #include <array>
@@ -34,6 +41,7 @@ struct ModelShape {
   int64_t kv_heads = 0;        // grouped-query attention's key/value heads; 0: as many as heads
   int64_t mlp_width = 0;       // the MLP's inner width when set apart from hidden (0: not)
   int64_t image_rows = 0;      // 0: the model has no spatial dimension to split
+  int64_t seq_len = 0;         // a language model's sequence length (0: none)
 };
 
 // A layout the world or the model cannot host. The message names the group.
@@ -44,20 +52,20 @@ class LayoutError : public std::invalid_argument {
 
 // The mesh's dimensions, in the order the config lists them and to_string
 // prints them (the rank formula's order is each row's rank_position).
-enum class MeshDim { kDp, kTp, kPp, kSp };
-constexpr int kMeshDimCount = 4;
+enum class MeshDim { kDp, kTp, kPp, kSp, kCp };
+constexpr int kMeshDimCount = 5;
 // One requested size per dimension, indexed by MeshDim.
 using MeshSizes = std::array<int64_t, kMeshDimCount>;
 
 struct GridCoord {
-  int tp = 0, sp = 0, dp = 0, pp = 0;
+  int tp = 0, sp = 0, dp = 0, pp = 0, cp = 0;
 };
 
 struct ParallelDims {
-  int dp = 1, tp = 1, pp = 1, sp = 1;
+  int dp = 1, tp = 1, pp = 1, sp = 1, cp = 1;
   int zero_stage = 0;
 
-  // data <= 0 means "auto": whatever tp * pp * sp leaves of the world.
+  // data <= 0 means "auto": whatever tp * pp * sp (* cp) leaves of the world.
   // Throws LayoutError naming the group at fault.
   static ParallelDims resolve(int64_t data, int64_t tensor, int64_t pipeline, int64_t spatial,
                               int64_t zero_stage, int world_size, const ModelShape& model);
@@ -69,7 +77,7 @@ struct ParallelDims {
   int world_size() const;
   GridCoord coord_of(int rank) const;
   int rank_of(const GridCoord& c) const;
-  std::string to_string() const;  // "dp=2 tp=2 pp=1 sp=1 zero=0"
+  std::string to_string() const;  // "dp=2 tp=2 pp=1 sp=1 cp=1 zero=0"
 };
 
 // What a dimension asks of the model: why `size` ranks along it cannot host
@@ -77,6 +85,7 @@ struct ParallelDims {
 std::string tp_misfit(int64_t size, const ModelShape& model);
 std::string pp_misfit(int64_t size, const ModelShape& model);
 std::string sp_misfit(int64_t size, const ModelShape& model);
+std::string cp_misfit(int64_t size, const ModelShape& model);
 
 struct MeshDimInfo {
   MeshDim dim;             // the row's own index (checked below)
@@ -90,14 +99,16 @@ struct MeshDimInfo {
 };
 
 inline constexpr MeshDimInfo kMesh[kMeshDimCount] = {
-    {MeshDim::kDp, comm::GroupKind::kDp, "data", 2, true, &ParallelDims::dp, &GridCoord::dp,
+    {MeshDim::kDp, comm::GroupKind::kDp, "data", 3, true, &ParallelDims::dp, &GridCoord::dp,
      nullptr},
     {MeshDim::kTp, comm::GroupKind::kTp, "tensor", 0, false, &ParallelDims::tp, &GridCoord::tp,
      &tp_misfit},
-    {MeshDim::kPp, comm::GroupKind::kPp, "pipeline", 3, false, &ParallelDims::pp, &GridCoord::pp,
+    {MeshDim::kPp, comm::GroupKind::kPp, "pipeline", 4, false, &ParallelDims::pp, &GridCoord::pp,
      &pp_misfit},
-    {MeshDim::kSp, comm::GroupKind::kSp, "spatial", 1, false, &ParallelDims::sp, &GridCoord::sp,
+    {MeshDim::kSp, comm::GroupKind::kSp, "spatial", 2, false, &ParallelDims::sp, &GridCoord::sp,
      &sp_misfit},
+    {MeshDim::kCp, comm::GroupKind::kCp, "context", 1, false, &ParallelDims::cp, &GridCoord::cp,
+     &cp_misfit},
 };
 
 // Groups that are copies of a dimension's group: the same ranks in a
@@ -108,6 +119,16 @@ struct GroupCopy {
   MeshDim of;
 };
 inline constexpr GroupCopy kGroupCopies[] = {{comm::GroupKind::kZero, MeshDim::kDp}};
+
+// A dimension whose group also takes in the ranks along another: the dp
+// group spans cp, since the cp ranks of a replica hold the same parameters
+// and each computed the gradient of its part of the sequences. Its ranks are
+// ordered dp-major: group rank = dp_rank * cp + cp_rank.
+struct GroupSpan {
+  MeshDim dim;
+  MeshDim also;
+};
+inline constexpr GroupSpan kGroupSpans[] = {{MeshDim::kDp, MeshDim::kCp}};
 
 inline constexpr const MeshDimInfo& mesh_dim(MeshDim dim) {
   return kMesh[int(dim)];

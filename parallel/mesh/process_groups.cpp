@@ -18,16 +18,24 @@ int node_of(MPI_Comm world, int world_rank, int64_t ranks_per_node) {
   return comm::shared_memory_node(world);
 }
 
-// Ranks that agree on every coordinate but `varying`'s land in one group,
-// ordered by their coordinate along `varying`.
+// Ranks that agree on every coordinate but `varying`'s (and those of the
+// dimensions its group also spans, kGroupSpans) land in one group, ordered
+// by their coordinate along `varying`, then along the spanned dimension.
 std::unique_ptr<comm::Communicator> split(MPI_Comm world, const ParallelDims& dims,
                                           const GridCoord& me, const MeshDimInfo& varying,
                                           const comm::Policy& policy, int node) {
   GridCoord anchor = me;
   anchor.*varying.coord = 0;
+  int key = me.*varying.coord;
+  for (const GroupSpan& span : kGroupSpans) {
+    if (span.dim != varying.dim) continue;
+    const MeshDimInfo& also = mesh_dim(span.also);
+    anchor.*also.coord = 0;
+    key = key * dims.*also.size + me.*also.coord;
+  }
   int color = dims.rank_of(anchor);
   MPI_Comm comm;
-  MPI_Comm_split(world, color, me.*varying.coord, &comm);
+  MPI_Comm_split(world, color, key, &comm);
   return make_group(comm, policy, varying.group, node);
 }
 

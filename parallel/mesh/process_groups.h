@@ -38,12 +38,14 @@ class ProcessGroups {
   comm::Communicator& tp() { return group(comm::GroupKind::kTp); }
   comm::Communicator& pp() { return group(comm::GroupKind::kPp); }
   comm::Communicator& sp() { return group(comm::GroupKind::kSp); }
+  // Context parallelism's ring (the dp group spans its ranks too).
+  comm::Communicator& cp() { return group(comm::GroupKind::kCp); }
   comm::Communicator& zero() { return group(comm::GroupKind::kZero); }
   comm::Communicator& group(comm::GroupKind kind);
 
   // Preset auto: every group's step-boundary decision
   // (comm::Communicator::adapt), in one fixed order (kMesh's rows, each
-  // followed by its copies, then world: dp, zero, tp, pp, sp, world) so that
+  // followed by its copies, then world: dp, zero, tp, pp, sp, cp, world) so that
   // no two ranks wait on different groups. Collective over the world; call
   // between steps, when no operation is in flight.
   // `previous_loss`: the training loss of step - 1 (kNoPreviousLoss: none).

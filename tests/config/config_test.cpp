@@ -350,7 +350,8 @@ TEST_F(ConfigTest, LayoutThatDoesNotDivideTheWorldSizeNamesTheParallelKeys) {
       message.rfind(path + ":" + std::to_string(line_of(text, "data")) + ": parallel.data: ", 0),
       0u)
       << message;
-  EXPECT_CONTAINS(message, "parallel (data: auto, tensor: 4, pipeline: 1, spatial: 1) on 6 ranks");
+  EXPECT_CONTAINS(
+      message, "parallel (data: auto, tensor: 4, pipeline: 1, spatial: 1, context: 1) on 6 ranks");
   EXPECT_CONTAINS(message, "world size 6 is not divisible by");
 
   const std::string fixed_text = "parallel:\n  data: 2\n  tensor: 2\n";
@@ -370,7 +371,8 @@ TEST_F(ConfigTest, DataParallelErrorWithoutADataKeyPointsAtTheWrittenLayoutKey) 
   const Config c = load_checked_config(path);
   const std::string message = error_of([&] { validate_layout(c, 6); });
   EXPECT_EQ(message.rfind(path + ":4: parallel.pipeline: ", 0), 0u) << message;
-  EXPECT_CONTAINS(message, "parallel (data: auto, tensor: 1, pipeline: 4, spatial: 1) on 6 ranks");
+  EXPECT_CONTAINS(
+      message, "parallel (data: auto, tensor: 1, pipeline: 4, spatial: 1, context: 1) on 6 ranks");
   EXPECT_CONTAINS(message, "dp group: world size 6 is not divisible by");
 
   const std::string both = "parallel:\n  data: 3\n  spatial: 1\n  tensor: 2\n";
@@ -378,7 +380,21 @@ TEST_F(ConfigTest, DataParallelErrorWithoutADataKeyPointsAtTheWrittenLayoutKey) 
   const std::string both_message =
       error_of([&] { validate_layout(load_checked_config(both_path), 4); });
   EXPECT_EQ(both_message.rfind(both_path + ":2: parallel.data: ", 0), 0u) << both_message;
-  EXPECT_CONTAINS(both_message, "parallel (data: 3, tensor: 2, pipeline: 1, spatial: 1)");
+  EXPECT_CONTAINS(both_message,
+                  "parallel (data: 3, tensor: 2, pipeline: 1, spatial: 1, context: 1)");
+}
+
+// parallel.context: a sequence that does not cut into 2 x context chunks is
+// refused at the key, naming both values.
+TEST_F(ConfigTest, ContextThatDoesNotCutTheSequenceIsRefusedAtItsKey) {
+  const std::string text = "model:\n  seq_len: 20\nparallel:\n  context: 4\n";
+  const std::string path = write(text);
+  const Config c = load_checked_config(path);
+  const std::string message = error_of([&] { validate_layout(c, 4); });
+  EXPECT_EQ(message.rfind(path + ":4: parallel.context: ", 0), 0u) << message;
+  EXPECT_CONTAINS(message, "model.seq_len (20) is not divisible by 2 x parallel.context (8)");
+  EXPECT_EQ(
+      validate_layout(load_checked_config(write("parallel:\n  context: 2\n", "ok.yaml")), 4).cp, 2);
 }
 
 TEST_F(ConfigTest, HeadsNotDivisibleByTensorParallelismIsAnError) {

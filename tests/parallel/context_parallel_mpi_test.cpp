@@ -1,0 +1,231 @@
+// Context parallelism (parallel.context): every sequence split over the cp
+// ranks in 2·cp balanced chunks, attention as a ring of key/value blocks. It
+// must compute what the single-rank model computes: first the shard's
+// positions; then the GPT (GPT-2 style: learned positions, tied head;
+// GPT-NeoX style: rotary, parallel residual, untied; Llama style: grouped
+// keys and values), whose cp ranks' mean loss is the single-rank loss and
+// whose gradients, summed over cp, are the single-rank gradients (their tp
+// shard under cp x tp); the cp group's traffic is the ring's point-to-point
+// messages and nothing else. Last the Trainer's loss trajectory under cp2,
+// cp4, cp2 x tp2 (+SP), cp2 x pp2 and dp2 x cp2 (ZeRO-1, ZeRO-3) follows the
+// single-rank run. Random data from the printed seed (tests/support/test_seed.h).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/gpt.h"
+#include "parallel/context/context_shard.h"
+#include "parallel/mesh/process_groups.h"
+#include "tests/parallel/tensor_parallel_test_support.h"
+#include "tests/support/mpi_world.h"
+#include "tests/support/test_seed.h"
+#include "tests/support/tiny_gpt_run.h"
+
+namespace cmpi::parallel {
+namespace {
+
+using testing::world_size;
+using tp_testing::by_name;
+using tp_testing::kTolerance;
+using tp_testing::random_ids;
+using tp_testing::seed;
+using tp_testing::slice_of;
+
+std::vector<int64_t> as_vector(const torch::Tensor& t) {
+  return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+}
+
+TEST(ContextShard, RankHoldsAnEarlyAndALateChunk) {
+  // 16 positions over 2 ranks: chunks of 4, rank 0 holds chunks 0 and 3.
+  EXPECT_EQ(as_vector(ContextShard(16, 2, 0).positions()),
+            (std::vector<int64_t>{0, 1, 2, 3, 12, 13, 14, 15}));
+  EXPECT_EQ(as_vector(ContextShard(16, 2, 1).positions()),
+            (std::vector<int64_t>{4, 5, 6, 7, 8, 9, 10, 11}));
+  // Every position on exactly one of 4 ranks.
+  std::vector<int> seen(16, 0);
+  for (int r = 0; r < 4; ++r)
+    for (int64_t p : as_vector(ContextShard(16, 4, r).positions())) ++seen[size_t(p)];
+  EXPECT_EQ(seen, std::vector<int>(16, 1));
+  const auto x = torch::arange(32, torch::kLong).view({2, 16});
+  EXPECT_EQ(as_vector(ContextShard(16, 4, 1).take(x)),
+            (std::vector<int64_t>{2, 3, 12, 13, 18, 19, 28, 29}));
+  EXPECT_THROW(ContextShard(12, 4, 0), std::invalid_argument);  // 12 is not 8 chunks
+  EXPECT_THROW(ContextShard(16, 2, 0).take(torch::zeros({2, 15})), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- the GPT
+
+models::GptOptions gpt2_style() {
+  return tp_testing::tiny_gpt_options();
+}
+
+models::GptOptions neox_style() {
+  auto o = gpt2_style();
+  o.position = models::PositionEncoding::kRotary;
+  o.parallel_residual = true;
+  o.tie_embeddings = false;
+  o.activation = models::MlpActivation::kGeluTanh;
+  o.init = models::InitScheme::kNeox;
+  return o;
+}
+
+models::GptOptions llama_style() {
+  auto o = neox_style();
+  o.parallel_residual = false;
+  o.kv_heads = 2;  // 4 query heads over 2 key/value heads
+  o.rotary_pct = 1.0;
+  return o;
+}
+
+// The world as cp x tp (tp fastest): every cp rank's loss averaged over cp
+// equals the single-rank loss; every gradient summed over cp equals the
+// single-rank gradient (its tp shard).
+void expect_matches_single_rank(models::GptOptions options, int tp, const std::string& what) {
+  SCOPED_TRACE(what + " (seed " + std::to_string(seed()) + ")");
+  const auto tokens = random_ids({2, options.seq_len}, options.vocab_size, 70);
+  const auto targets = random_ids({2, options.seq_len}, options.vocab_size, 71);
+  ProcessGroups single_groups(MPI_COMM_SELF, ParallelDims{});
+  models::Gpt single(options, single_groups);
+  auto single_loss = single->loss(tokens, targets);
+  single_loss.backward();
+  const auto single_params = by_name(single->param_infos());
+
+  ParallelDims dims;
+  dims.tp = tp;
+  dims.cp = world_size() / tp;
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+  models::Gpt model(options, groups);
+  auto loss = model->loss(tokens, targets);
+  (loss / double(dims.cp)).backward();
+  float mean_loss = loss.item<float>() / float(dims.cp);
+  MPI_Allreduce(MPI_IN_PLACE, &mean_loss, 1, MPI_FLOAT, MPI_SUM, groups.cp().mpi());
+  EXPECT_NEAR(mean_loss, single_loss.item<double>(),
+              kTolerance * std::abs(single_loss.item<double>()));
+  for (const auto& layout : model->layouts()) {
+    auto grad = layout.tensor.grad().contiguous().clone();
+    MPI_Allreduce(MPI_IN_PLACE, grad.data_ptr<float>(), int(grad.numel()), MPI_FLOAT, MPI_SUM,
+                  groups.cp().mpi());
+    const auto& full = single_params.at(layout.name).grad();
+    EXPECT_TENSOR_NEAR(
+        grad,
+        layout.split_dim >= 0 ? slice_of(full, layout.split_dim, groups.tp().rank(), tp) : full,
+        layout.name + " gradient");
+  }
+}
+
+TEST(ContextParallelGpt, LossAndGradientsMatchTheSingleRankModel) {
+  expect_matches_single_rank(gpt2_style(), 1, "gpt2 style");
+  expect_matches_single_rank(neox_style(), 1, "neox style");
+  expect_matches_single_rank(llama_style(), 1, "llama style (grouped keys and values)");
+}
+
+TEST(ContextParallelGpt, ComposesWithTensorAndSequenceParallelism) {
+  if (world_size() % 4 != 0) GTEST_SKIP() << "needs cp2 x tp2";
+  auto neox = neox_style();
+  expect_matches_single_rank(neox, 2, "neox cp x tp2");
+  neox.sequence_parallel = true;
+  expect_matches_single_rank(neox, 2, "neox cp x tp2 sequence parallel");
+  auto gpt2 = gpt2_style();
+  gpt2.sequence_parallel = true;
+  expect_matches_single_rank(gpt2, 2, "gpt2 cp x tp2 sequence parallel");
+}
+
+TEST(ContextParallelGpt, RecomputedBlocksMatchTheSingleRankModel) {
+  for (auto what : {models::Recompute::kSelective, models::Recompute::kFull}) {
+    auto options = neox_style();
+    options.recompute = what;
+    expect_matches_single_rank(options, 1, what == models::Recompute::kFull ? "full" : "selective");
+  }
+}
+
+// One forward and backward moves, per block, each key and value block around
+// the ring once in forward (cp - 1 hops) and once more in backward, and the
+// float32 key and value gradients cp hops: point-to-point messages only.
+TEST(ContextParallelGpt, CpTrafficIsTheRingsMessages) {
+  if (world_size() == 1) GTEST_SKIP() << "one cp rank sends nothing";
+  const auto options = neox_style();
+  const auto tokens = random_ids({2, options.seq_len}, options.vocab_size, 95);
+  const auto targets = random_ids({2, options.seq_len}, options.vocab_size, 96);
+  ParallelDims dims;
+  dims.cp = world_size();
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+  models::Gpt model(options, groups);
+  model->loss(tokens, targets).backward();
+  const auto stats = groups.cp().stats();
+  const uint64_t n = uint64_t(dims.cp), layers = uint64_t(options.layers);
+  const uint64_t kv_block = uint64_t(2 * options.seq_len / dims.cp * options.hidden) * 4;
+  EXPECT_EQ(stats.at(comm::Op::kSendRecv).calls, layers * (2 * (n - 1) * 2 + 2 * n));
+  EXPECT_EQ(stats.at(comm::Op::kSendRecv).raw_bytes, layers * (2 * (n - 1) * 2 + 2 * n) * kv_block);
+  EXPECT_EQ(stats.total().calls, stats.at(comm::Op::kSendRecv).calls);
+}
+
+// ---------------------------------------------------------------- training
+
+constexpr double kTrajectoryTolerance = 1e-5;  // relative: the order of float sums
+constexpr double kZero3Tolerance = 1e-4;       // as zero3_layer_mpi_test
+
+ParallelDims with_context(ParallelDims dims, int cp) {
+  dims.cp = cp;
+  return dims;
+}
+
+config::Config context(config::Config c, int cp) {
+  c.parallel.context = cp;
+  return c;
+}
+
+struct Layout {
+  ParallelDims dims;
+  config::Config config;
+  double tolerance;
+  std::string what;
+};
+
+void expect_layouts_match(const config::Config& config, const std::vector<Layout>& layouts) {
+  const auto reference = cmpi::testing::single_rank_losses(config);
+  ASSERT_LT(reference.back(), reference.front())
+      << "the 1-rank run should learn (seed " << seed() << ")";
+  for (const auto& layout : layouts) {
+    const int ranks = layout.dims.world_size();
+    if (world_size() % ranks != 0) continue;
+    cmpi::testing::expect_same_trajectory(
+        reference,
+        cmpi::testing::train_in_groups_of(ranks, context(layout.config, layout.dims.cp),
+                                          layout.dims)
+            .losses,
+        layout.tolerance, layout.what + " (seed " + std::to_string(seed()) + ")");
+  }
+}
+
+TEST(ContextParallelTraining, NeoxStyleLayoutsMatchTheSingleRankRun) {
+  using cmpi::testing::dims_of;
+  using cmpi::testing::with_zero;
+  const auto c = cmpi::testing::tiny_neox_config(seed());
+  auto sp = c;
+  sp.parallel.sequence_parallel = true;
+  expect_layouts_match(
+      c, {{with_context(dims_of(1), 2), c, kTrajectoryTolerance, "cp2"},
+          {with_context(dims_of(1), 4), c, kTrajectoryTolerance, "cp4"},
+          {with_context(dims_of(1, 2), 2), sp, kTrajectoryTolerance, "cp2 x tp2 sequence parallel"},
+          {with_context(dims_of(1, 1, 2), 2), c, kTrajectoryTolerance, "cp2 x pp2"},
+          {with_context(dims_of(2, 1, 1, 1), 2), with_zero(c, 1), kTrajectoryTolerance,
+           "dp2 x cp2 zero1"},
+          {with_context(dims_of(2, 1, 1, 3), 2), with_zero(c, 3), kZero3Tolerance,
+           "dp2 x cp2 zero3 per layer"}});
+}
+
+TEST(ContextParallelTraining, Gpt2StyleLayoutsMatchTheSingleRankRun) {
+  using cmpi::testing::dims_of;
+  auto c = cmpi::testing::tiny_gpt_config(seed());
+  c.training.grad_clip = 0.5;
+  expect_layouts_match(c, {{with_context(dims_of(1), 2), c, kTrajectoryTolerance, "cp2"},
+                           {with_context(dims_of(2), 2), c, kTrajectoryTolerance, "dp2 x cp2"}});
+}
+
+}  // namespace
+}  // namespace cmpi::parallel
