@@ -171,11 +171,12 @@ DeviceProfile read_profile_file(const std::string& file) {
   d.gemm_efficiency = read_gemm_table(r);
   r.read("flash_attention", d.flash_attention);
   d.flash_attention_efficiency = read_positive(r, "flash_attention_efficiency", 0);
+  d.codecs = read_codecs(r);
+  // Unknown keys first: a misspelt key reads as the one it meant to be.
+  r.finish();
   if (d.flash_attention && !(d.flash_attention_efficiency > 0 && d.flash_attention_efficiency <= 1))
     r.fail("flash_attention_efficiency",
            "with flash_attention: true, a fraction of the peak in (0, 1]");
-  d.codecs = read_codecs(r);
-  r.finish();
   return d;
 }
 

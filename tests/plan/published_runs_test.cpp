@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,43 @@ TEST(PublishedRuns, UnknownProfilesListTheKnownOnes) {
     const std::string message = e.what();
     EXPECT_NE(message.find("--plan-cluster"), std::string::npos) << message;
     EXPECT_NE(message.find("dgx-h100"), std::string::npos) << message;
+  }
+}
+
+// A profile file a user writes: read whole, and a misspelt key is named
+// with its file and line rather than read as a missing one.
+TEST(PublishedRuns, ProfileFilesAreReadAndTheirErrorsNameFileAndKey) {
+  const std::string file = testing::TempDir() + "cmpi_device_profile.yaml";
+  const auto write = [&](const std::string& text) { std::ofstream(file) << text; };
+  write(
+      "name: my-gpu\npeak_flops: {fp16: 989e12}\nmemory: 80GB\nmemory_bandwidth: 3.35e12\n"
+      "gemm_efficiency: [[1, 0.5], [256, 0.7]]\nflash_attention: true\n"
+      "flash_attention_efficiency: 0.5\n");
+  const DeviceProfile d = load_device_profile(file);
+  EXPECT_EQ(d.name, "my-gpu");
+  EXPECT_DOUBLE_EQ(d.peak_for(config::Precision::kFp16), 989e12);
+  EXPECT_NEAR(d.gemm_efficiency_at(16e9), 0.6, 1e-12);  // halfway in log2 between 1 and 256
+  EXPECT_THROW(d.peak_for(config::Precision::kBf16), std::invalid_argument);
+  write(
+      "name: my-gpu\npeak_flops: {fp16: 989e12}\nmemory: 80GB\nmemory_bandwidth: 3.35e12\n"
+      "gemm_efficiency: [[1, 0.5], [256, 0.7]]\nflash_attention: true\n"
+      "flash_attention_efficieny: 0.5\n");
+  try {
+    load_device_profile(file);
+    FAIL() << "a misspelt key was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(file + ":7"), std::string::npos) << message;
+    EXPECT_NE(message.find("flash_attention_efficieny"), std::string::npos) << message;
+  }
+  write("name: c\ndevices_per_node: 4\nintra: 1200gbit/2us\ninter: fast\n");
+  try {
+    load_cluster_profile(file);
+    FAIL() << "a bad link was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(file + ":4"), std::string::npos) << message;
+    EXPECT_NE(message.find("inter"), std::string::npos) << message;
   }
 }
 
