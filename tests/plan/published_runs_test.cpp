@@ -147,6 +147,30 @@ TEST(PublishedRuns, FlashAttentionRemovesTheScoresTraffic) {
   EXPECT_THROW(use_device(o, load_device_profile("v100"), "flash"), std::invalid_argument);
 }
 
+// A cluster's intra-node efficiency prices the tp collectives inside a node,
+// its inter-node one the links between nodes.
+TEST(PublishedRuns, ClusterEfficienciesPriceTheirOwnLinks) {
+  const config::Config c = launch::load_checked_config("configs/published/megatron-18.4b.yaml");
+  const parallel::ParallelDims dims = launch::validate_layout(c, 256);
+  PlanOptions o;
+  o.world_size = 256;
+  use_cluster(o, load_cluster_profile("selene"));
+  use_device(o, load_device_profile("a100-80gb"), "materialized");
+  CodecCostTable codecs;
+  const auto seconds = [&](const StepPlan& p, comm::GroupKind kind) {
+    for (const GroupCost& g : p.stages[0].groups)
+      if (g.group == kind) return g.seconds;
+    return 0.0;
+  };
+  const StepPlan base = plan_step(c, dims, o, codecs);
+  PlanOptions half_intra = o;
+  half_intra.intra_link_efficiency = o.intra_link_efficiency / 2;
+  const StepPlan slow_nvlink = plan_step(c, dims, half_intra, codecs);
+  // tp (inside a node): its wire time doubles, its latency stays.
+  EXPECT_GT(seconds(slow_nvlink, comm::GroupKind::kTp), 1.7 * seconds(base, comm::GroupKind::kTp));
+  EXPECT_DOUBLE_EQ(seconds(slow_nvlink, comm::GroupKind::kDp), seconds(base, comm::GroupKind::kDp));
+}
+
 TEST(PublishedRuns, UnknownProfilesListTheKnownOnes) {
   try {
     load_device_profile("a100-96gb");
