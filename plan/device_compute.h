@@ -13,9 +13,9 @@
 //
 // The elementwise bytes per token and block, in the compute dtype (4 bytes
 // under fp32, 2 under bf16/fp16), are the passes a fused implementation
-// makes (Megatron-LM's fused bias + GeLU, bias + dropout + add and
-// scale + mask + softmax kernels, which this trainer's kernels are measured
-// against nowhere yet):
+// makes (as Megatron-LM's fused bias + GeLU, bias + dropout + add and
+// scale + mask + softmax kernels do; this trainer's own kernels on a GPU
+// have not been timed against these counts):
 //   replicated [., hidden]   two norms (read + write), two bias + dropout +
 //                            residual adds (read two, write one): 10 hidden;
 //                            1/tp of the tokens under sequence parallelism;
