@@ -91,6 +91,11 @@ const CodecCost& CodecCostTable::cost(const compress::CodecSpec& spec) {
   c.ratio = double(size) / raw;
   c.encode_bytes_per_s = raw / std::max(encode_s, 1e-9) * codec_scale_;
   c.decode_bytes_per_s = raw / std::max(decode_s, 1e-9) * codec_scale_;
+  for (const DeviceCodecSpeed& device : device_speeds_)
+    if (device.codec == spec.name()) {
+      c.encode_bytes_per_s = device.encode_bytes_per_s;
+      c.decode_bytes_per_s = device.decode_bytes_per_s;
+    }
   double error = 0, norm = 0;
   for (size_t i = 0; i < kFloats; ++i) {
     error += double(decoded[i] - data[i]) * double(decoded[i] - data[i]);

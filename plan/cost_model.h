@@ -18,6 +18,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "plan/device_profile.h"
 
 namespace cmpi::compress {
 class CodecSpec;
@@ -44,11 +47,18 @@ struct CodecCost {
 class CodecCostTable {
  public:
   explicit CodecCostTable(double codec_scale = 1.0) : codec_scale_(codec_scale) {}
+  // A device's codec speeds (plan/device_profile.h) replace the measured
+  // speeds x codec_scale for the codecs they name; ratio and error, which
+  // the data decides, stay measured here (the device codecs' payloads are
+  // the CPU codecs' bytes).
+  CodecCostTable(double codec_scale, std::vector<DeviceCodecSpeed> device_speeds)
+      : codec_scale_(codec_scale), device_speeds_(std::move(device_speeds)) {}
   // Measured on first use, then cached by the spec's text.
   const CodecCost& cost(const compress::CodecSpec& spec);
 
  private:
   double codec_scale_;
+  std::vector<DeviceCodecSpeed> device_speeds_;
   std::map<std::string, CodecCost> measured_;
 };
 

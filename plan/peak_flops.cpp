@@ -5,23 +5,19 @@
 #include <stdexcept>
 
 #include "config/units.h"
+#include "plan/device_profile.h"
 
 namespace cmpi::plan {
 namespace {
 
-struct DevicePeak {
+// run.peak_flops's device names and the device profiles (device_profile.h)
+// that hold their datasheet peaks: one table for the planner and MFU.
+struct DeviceName {
   const char* name;
-  // Dense TFLOP/s per precision; 0: the device has no such tensor path.
-  double fp32, bf16, fp16;
+  const char* profile;
 };
-
-// NVIDIA's datasheet figures without structured sparsity (peak_flops.h).
-constexpr DevicePeak kDevices[] = {
-    {"v100", 15.7, 0, 125},
-    {"a100", 19.5, 312, 312},
-    {"h100", 67, 989.4, 989.4},
-    {"h200", 67, 989.4, 989.4},
-};
+constexpr DeviceName kDevices[] = {
+    {"v100", "v100"}, {"a100", "a100-80gb"}, {"h100", "h100"}, {"h200", "h200"}};
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -33,7 +29,7 @@ std::string lower(std::string text) {
 
 std::vector<std::string> known_devices() {
   std::vector<std::string> names;
-  for (const DevicePeak& d : kDevices) names.push_back(d.name);
+  for (const DeviceName& d : kDevices) names.push_back(d.name);
   return names;
 }
 
@@ -46,15 +42,16 @@ PeakFlops resolve_peak_flops(const std::string& spec, config::Precision precisio
                                   spec);
     return {*number, "run.peak_flops"};
   }
-  for (const DevicePeak& d : kDevices) {
+  for (const DeviceName& d : kDevices) {
     if (text != d.name) continue;
-    const double tflops = precision == config::Precision::kBf16   ? d.bf16
-                          : precision == config::Precision::kFp16 ? d.fp16
-                                                                  : d.fp32;
-    if (tflops <= 0)
+    const DeviceProfile profile = load_device_profile(d.profile);
+    const double peak = precision == config::Precision::kBf16   ? profile.peak_bf16
+                        : precision == config::Precision::kFp16 ? profile.peak_fp16
+                                                                : profile.peak_fp32;
+    if (peak <= 0)
       throw std::invalid_argument(std::string(d.name) + " has no " + config::name_of(precision) +
                                   " rate to compare with (give FLOP/s per rank instead)");
-    return {tflops * 1e12, std::string(d.name) + " " + config::name_of(precision) + " datasheet"};
+    return {peak, std::string(d.name) + " " + config::name_of(precision) + " datasheet"};
   }
   std::vector<std::string> words = known_devices();
   words.insert(words.begin(), "auto");

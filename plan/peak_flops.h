@@ -6,7 +6,8 @@
 //          devices (or to quote MFU against one): its datasheet's dense
 //          (no structured sparsity) tensor rate for training.precision;
 //   a number, FLOP/s per rank ("312e12").
-// Table (NVIDIA datasheets, dense, TFLOP/s): fp32 / tf32 / bf16 / fp16:
+// Table (NVIDIA datasheets, dense, TFLOP/s; held by the device profiles of
+// plan/device_profile.h, a100 being a100-80gb's): fp32 / tf32 / bf16 / fp16:
 //   v100  15.7 / -     / -     / 125     (SXM2; no bf16, no tf32)
 //   a100  19.5 / 156   / 312   / 312     (SXM and PCIe alike)
 //   h100  67   / 494.7 / 989.4 / 989.4   (SXM5)

@@ -4,6 +4,7 @@
 
 #include "config/units.h"
 #include "parallel/pipeline/pipeline_stages.h"
+#include "plan/plan_hardware.h"
 
 namespace cmpi::plan {
 namespace {
@@ -42,12 +43,22 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
                 source.c_str(), o.world_size, o.ranks_per_node, p.dims.to_string().c_str(),
                 (long long)p.micro_batches, p.preset.c_str());
   out += buf;
-  std::snprintf(
-      buf, sizeof buf,
-      "model: links intra %s, inter %s | compute %.3g GFLOP/s per rank | codecs at %.3g x "
-      "one core here\n",
-      o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
-      o.codec_scale);
+  if (o.on_device()) {
+    std::snprintf(buf, sizeof buf,
+                  "model: links intra %s (x %.2f), inter %s (x %.2f) | device %s | codecs: the "
+                  "device's where its profile has them\n",
+                  o.intra.to_string().c_str(),
+                  o.intra_link_efficiency > 0 ? o.intra_link_efficiency : o.link_efficiency,
+                  o.inter.to_string().c_str(), o.link_efficiency,
+                  describe_device(o, p.precision).c_str());
+  } else {
+    std::snprintf(
+        buf, sizeof buf,
+        "model: links intra %s, inter %s | compute %.3g GFLOP/s per rank | codecs at %.3g x "
+        "one core here\n",
+        o.intra.to_string().c_str(), o.inter.to_string().c_str(), o.flops_per_second / 1e9,
+        o.codec_scale);
+  }
   out += buf;
   if (o.cores > 0) {
     char stretch[48];
@@ -122,7 +133,17 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
                 "step: %s (%spipeline bubble %.0f %%) | %.0f tokens/s | bound by %s\n",
                 config::human_seconds(p.step_seconds).c_str(), parts.c_str(),
                 100 * p.bubble_fraction, p.tokens_per_second, p.bound_by.c_str());
-  return out + buf;
+  out += buf;
+  if (o.on_device()) {
+    const double peak = o.device->peak_for(p.precision);
+    std::snprintf(buf, sizeof buf,
+                  "achieved: %.1f TFLOP/s per rank (%.0f %% of the %s peak; FLOPs with "
+                  "recomputation, plan/model_flops.h)\n",
+                  p.hardware_flops_per_rank / 1e12, 100 * p.hardware_flops_per_rank / peak,
+                  config::name_of(p.precision));
+    out += buf;
+  }
+  return out;
 }
 
 std::string plan_json(const StepPlan& p, const PlanOptions& o) {
@@ -132,13 +153,14 @@ std::string plan_json(const StepPlan& p, const PlanOptions& o) {
                 "\"micro_batches\":%lld,\"step_seconds\":%.6g,\"compute_seconds\":%.6g,"
                 "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
                 "\"cpu_bound_seconds\":%.6g,\"compute_stretch\":%.6g,\"flops_per_second\":%.6g,"
-                "\"cores\":%.6g,"
+                "\"cores\":%.6g,\"hardware_flops_per_rank\":%.6g,\"device\":%s,"
                 "\"codec_scale\":%.6g,\"pipeline_balance\":%s,\"memory\":",
                 json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
                 json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
-                o.flops_per_second, o.cores, o.codec_scale,
+                o.flops_per_second, o.cores, p.hardware_flops_per_rank,
+                json_string(o.device ? o.device->name : "cpu").c_str(), o.codec_scale,
                 json_string(p.pipeline_balance).c_str());
   std::string out = std::string(buf) + memory_json(p.memory) + ",\"step_parts\":{";
   for (size_t i = 0; i < p.parts.size(); ++i) {

@@ -9,6 +9,7 @@
 #include "comm/policy.h"
 #include "models/family/gpt_family.h"
 #include "models/family/model_family.h"
+#include "plan/device_compute.h"
 #include "plan/model_flops.h"
 
 namespace cmpi::plan {
@@ -154,15 +155,26 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     sp.shape = stage_shape(c, dims, stage);
     sp.memory = stage_memory[size_t(stage)];
     plan.stage_layers.push_back(sp.shape.layers);
-    const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
-    const double forward_cpu_seconds = fwd / o.flops_per_second;
-    sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
-    // Recomputation runs part of the forward again inside backward: whole
-    // blocks (full) or the attention core's two matmuls (selective).
-    const double recomputed_flops = recompute_flops_per_token(c, sp.shape, dims.tp);
-    const double recompute_cpu_seconds =
-        recomputed_flops * tokens_per_micro_batch / o.flops_per_second;
-    sp.backward_seconds = 2 * sp.forward_seconds + recompute_cpu_seconds * plan.compute_stretch;
+    double forward_cpu_seconds = 0, recompute_cpu_seconds = 0;
+    if (o.on_device()) {
+      // A GPU: each kernel at what its shape reaches (plan/device_compute.h).
+      const DeviceMicroBatch t =
+          device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
+      forward_cpu_seconds = t.forward_seconds;
+      recompute_cpu_seconds = t.recompute_seconds;
+      sp.forward_seconds = t.forward_seconds;
+      sp.backward_seconds = t.backward_seconds;
+      sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device);
+    } else {
+      const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
+      forward_cpu_seconds = fwd / o.flops_per_second;
+      sp.forward_seconds = forward_cpu_seconds * plan.compute_stretch;
+      // Recomputation runs part of the forward again inside backward: whole
+      // blocks (full) or the attention core's two matmuls (selective).
+      const double recomputed_flops = recompute_flops_per_token(c, sp.shape, dims.tp);
+      recompute_cpu_seconds = recomputed_flops * tokens_per_micro_batch / o.flops_per_second;
+      sp.backward_seconds = 2 * sp.forward_seconds + recompute_cpu_seconds * plan.compute_stretch;
+    }
 
     std::map<GroupKind, GroupCost> groups;
     double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0, prefetched = 0;
@@ -172,6 +184,8 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     for (const MessageClass& msg : step_traffic(c, dims, stage)) {
       const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
       const Link& link = intra ? o.intra : o.inter;
+      const double efficiency =
+          intra && o.intra_link_efficiency > 0 ? o.intra_link_efficiency : o.link_efficiency;
       const double share = intra ? 1.0 : uplink_share;
       const comm::Locality locality = intra ? comm::Locality::kIntra : comm::Locality::kInter;
       // 2-byte messages are words of the compute dtype (rules may match on it).
@@ -211,7 +225,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
               chunk / measured.encode_bytes_per_s + chunk / measured.decode_bytes_per_s;
         }
         const double wire_seconds =
-            sent * cost.ratio * 8 / (link.bits_per_second * o.link_efficiency / share);
+            sent * cost.ratio * 8 / (link.bits_per_second * efficiency / share);
         const double latency =
             double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
         cost.seconds = latency + std::max(wire_seconds, cost.codec_seconds) +
@@ -286,7 +300,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
           per_step_by_group[size_t(stage)][kind] += dp_exposed;
         }
       }
-    per_step_seconds[size_t(stage)] = per_step + dp_exposed;
+    per_step_seconds[size_t(stage)] = per_step + dp_exposed + sp.optimizer_seconds;
     cpu_seconds_all_ranks +=
         ranks_per_stage *
         (m * (3 * forward_cpu_seconds + recompute_cpu_seconds) + codec_cpu_seconds);
@@ -331,7 +345,12 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.parts.push_back({"compute", plan.compute_seconds});
   for (const auto& [kind, seconds] : group_parts)
     if (seconds > 0) plan.parts.push_back({comm::to_string(kind), seconds});
-  plan.tokens_per_second = double(c.training.global_batch * c.model.seq_len) / plan.step_seconds;
+  const double optimizer = plan.stages[per_step_stage].optimizer_seconds;
+  if (optimizer > 0) plan.parts.push_back({"optimizer", optimizer});
+  const double tokens_per_step = double(c.training.global_batch * c.model.seq_len);
+  plan.tokens_per_second = tokens_per_step / plan.step_seconds;
+  plan.hardware_flops_per_rank = model_flops_per_token(c, dims).hardware_training() *
+                                 tokens_per_step / plan.step_seconds / double(o.world_size);
 
   // The bound: the largest part of the step (compute wins ties).
   const StepPart* largest = &plan.parts[0];

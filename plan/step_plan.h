@@ -30,10 +30,12 @@
 // and pp messages in lockstep, so they share the node's uplink.
 // The step is split into parts that add up to it (compute, and each group's
 // exposed time on the critical path: the pacing stage's blocking messages
-// over all slots, the per-step messages of the stage that waits longest);
-// the largest part is named as the bound.
+// over all slots, the per-step messages of the stage that waits longest,
+// with a device profile the optimizer's step); the largest part is named as
+// the bound.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,7 @@
 #include "parallel/memory_estimate.h"
 #include "parallel/mesh/parallel_dims.h"
 #include "plan/cost_model.h"
+#include "plan/device_profile.h"
 #include "plan/model_flops.h"
 #include "plan/step_traffic.h"
 
@@ -62,6 +65,16 @@ struct PlanOptions {
   // links measured 0.81 (1 Gbit/s) and 0.84 (200 Mbit/s) for a 13.8 MB ring
   // allreduce over 4 nodes.
   double link_efficiency = 0.85;
+  // The intra-node link's (0: link_efficiency): a cluster profile gives
+  // NVLink and InfiniBand their own (plan/cluster_profile.h).
+  double intra_link_efficiency = 0;
+  // --plan-device: a GPU's profile, whose kernel model (plan/device_compute.h)
+  // replaces flops_per_second and adds the optimizer's step; absent or cpu:
+  // the flat rate above.
+  std::optional<DeviceProfile> device;
+  // With a device: the attention core runs as one fused flash kernel.
+  bool flash_attention = false;
+  bool on_device() const { return device && !device->measured_here(); }
 };
 
 struct GroupCost {
@@ -79,6 +92,7 @@ struct StagePlan {
   parallel::MemoryEstimate memory;  // a rank of this stage
   std::vector<GroupCost> groups;
   double forward_seconds = 0, backward_seconds = 0;  // per micro-batch
+  double optimizer_seconds = 0;                      // per step (with a device profile; else 0)
 };
 
 // One part of the step time: "compute" (the pacing stage's forward and
@@ -110,6 +124,9 @@ struct StepPlan {
   double cpu_bound_seconds = 0;  // the time-sharing bound (0: cores not shared)
   double compute_stretch = 1;    // world size / cores with polling waits, else 1
   double tokens_per_second = 0;
+  // The FLOPs a step runs (plan/model_flops.h: recomputation included, the
+  // count Megatron-LM's published TFLOP/s use) per rank and second.
+  double hardware_flops_per_rank = 0;
   // The parts of step_seconds, compute first; they add up to it.
   std::vector<StepPart> parts;
   std::string bound_by;  // the largest part's name: "compute" or a group

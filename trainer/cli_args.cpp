@@ -72,7 +72,10 @@ const std::vector<std::string>& CliArgs::flags() {
                                                "--plan-codec-scale",
                                                "--plan-link-efficiency",
                                                "--compare-presets",
-                                               "--plan-json"};
+                                               "--plan-json",
+                                               "--plan-device",
+                                               "--plan-cluster",
+                                               "--plan-attention"};
   return all;
 }
 
@@ -84,7 +87,8 @@ const char* CliArgs::usage() {
          "                  [--plan [--plan-ranks N] [--plan-ranks-per-node K] [--plan-link L]\n"
          "                   [--plan-flops F] [--plan-cores N] [--plan-waits spin|block]\n"
          "                   [--plan-codec-scale X] [--plan-link-efficiency E]\n"
-         "                   [--compare-presets] [--plan-json FILE]]\n"
+         "                   [--compare-presets] [--plan-json FILE] [--plan-device D]\n"
+         "                   [--plan-cluster C] [--plan-attention flash|materialized]]\n"
          "       cmpi-train --version | --help | -h\n"
          "  --config FILE        run configuration (see configs/ and README.md); give it again to\n"
          "                       merge more files in order, later keys winning (a GPT-NeoX\n"
@@ -124,6 +128,13 @@ const char* CliArgs::usage() {
          "    --plan-link-efficiency E  goodput / link rate (default 0.85)\n"
          "    --compare-presets      plan every compression preset and name the fastest\n"
          "    --plan-json FILE       also write the plan as JSON\n"
+         "    --plan-device D        the ranks' device: v100, a100-40gb, a100-80gb, h100, h200,\n"
+         "                           cpu (default: measured here), or a YAML profile file\n"
+         "    --plan-cluster C       nodes and links: selene, neox-20b, dgx-h100,\n"
+         "                           pcie-ethernet, emulated, or a YAML profile file\n"
+         "                           (--plan-link, --plan-ranks-per-node win over it)\n"
+         "    --plan-attention A     with a GPU device: flash or materialized (default: flash\n"
+         "                           where the device has the kernel)\n"
          "  --version            print the version, the git revision and the LibTorch, MPI and\n"
          "                       CUDA versions it was built with, and exit (no MPI job needed)\n"
          "  --help, -h           print this and exit\n"
@@ -165,6 +176,7 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.ranks_per_node = parse_positive(value_of(i, arg), arg);
     } else if (arg == "--plan-link") {
       parse_links(value_of(i, arg), args.plan);
+      args.plan.links_given = true;
     } else if (arg == "--plan-flops") {
       args.plan.flops = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-cores") {
@@ -177,6 +189,7 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.codec_scale = parse_positive_real(value_of(i, arg), arg);
     } else if (arg == "--plan-link-efficiency") {
       args.plan.link_efficiency = parse_positive_real(value_of(i, arg), arg);
+      args.plan.link_efficiency_given = true;
       if (args.plan.link_efficiency > 1)
         throw UsageError("--plan-link-efficiency is goodput / link rate, at most 1, got " +
                          std::to_string(args.plan.link_efficiency));
@@ -184,6 +197,15 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       args.plan.compare_presets = true;
     } else if (arg == "--plan-json") {
       args.plan.json_path = value_of(i, arg);
+    } else if (arg == "--plan-device") {
+      args.plan.device = value_of(i, arg);
+    } else if (arg == "--plan-cluster") {
+      args.plan.cluster = value_of(i, arg);
+    } else if (arg == "--plan-attention") {
+      args.plan.attention = value_of(i, arg);
+      if (args.plan.attention != "flash" && args.plan.attention != "materialized")
+        throw UsageError("--plan-attention is flash or materialized, got '" + args.plan.attention +
+                         "'");
     } else if (arg == "--resume") {
       args.resume = true;
       if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)

@@ -8,7 +8,8 @@
 //   cmpi-train --config FILE.yaml --plan [--plan-ranks N] [--plan-ranks-per-node K]
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
 //              [--plan-codec-scale X] [--plan-link-efficiency E] [--compare-presets]
-//              [--plan-json FILE]
+//              [--plan-json FILE] [--plan-device D] [--plan-cluster C]
+//              [--plan-attention flash|materialized]
 #pragma once
 
 #include <stdexcept>
@@ -40,6 +41,14 @@ struct PlanArgs {
   // what OpenMPI's and the collectives' yield loops do) or sleeps ("block").
   std::string waits = "spin";
   double link_efficiency = 0.85;  // goodput / link rate
+  // Whether --plan-link / --plan-link-efficiency / --plan-ranks-per-node
+  // were given: they win over a cluster profile's.
+  bool links_given = false, link_efficiency_given = false;
+  // --plan-device: a built-in device (plan/device_profile.h) or a YAML file;
+  // empty: cpu. --plan-cluster likewise (plan/cluster_profile.h); empty: the
+  // links above. --plan-attention: flash or materialized; empty: flash where
+  // the device has the kernel.
+  std::string device, cluster, attention;
   bool compare_presets = false;
   std::string json_path;
 };
