@@ -35,6 +35,7 @@ std::map<std::string, int64_t> checkpoint_layout(const parallel::ParallelDims& d
                                         {"zero_stage", dims.zero_stage},
                                         {"world", dims.world_size()}};
   if (dims.sp > 1) layout["sp"] = dims.sp;
+  if (dims.cp > 1) layout["cp"] = dims.cp;
   if (bidirectional) layout["bidirectional"] = 1;
   return layout;
 }

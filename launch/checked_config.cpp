@@ -1,5 +1,6 @@
 #include "launch/checked_config.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -90,7 +91,11 @@ std::string stage_layers_key(const Config& c) {
 // size itself is only known at launch), and the explicit stage split.
 parallel::ParallelDims check_smallest_layout(const Config& c) {
   const config::ParallelConfig& p = c.parallel;
-  const __int128 ranks = __int128(p.data > 0 ? p.data : 1) * p.tensor * p.pipeline * p.spatial;
+  // Every dimension's requested size, the auto-sized one (data) taken as 1.
+  const parallel::MeshSizes sizes = requested_sizes(p);
+  __int128 ranks = 1;
+  for (const parallel::MeshDimInfo& d : parallel::kMesh)
+    ranks *= __int128(std::max<int64_t>(sizes[size_t(d.dim)], 1));
   if (ranks > config::kMaxRanks)
     fail_at(c, "parallel.data",
             layout_text(p) + " needs more than " + std::to_string(config::kMaxRanks) + " ranks");

@@ -18,7 +18,8 @@ namespace cmpi::models {
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp,
                                                  uint64_t buffer_key, uint64_t dropout_seed,
                                                  torch::Tensor future_mask,
-                                                 parallel::ContextGroup context)
+                                                 parallel::ContextGroup context,
+                                                 std::optional<uint64_t> stream_dropout_seed)
     : local_kv_heads_(parallel::tp_split(options.kv_head_count(), tp,
                                          options.kv_heads > 0 ? "model.kv_heads" : "model.heads")),
       group_(options.query_group()),
@@ -56,6 +57,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
   out_options.sum_in_input_dtype = options.tp_sums_in_compute_dtype;
   out = register_module("out", parallel::RowParallelLinear(out_options, tp));
   resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(options.dropout));
+  if (stream_dropout_seed)
+    stream_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(*stream_dropout_seed);
   if (options.position == PositionEncoding::kRotary)
     rotary_.emplace(head_dim_, options.rotary_dims(), options.rotary_base, options.seq_len,
                     options.rope_scaling);
@@ -118,7 +121,7 @@ torch::Tensor CausalSelfAttentionImpl::merge_heads(const torch::Tensor& attended
   auto y = attended.transpose(1, 2).reshape({batch, time, local_heads_ * head_dim_});
   if (sequence_parallel_ || context_.active())
     return dropout_drawn_from(out->forward(y), is_training() ? attn_dropout_ : 0.0,
-                              attn_dropout_generator_);
+                              stream_dropout_generator());
   return parallel::in_float32(
       out->forward(y), [this](const torch::Tensor& in) { return resid_dropout_->forward(in); });
 }
@@ -141,7 +144,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
         [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
           return {attend(in[0], in[1], in[2])};
         },
-        {h.q, k, v}, {attn_dropout_generator_})[0];
+        {h.q, k, v}, {attn_dropout_generator_})[0];  // the core draws from it alone
   else
     attended = attend(h.q, k, v);
   return merge_heads(attended);

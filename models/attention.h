@@ -67,10 +67,14 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // `buffer_key`, `buffer_key + 1`: error-feedback keys of its two tp calls;
   // `dropout_seed`: of this rank's attention-dropout generator;
   // `future_mask`: causal_future_mask(options.seq_len), shared; `context`:
-  // the cp group and shard (inactive: no context parallelism).
+  // the cp group and shard (inactive: no context parallelism);
+  // `stream_dropout_seed`: under context parallelism without sequence
+  // parallelism, of the generator the residual stream's dropouts draw from
+  // (the same on the tp ranks of a cp rank: they hold the same activations).
   CausalSelfAttentionImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
                           uint64_t dropout_seed, torch::Tensor future_mask,
-                          parallel::ContextGroup context = {});
+                          parallel::ContextGroup context = {},
+                          std::optional<uint64_t> stream_dropout_seed = std::nullopt);
   // [B, T, H] -> [B, T, H]; sequence parallel: [B, T/tp, H] -> [B, T/tp, H].
   torch::Tensor forward(const torch::Tensor& x);
   // Inference (eval mode): x [B, T, H] holds the positions cache.length() ..
@@ -88,6 +92,15 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   // This rank's attention-dropout generator (checkpoints save its state;
   // recomputation replays it).
   at::Generator& dropout_generator() { return attn_dropout_generator_; }
+  // What this rank's residual-stream dropouts draw from when its positions
+  // are its own: the attention's generator under sequence parallelism (the
+  // tp ranks hold other positions), the stream generator under context
+  // parallelism alone (the tp ranks hold the same ones).
+  at::Generator& stream_dropout_generator() {
+    return stream_dropout_generator_ ? *stream_dropout_generator_ : attn_dropout_generator_;
+  }
+  // Whether the stream generator is one of its own (checkpoints save it).
+  bool has_stream_dropout_generator() const { return stream_dropout_generator_.has_value(); }
 
   parallel::ColumnParallelLinear qkv{nullptr};  // H -> (heads + 2 kv_heads)·hd (this rank's)
   parallel::RowParallelLinear out{nullptr};     // H (this rank's heads) -> H
@@ -113,6 +126,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   int64_t head_dim_;
   double attn_dropout_;
   at::Generator attn_dropout_generator_;
+  std::optional<at::Generator> stream_dropout_generator_;
   std::optional<RotaryEmbedding> rotary_;  // rotary positions only
   torch::nn::Dropout resid_dropout_{nullptr};
   torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal

@@ -75,22 +75,30 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
     position_embedding_ = register_module("position_embedding", torch::nn::Embedding(position));
   }
   dropout_ = register_module("dropout", torch::nn::Dropout(options.dropout));
-  // A rank's own dropout streams: per tp rank, and per cp rank too (the
-  // suffix only under cp, so that other layouts keep their streams).
-  const std::string rank_suffix =
-      "@tp" + std::to_string(tp_->rank()) +
-      (context_.active() ? "@cp" + std::to_string(groups.cp().rank()) : std::string());
+  // A rank's own dropout streams. The attention's heads are the tp rank's
+  // and its positions the cp rank's: its stream is per tp and cp rank (the
+  // cp suffix only under cp, so that other layouts keep their streams). The
+  // residual stream's positions are the tp rank's own under sequence
+  // parallelism, and the cp rank's under context parallelism, where its tp
+  // ranks hold the same activations and must draw the same masks.
+  const std::string cp_suffix =
+      context_.active() ? "@cp" + std::to_string(groups.cp().rank()) : std::string();
+  const std::string rank_suffix = "@tp" + std::to_string(tp_->rank()) + cp_suffix;
+  const bool stream_per_cp_rank = context_.active() && !options.sequence_parallel;
   if (options.sequence_parallel || context_.active())
-    embedding_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(
-        parameter_seed(options.seed, "embedding.dropout" + rank_suffix));
+    embedding_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(parameter_seed(
+        options.seed, "embedding.dropout" + (stream_per_cp_rank ? cp_suffix : rank_suffix)));
   const auto future_mask = causal_future_mask(options.seq_len);
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
     const uint64_t dropout_seed =
         parameter_seed(options.seed, name + ".attention.dropout" + rank_suffix);
+    std::optional<uint64_t> stream_seed;
+    if (stream_per_cp_rank)
+      stream_seed = parameter_seed(options.seed, name + ".stream.dropout" + cp_suffix);
     blocks_.push_back(register_module(
         name, std::make_shared<TransformerBlockImpl>(options, *tp_, block_key(layer), dropout_seed,
-                                                     future_mask, context_)));
+                                                     future_mask, context_, stream_seed)));
     // Full recomputation: the stage's first recompute_layers blocks (0: all).
     const int64_t index = layer - stage_.first_layer;
     const bool whole = options.recompute == Recompute::kFull &&
@@ -351,10 +359,13 @@ void GptImpl::require_whole_model(const char* what) const {
 
 std::vector<std::pair<std::string, at::Generator>> GptImpl::dropout_generators() {
   std::vector<std::pair<std::string, at::Generator>> out;
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    out.emplace_back(
-        "block" + std::to_string(stage_.first_layer + int64_t(i)) + ".attention.dropout",
-        blocks_[i]->attention->dropout_generator());
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    const std::string block = "block" + std::to_string(stage_.first_layer + int64_t(i));
+    out.emplace_back(block + ".attention.dropout", blocks_[i]->attention->dropout_generator());
+    if (blocks_[i]->attention->has_stream_dropout_generator())
+      out.emplace_back(block + ".stream.dropout",
+                       blocks_[i]->attention->stream_dropout_generator());
+  }
   if ((options_.sequence_parallel || context_.active()) && stage_.has_embedding)
     out.emplace_back("embedding.dropout", embedding_dropout_generator_);
   return out;

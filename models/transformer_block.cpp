@@ -19,7 +19,8 @@ constexpr uint64_t kGateKeyOffset = uint64_t(1) << 24;
 TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp,
                                            uint64_t buffer_key, uint64_t dropout_seed,
                                            torch::Tensor future_mask,
-                                           parallel::ContextGroup context)
+                                           parallel::ContextGroup context,
+                                           std::optional<uint64_t> stream_dropout_seed)
     : tp_(&tp),
       parallel_residual_(options.parallel_residual),
       sequence_parallel_(options.sequence_parallel),
@@ -29,8 +30,8 @@ TransformerBlockImpl::TransformerBlockImpl(const GptOptions& options, comm::Comm
   const int64_t h = options.hidden;
   ln1 = register_module("ln1", Norm(options, h));
   attention = register_module(
-      "attention",
-      CausalSelfAttention(options, tp, buffer_key, dropout_seed, std::move(future_mask), context));
+      "attention", CausalSelfAttention(options, tp, buffer_key, dropout_seed,
+                                       std::move(future_mask), context, stream_dropout_seed));
   ln2 = register_module("ln2", Norm(options, h));
   parallel::ParallelLinearOptions in_options;
   in_options.in_features = h;
@@ -102,7 +103,8 @@ torch::Tensor TransformerBlockImpl::norm(Norm& layer, const torch::Tensor& x) {
 }
 torch::Tensor TransformerBlockImpl::dropout(const torch::Tensor& x) {
   if (per_rank_dropout_)
-    return dropout_drawn_from(x, is_training() ? dropout_p_ : 0.0, attention->dropout_generator());
+    return dropout_drawn_from(x, is_training() ? dropout_p_ : 0.0,
+                              attention->stream_dropout_generator());
   return parallel::in_float32(x, [this](const torch::Tensor& in) { return dropout_->forward(in); });
 }
 
@@ -111,13 +113,20 @@ void TransformerBlockImpl::set_recompute(Recompute what) {
   attention->set_recompute_core(what == Recompute::kSelective);
 }
 
+std::vector<at::Generator> TransformerBlockImpl::recomputed_generators() {
+  std::vector<at::Generator> out = {attention->dropout_generator()};
+  if (attention->has_stream_dropout_generator())
+    out.push_back(attention->stream_dropout_generator());
+  return out;
+}
+
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
   if (!recompute_whole_ || !is_training()) return compute(x);
   return recompute_in_backward(
       [this](const torch::autograd::variable_list& in) -> torch::autograd::variable_list {
         return {compute(in[0])};
       },
-      {x}, {attention->dropout_generator()})[0];
+      {x}, recomputed_generators())[0];
 }
 
 torch::Tensor TransformerBlockImpl::forward_cached(const torch::Tensor& x, KvCache& cache,

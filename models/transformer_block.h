@@ -30,6 +30,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,12 @@ class TransformerBlockImpl : public torch::nn::Module {
   // Uses the error-feedback keys buffer_key .. buffer_key + 3; dropout_seed
   // seeds this rank's attention-dropout generator; future_mask is the
   // model's causal_future_mask; `context`: the cp group the attention's
-  // ring runs over (inactive: none).
+  // ring runs over (inactive: none); `stream_dropout_seed`: see
+  // CausalSelfAttentionImpl.
   TransformerBlockImpl(const GptOptions& options, comm::Communicator& tp, uint64_t buffer_key,
                        uint64_t dropout_seed, torch::Tensor future_mask,
-                       parallel::ContextGroup context = {});
+                       parallel::ContextGroup context = {},
+                       std::optional<uint64_t> stream_dropout_seed = std::nullopt);
   torch::Tensor forward(const torch::Tensor& x);
   // Inference (eval mode): x [B, T, H] holds positions cache.length() ..
   // + T - 1; the attention appends their keys and values as block `layer`
@@ -68,6 +71,9 @@ class TransformerBlockImpl : public torch::nn::Module {
   torch::Tensor norm(Norm& layer, const torch::Tensor& x);
   torch::Tensor dropout(const torch::Tensor& x);
   torch::Tensor compute(const torch::Tensor& x);  // the block's arithmetic
+  // The generators a whole recomputed block replays: the attention's, and
+  // the residual stream's where it has its own.
+  std::vector<at::Generator> recomputed_generators();
   // The block's arithmetic with `attend` as its attention branch.
   torch::Tensor compute(const torch::Tensor& x,
                         const std::function<torch::Tensor(const torch::Tensor&)>& attend);

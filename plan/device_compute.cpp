@@ -75,7 +75,8 @@ DeviceMicroBatch device_micro_batch(const config::Config& c, const StageShape& s
 
 double device_optimizer_seconds(const StageShape& s, const parallel::ParallelDims& dims,
                                 const DeviceProfile& device) {
-  const double shard = double(s.parameters) / (dims.zero_stage >= 1 ? dims.dp : 1);
+  // ZeRO shards over the dp group, which spans dp x cp ranks.
+  const double shard = double(s.parameters) / (dims.zero_stage >= 1 ? dims.dp * dims.cp : 1);
   return shard * 32 / (device.memory_bytes_per_s * device.memory_efficiency);
 }
 

@@ -20,6 +20,9 @@ double forward_flops_per_token(const config::Config& c, const StageShape& s, int
 }
 
 double recompute_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
+  // The ring attention (context parallelism) keeps what its backward needs:
+  // selective recomputation has no core to run again.
+  if (c.training.recompute == "selective" && c.parallel.context > 1) return 0;
   if (c.training.recompute == "selective")
     return double(s.layers) * 4 * double(c.model.seq_len) * double(c.model.hidden) / tp;
   const double block = forward_flops_per_token(c, {0, 1, false, false, 0}, tp);

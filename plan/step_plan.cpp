@@ -134,7 +134,9 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       c.parallel.stage_layers.empty() ? c.parallel.pipeline_balance : std::string("explicit");
   const std::vector<parallel::MemoryEstimate> stage_memory = models::estimate_stage_memory(c, dims);
   const comm::Policy policy(c.compression);
-  const double tokens_per_micro_batch = double(c.training.micro_batch * c.model.seq_len);
+  // A rank computes its 1/cp of every sequence (context parallelism).
+  const double tokens_per_micro_batch =
+      double(c.training.micro_batch * c.model.seq_len) / double(dims.cp);
   const double m = double(plan.micro_batches);
 
   double slot_seconds = 0;  // the slowest stage's micro-batch (compute + blocking comm)
@@ -158,8 +160,14 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     double forward_cpu_seconds = 0, recompute_cpu_seconds = 0;
     if (o.on_device()) {
       // A GPU: each kernel at what its shape reaches (plan/device_compute.h).
-      const DeviceMicroBatch t =
-          device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
+      // Under context parallelism each kernel runs on 1/cp of the queries
+      // (the ring's blocks: the same arithmetic per token, in smaller GEMMs
+      // whose efficiency is not re-read from the table).
+      DeviceMicroBatch t = device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
+      const double share = 1.0 / double(dims.cp);
+      t.forward_seconds *= share;
+      t.backward_seconds *= share;
+      t.recompute_seconds *= share;
       forward_cpu_seconds = t.forward_seconds;
       recompute_cpu_seconds = t.recompute_seconds;
       sp.forward_seconds = t.forward_seconds;

@@ -37,6 +37,16 @@ double allreduce_fraction(int64_t bytes, int n, int rank = 0, int64_t word_bytes
          double(bytes);
 }
 
+// The ranks the dp and zero groups span: dp x cp (parallel::kGroupSpans).
+int dp_group(const parallel::ParallelDims& dims) {
+  return dims.dp * dims.cp;
+}
+
+// The positions of each sequence a rank holds: 1/cp of them.
+int64_t local_seq_len(const config::Config& c, const parallel::ParallelDims& dims) {
+  return c.model.seq_len / dims.cp;
+}
+
 // The learned position table's elements (replicated); none with rotary
 // positions.
 int64_t position_table(const config::Config& c) {
@@ -95,7 +105,7 @@ StageUnits layer_units(const config::Config& c, const parallel::ParallelDims& di
   const StageParameters params = stage_parameters(c, dims, shape);
   StageUnits units;
   const auto add_unit = [&](const std::vector<ParameterRun>& runs) {
-    units.units.push_back(zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes));
+    units.units.push_back(zero_unit(runs, dp_group(dims), c.parallel.dp_bucket_bytes));
     return units.units.size() - 1;
   };
   size_t embedding = 0;
@@ -173,7 +183,7 @@ std::vector<MessageClass> tensor_parallel_traffic(const config::Config& c,
   // float32, or in the compute dtype with parallel.tp_forward_sum: compute.
   const int word_bytes = config::value_bytes(c.training.precision);
   const int sum_word_bytes = forward_sum_word_bytes(c);
-  const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t elems = c.training.micro_batch * local_seq_len(c, dims) * c.model.hidden;
   const int64_t sum_bytes = elems * sum_word_bytes, grad_bytes = elems * word_bytes;
   const int64_t tp_activations =
       2 * shape.layers + (shape.has_embedding ? 1 : 0) + 2 * recomputed_blocks(c, shape.layers);
@@ -218,7 +228,7 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   // dtype with parallel.tp_forward_sum: compute; the gathered linears'
   // inputs are LayerNorm outputs in the compute dtype, and so are the
   // gradients their backward reduce-scatters.
-  const int64_t elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t elems = c.training.micro_batch * local_seq_len(c, dims) * c.model.hidden;
   const int compute_word_bytes = config::value_bytes(c.training.precision);
   const int sum_word_bytes = forward_sum_word_bytes(c);
   const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
@@ -266,16 +276,47 @@ std::vector<MessageClass> sequence_parallel_traffic(const config::Config& c,
   return out;
 }
 
+// The ring attention's messages (parallel/context/ring_attention.h), per
+// block and micro-batch on the cp group: forward sends the key and value
+// blocks cp - 1 hops (a block recomputed whole does it again in backward),
+// backward sends them cp - 1 hops again in the compute dtype and their
+// float32 gradient accumulators cp hops. A block holds this tp rank's
+// key/value heads for the rank's seq_len / cp positions.
+std::vector<MessageClass> context_parallel_traffic(const config::Config& c,
+                                                   const parallel::ParallelDims& dims,
+                                                   const StageShape& shape, int64_t micro_batches) {
+  if (dims.cp < 2 || shape.layers == 0) return {};
+  const models::GptOptions o = models::gpt_options(c.model);
+  const int64_t elems =
+      c.training.micro_batch * local_seq_len(c, dims) * o.kv_head_count() / dims.tp * o.head_dim();
+  const int word_bytes = config::value_bytes(c.training.precision);
+  const int64_t hops = dims.cp - 1;
+  const auto sends = [&](Role role, int64_t calls, int bytes_per_value) {
+    MessageClass m{GroupKind::kCp, Op::kSendRecv, role};
+    m.calls = calls * micro_batches;
+    m.bytes = elems * bytes_per_value;
+    m.word_bytes = bytes_per_value;
+    m.group_size = dims.cp;
+    m.per_micro_batch = true;
+    return m;
+  };
+  const int64_t blocks = shape.layers, recomputed = recomputed_blocks(c, shape.layers);
+  return {sends(Role::kActivation, 2 * hops * (2 * blocks + recomputed), word_bytes),
+          sends(Role::kActivationGrad, 2 * dims.cp * blocks, 4)};
+}
+
 }  // namespace
 
 std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::ParallelDims& dims,
                                        int stage) {
   const StageShape shape = stage_shape(c, dims, stage);
+  // The dp and zero groups span dp x cp ranks (parallel::kGroupSpans).
+  const int dp = dp_group(dims);
   const int64_t micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   // Pipeline messages travel in the compute dtype
   // (PipelineEngine::set_wire_dtype).
   const int activation_word_bytes = config::value_bytes(c.training.precision);
-  const int64_t activation_elems = c.training.micro_batch * c.model.seq_len * c.model.hidden;
+  const int64_t activation_elems = c.training.micro_batch * local_seq_len(c, dims) * c.model.hidden;
   const int64_t activation_bytes = activation_elems * activation_word_bytes;
   std::vector<MessageClass> out;
   auto add = [&](MessageClass m) {
@@ -324,8 +365,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                          own ? Role::kEmbeddingGradient : Role::kGradient};
       grads.calls = calls;
       grads.bytes = floats * int64_t(sizeof(float));
-      grads.group_size = dims.dp;
-      grads.sent_fraction = ring_share_fraction(dims.dp);
+      grads.group_size = dp;
+      grads.sent_fraction = ring_share_fraction(dp);
       grads.overlaps_backward = c.training.overlap_grad_reduce;
       add(grads);
     }
@@ -333,8 +374,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
       weights.calls = calls;
       weights.bytes = floats * int64_t(sizeof(float));
-      weights.group_size = dims.dp;
-      weights.sent_fraction = ring_share_fraction(dims.dp);
+      weights.group_size = dp;
+      weights.sent_fraction = ring_share_fraction(dp);
       weights.prefetched_per_layer = true;
       add(weights);
     }
@@ -343,7 +384,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     // does not reduce are gathered all the same.
     std::map<std::pair<bool, int64_t>, int64_t> buckets, not_reduced, reduced_calls;
     for (const GatherBucket& bucket :
-         zero_unit(runs, dims.dp, c.parallel.dp_bucket_bytes).buckets) {
+         zero_unit(runs, dp_group(dims), c.parallel.dp_bucket_bytes).buckets) {
       if (bucket.tied) ++tied_parts[bucket.floats];
       const bool reduced = !bucket.tied || tied_reduced_here;
       ++(reduced ? buckets : not_reduced)[{bucket.own, bucket.floats}];
@@ -354,8 +395,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
       weights.calls = calls;
       weights.bytes = key.second * int64_t(sizeof(float));
-      weights.group_size = dims.dp;
-      weights.sent_fraction = ring_share_fraction(dims.dp);
+      weights.group_size = dp;
+      weights.sent_fraction = ring_share_fraction(dp);
       add(weights);
     }
     // ZeRO 1-3 reduce-scatter over zero (half an allreduce's bytes), ZeRO-0
@@ -376,33 +417,38 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                          own ? Role::kEmbeddingGradient : Role::kGradient};
       grads.calls = reduced_calls[key];
       grads.bytes = floats * int64_t(sizeof(float));
-      grads.group_size = dims.dp;
-      grads.sent_fraction =
-          scatter ? ring_share_fraction(dims.dp) : allreduce_fraction(grads.bytes, dims.dp);
+      grads.group_size = dp;
+      grads.sent_fraction = scatter ? ring_share_fraction(dp) : allreduce_fraction(grads.bytes, dp);
       grads.overlaps_backward = c.training.overlap_grad_reduce;
       add(grads);
       if (zero >= 1) {
         MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
         weights.calls = calls;
         weights.bytes = grads.bytes;
-        weights.group_size = dims.dp;
-        weights.sent_fraction = ring_share_fraction(dims.dp);
+        weights.group_size = dp;
+        weights.sent_fraction = ring_share_fraction(dp);
         add(weights);
       }
     }
   }
   if (zero >= 1) {
     // The gradient norm's sums of squares over the pieces (two floats).
-    MessageClass norm{GroupKind::kZero, Op::kAllreduce,
-                      Role::kOther,     1,
-                      sizeof(double),   allreduce_fraction(sizeof(double), dims.dp),
-                      dims.dp};
+    MessageClass norm{GroupKind::kZero,
+                      Op::kAllreduce,
+                      Role::kOther,
+                      1,
+                      sizeof(double),
+                      allreduce_fraction(sizeof(double), dp),
+                      dp};
     add(norm);
   }
-  MessageClass loss{GroupKind::kDp, Op::kAllreduce,
-                    Role::kOther,   1,
-                    sizeof(float),  allreduce_fraction(4, dims.dp),
-                    dims.dp};
+  MessageClass loss{GroupKind::kDp,
+                    Op::kAllreduce,
+                    Role::kOther,
+                    1,
+                    sizeof(float),
+                    allreduce_fraction(4, dp),
+                    dp};
   add(loss);
 
   // Tensor parallelism, per micro-batch.
@@ -415,7 +461,8 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
     // target logit) gathered over tp.
     MessageClass stats{GroupKind::kTp, Op::kAllgather, Role::kActivation};
     stats.calls = micro_batches;
-    stats.bytes = c.training.micro_batch * c.model.seq_len * 3 * int64_t(sizeof(float)) * dims.tp;
+    stats.bytes =
+        c.training.micro_batch * local_seq_len(c, dims) * 3 * int64_t(sizeof(float)) * dims.tp;
     stats.group_size = dims.tp;
     stats.sent_fraction = ring_share_fraction(dims.tp);
     stats.per_micro_batch = true;
@@ -426,6 +473,9 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
                        sizeof(float),  allreduce_fraction(4, dims.tp),
                        dims.tp};
   add(tp_norm);
+
+  // Context parallelism, per micro-batch.
+  for (const MessageClass& m : context_parallel_traffic(c, dims, shape, micro_batches)) add(m);
 
   // Pipeline parallelism.
   if (dims.pp > 1) {
@@ -450,7 +500,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       for (const auto& [floats, calls] : tied_parts) {
         MessageClass share{GroupKind::kPp, Op::kBroadcast, Role::kGradient};
         share.calls = calls;
-        share.bytes = (zero == 0 ? floats : floats / dims.dp) * int64_t(sizeof(float));
+        share.bytes = (zero == 0 ? floats : floats / dp) * int64_t(sizeof(float));
         share.group_size = 2;
         share.sent_fraction = shape.has_embedding ? 1.0 : 0.0;  // the chain's root, or its end
         add(share);

@@ -27,6 +27,11 @@
 //         each stage boundary (1/tp of the sequence with sequence parallelism), the tied
 //         embedding's gradient between the end stages (tied only), the loss broadcast and the
 //         gradient norm.
+//   cp    per micro-batch and block, the ring attention's key/value blocks
+//         (cp - 1 hops forward, again in backward, in the compute dtype) and
+//         their float32 gradient accumulators (cp hops); the dp and zero
+//         groups then span dp x cp ranks, and tp/pp messages carry
+//         seq_len / cp positions.
 // Pipeline stages differ; traffic is computed for one stage at a time.
 #pragma once
 

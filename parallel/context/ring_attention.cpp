@@ -125,12 +125,16 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
       state = generator.get_state();
     }
     const auto future = torch::ones({g.chunk, g.chunk}, torch::kBool).triu(1);
-    const auto qf = q.to(torch::kFloat);
+    // Contiguous q, k and v are what backward keeps: views into the fused
+    // projection would keep all of it alive beside the rotated copies.
+    const auto queries = q.contiguous();
+    const auto qf = queries.to(torch::kFloat);
     auto row_max = torch::full({q.size(0), q.size(1), q.size(2), 1},
                                -std::numeric_limits<float>::infinity(), qf.options());
     auto row_sum = torch::zeros_like(row_max);
     auto acc = torch::zeros(q.sizes(), qf.options());
-    torch::Tensor keys = k.contiguous(), values = v.contiguous();
+    const torch::Tensor own_keys = k.contiguous(), own_values = v.contiguous();
+    torch::Tensor keys = own_keys, values = own_values;
     for (int step = 0; step < ring.size; ++step) {
       Transfer send_k, send_v, recv_k, recv_v;
       if (step + 1 < ring.size) {
@@ -172,7 +176,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     }
     auto out = acc.div_(row_sum);
     auto lse = row_max.add_(row_sum.log_());
-    ctx->save_for_backward({q, k, v, out, lse});
+    ctx->save_for_backward({queries, own_keys, own_values, out, lse});
     ctx->saved_data["cp"] = reinterpret_cast<int64_t>(cp);  // outlives the graph
     ctx->saved_data["shard"] = reinterpret_cast<int64_t>(shard);
     ctx->saved_data["group"] = options.query_group;

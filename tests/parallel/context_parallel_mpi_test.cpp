@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "parallel/context/context_shard.h"
 #include "parallel/mesh/process_groups.h"
 #include "tests/parallel/tensor_parallel_test_support.h"
+#include "tests/support/counting_allocator.h"
 #include "tests/support/mpi_world.h"
 #include "tests/support/test_seed.h"
 #include "tests/support/tiny_gpt_run.h"
@@ -143,6 +145,42 @@ TEST(ContextParallelGpt, RecomputedBlocksMatchTheSingleRankModel) {
   }
 }
 
+// With dropout, the tp ranks of a cp rank hold the same residual stream
+// (without sequence parallelism) and must draw the same masks on it: their
+// loss and replicated parameters' gradients are the same bits; the cp ranks'
+// differ (other positions), and the run repeats.
+TEST(ContextParallelGpt, DropoutKeepsTpReplicasIdenticalAndRepeats) {
+  if (world_size() % 4 != 0) GTEST_SKIP() << "needs cp2 x tp2";
+  for (const bool sequence_parallel : {false, true}) {
+    auto options = neox_style();
+    options.dropout = 0.2;
+    options.sequence_parallel = sequence_parallel;
+    const auto tokens = random_ids({2, options.seq_len}, options.vocab_size, 90);
+    const auto targets = random_ids({2, options.seq_len}, options.vocab_size, 91);
+    ParallelDims dims;
+    dims.tp = 2;
+    dims.cp = world_size() / 2;
+    ProcessGroups groups(MPI_COMM_WORLD, dims);
+    const auto run = [&] {
+      torch::manual_seed(seed());
+      models::Gpt model(options, groups);
+      model->train();
+      auto loss = model->loss(tokens, targets);
+      loss.backward();
+      return tp_testing::loss_and_replicated_gradient_sums(loss, model->param_infos());
+    };
+    const auto mine = run();
+    EXPECT_EQ(run(), mine) << "the same seed draws the same masks";
+    if (sequence_parallel) continue;  // the tp ranks hold other positions
+    std::vector<float> other(mine.size());
+    MPI_Sendrecv(mine.data(), int(mine.size()), MPI_FLOAT, 1 - groups.tp().rank(), 0, other.data(),
+                 int(other.size()), MPI_FLOAT, 1 - groups.tp().rank(), 0, groups.tp().mpi(),
+                 MPI_STATUS_IGNORE);
+    EXPECT_EQ(other, mine) << "tp ranks of cp rank " << groups.cp().rank() << " differ (seed "
+                           << seed() << ")";
+  }
+}
+
 // One forward and backward moves, per block, each key and value block around
 // the ring once in forward (cp - 1 hops) and once more in backward, and the
 // float32 key and value gradients cp hops: point-to-point messages only.
@@ -225,6 +263,56 @@ TEST(ContextParallelTraining, Gpt2StyleLayoutsMatchTheSingleRankRun) {
   c.training.grad_clip = 0.5;
   expect_layouts_match(c, {{with_context(dims_of(1), 2), c, kTrajectoryTolerance, "cp2"},
                            {with_context(dims_of(2), 2), c, kTrajectoryTolerance, "dp2 x cp2"}});
+}
+
+// ---------------------------------------------------------------- memory
+
+// The activation memory a rank holds for one micro-batch of `seq_len`
+// positions: its peak of LibTorch allocations (counted) over one training
+// step, less the peak of the same run on the shortest sequence the layout
+// takes (parameters, gradients, AdamW's moments and buffers are the same in
+// both: only what grows with the sequence remains).
+int64_t activation_bytes(config::Config c, int cp, int64_t seq_len) {
+  const auto peak_at = [&](int64_t positions) {
+    c.model.seq_len = positions;
+    c.parallel.context = cp;
+    ParallelDims dims;
+    dims.cp = cp;
+    int64_t peak = 0;
+    {
+      cmpi::testing::CountedAllocations counted;
+      counted.start();
+      cmpi::testing::train_in_groups_of(cp, c, dims);
+      peak = counted.peak_above_start();
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &peak, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return peak;
+  };
+  return peak_at(seq_len) - peak_at(2 * cp);
+}
+
+// Issue 40's target: at cp4 a rank holds at most 0.3x the activations of one
+// rank holding the whole sequence with the memory-lean attention
+// (model.attention_block_size: no [T, T] scores either), measured.
+TEST(ContextParallelMemory, ActivationsPerRankShrinkWithTheContextGroup) {
+  if (world_size() != 4) GTEST_SKIP() << "compares cp4 with one rank on 4 ranks";
+  auto c = cmpi::testing::tiny_neox_config(seed());
+  c.training.steps = 1;
+  c.training.micro_batch = 2;
+  c.training.global_batch = 2;
+  constexpr int64_t kSeq = 1024;
+  auto lean = c;
+  lean.model.attention_block_size = 64;
+  const int64_t one_rank = activation_bytes(lean, 1, kSeq);
+  const int64_t cp4 = activation_bytes(c, 4, kSeq);
+  const double ratio = double(cp4) / double(one_rank);
+  if (testing::world_rank() == 0)
+    std::printf(
+        "activations at seq_len %lld: 1 rank (blocked attention) %.2f MB, cp4 %.2f MB per "
+        "rank (%.3fx)\n",
+        (long long)kSeq, double(one_rank) / 1e6, double(cp4) / 1e6, ratio);
+  EXPECT_GT(one_rank, 0);
+  EXPECT_LE(ratio, 0.3) << "seed " << seed();
 }
 
 }  // namespace

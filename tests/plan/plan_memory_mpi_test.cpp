@@ -2,7 +2,7 @@
 // parameters (4 blocks of hidden 64, 128 tokens per sequence, dropout on)
 // for two steps in 18 layouts (recompute none / selective / full, ZeRO 1,
 // 2 and 3, ZeRO 2/3 holding only the gradient shard, dp, tp and pp 1 and 2, tp2 with sequence
-// parallelism; and Llama's architecture in five of them) with LibTorch's CPU allocations counted
+// parallelism, cp2; and Llama's architecture in six of them) with LibTorch's CPU allocations counted
 // (tests/support/counting_allocator.h), and holds every rank's peak to the planner's estimate for
 // its pipeline stage (parallel/memory_estimate.h: parameters + gradients + optimizer + activations
 // + buffers + pipeline messages; not the runtime or the communication scratch, which LibTorch does
@@ -40,6 +40,7 @@ struct Layout {
   // SwiGLU MLP (three matrices, gate and up products kept), RMSNorm, no
   // biases, rotary, an untied head.
   bool llama = false;
+  int cp = 1;  // context parallelism: the ring attention, 1/cp of the tokens
 };
 
 config::Config measured_config(uint64_t seed, const Layout& l) {
@@ -60,6 +61,7 @@ config::Config measured_config(uint64_t seed, const Layout& l) {
   c.parallel.zero_stage = l.zero_stage;
   c.parallel.zero_gradient_memory = l.gradient_memory;
   c.parallel.sequence_parallel = l.sequence_parallel;
+  c.parallel.context = l.cp;
   c.parallel.dp_bucket_bytes = 64 << 10;
   if (l.llama) {
     c.model.kv_heads = 2;
@@ -105,22 +107,26 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
       {"llama tp2 SP", 1, 2, 1, 0, "none", 0.10, "full_buffer", true, true},
       {"llama dp2 ZeRO-3", 2, 1, 1, 3, "none", 0.10, "full_buffer", false, true},
       {"llama pp2", 1, 1, 2, 0, "full", kFull, "full_buffer", false, true},
+      {"cp2", 1, 1, 1, 0, "none", 0.10, "full_buffer", false, false, 2},
+      {"cp2", 1, 1, 1, 0, "full", kFull, "full_buffer", false, false, 2},
+      {"llama cp2", 1, 1, 1, 0, "selective", 0.10, "full_buffer", false, true, 2},
   };
   if (world_rank() == 0)
     std::printf(
         "| layout | recompute | stage | measured peak | plan | plan / measured |\n"
         "|---|---|--:|--:|--:|--:|\n");
   for (const Layout& l : layouts) {
-    const int ranks = l.dp * l.tp * l.pp;
+    const int ranks = l.dp * l.tp * l.pp * l.cp;
     if (ranks > world_size()) continue;
     const auto config = measured_config(seed, l);
     parallel::ParallelDims dims;
     dims.dp = l.dp;
     dims.tp = l.tp;
     dims.pp = l.pp;
+    dims.cp = l.cp;
     dims.zero_stage = l.zero_stage;
     const int group_rank = world_rank() % ranks;
-    const int stage = group_rank / (l.dp * l.tp);  // tp fastest, then dp, then pp
+    const int stage = group_rank / (l.dp * l.tp * l.cp);  // tp fastest, then cp, dp, pp
     const auto plan = models::estimate_stage_memory(config, dims).at(size_t(stage));
     const double planned = double(plan.total() - plan.runtime_bytes - plan.scratch_bytes);
     int64_t peak = 0;
@@ -142,7 +148,7 @@ TEST(PlanMemory, PeakPerRankIsWithinTenPercentOfThePlan) {
       for (int s = 0; s < l.pp; ++s) {
         int64_t stage_peak = 0;
         for (int r = 0; r < ranks; ++r)
-          if (r / (l.dp * l.tp) == s) stage_peak = std::max(stage_peak, peaks[size_t(r)]);
+          if (r / (l.dp * l.tp * l.cp) == s) stage_peak = std::max(stage_peak, peaks[size_t(r)]);
         const auto stage_plan = models::estimate_stage_memory(config, dims).at(size_t(s));
         const double stage_planned =
             double(stage_plan.total() - stage_plan.runtime_bytes - stage_plan.scratch_bytes);

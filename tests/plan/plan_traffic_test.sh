@@ -15,7 +15,11 @@
 # sums in bf16 (parallel.tp_forward_sum: compute: 2 bytes a value, with and
 # without sequence parallelism), and Llama's switches (grouped-query
 # attention, RMSNorm, SwiGLU, no biases: other parameter runs and, under
-# sequence parallelism, a third gathered linear per block).
+# sequence parallelism, a third gathered linear per block), and context
+# parallelism (the ring's messages on cp; the dp and zero groups spanning
+# dp x cp; tp and pp messages of seq_len / cp positions): cp2, dp2 x cp2
+# (ZeRO-1, untied, bf16, recomputed whole), tp2 x cp2 with sequence
+# parallelism, pp2 x cp2.
 # Usage: plan_traffic_test.sh CMPI_TRAIN CONFIG WORKDIR
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"
@@ -24,7 +28,7 @@ rm -rf "$work"; mkdir -p "$work"
 status=0
 # data tensor pipeline zero tie_embeddings [position [pipeline_balance [recompute
 # [recompute_layers [zero_gradient_memory [sequence_parallel [precision
-# [tp_forward_sum [llama]]]]]]]]]
+# [tp_forward_sum [llama|plain [context]]]]]]]]]]]
 # (bf16: tp/pp activations as 16-bit words)
 # (untied: the token embedding's gradient in buckets of its own, role
 # embedding_gradient, sent block-sparse or by the fallback route as
@@ -43,9 +47,14 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
               "2 2 1 0 false rotary uniform full 0 full_buffer true bf16 compute" \
               "2 2 1 1 false rotary uniform none 0 full_buffer false fp32 float32 llama" \
               "1 2 2 0 false rotary uniform none 0 full_buffer true fp32 float32 llama" \
-              "2 1 2 3 false rotary uniform none 0 full_buffer false fp32 float32 llama"; do
+              "2 1 2 3 false rotary uniform none 0 full_buffer false fp32 float32 llama" \
+              "1 1 1 0 true learned uniform none 0 full_buffer false fp32 float32 plain 2" \
+              "2 1 1 1 false rotary uniform full 0 full_buffer false bf16 float32 plain 2" \
+              "1 2 1 0 true learned uniform none 0 full_buffer true fp32 float32 plain 2" \
+              "1 1 2 3 false rotary uniform none 0 full_buffer false fp32 float32 plain 2"; do
   set -- $layout
-  ranks=$(( $1 * $2 * $3 ))
+  context="${15:-1}"
+  ranks=$(( $1 * $2 * $3 * context ))
   position="${6:-learned}"
   args=(--set parallel.data="$1" --set parallel.tensor="$2" --set parallel.pipeline="$3"
         --set parallel.zero_stage="$4" --set model.tie_embeddings="$5" --set model.layers=4
@@ -53,12 +62,12 @@ for layout in "4 1 1 0 true" "2 2 1 0 true" "4 1 1 1 true" "4 1 1 2 true" "2 1 2
         --set parallel.pipeline_balance="${7:-uniform}" --set training.recompute="${8:-none}"
         --set training.recompute_layers="${9:-0}" --set parallel.zero_gradient_memory="${10:-full_buffer}"
         --set parallel.sequence_parallel="${11:-false}" --set training.precision="${12:-fp32}"
-        --set parallel.tp_forward_sum="${13:-float32}")
+        --set parallel.tp_forward_sum="${13:-float32}" --set parallel.context="$context")
   if [ "${14:-}" = llama ]; then
     args+=(--set model.norm=rmsnorm --set model.mlp_activation=swiglu --set model.bias=false
            --set model.kv_heads=2 --set model.intermediate_size=160 --set model.rotary_pct=1)
   fi
-  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)${12:-}${13:-}${14:-}"
+  name="d$1t$2p$3z$4$([ "$5" = false ] && echo untied)$([ "$position" = rotary ] && echo rotary)${7:-}${8:-}${9:-}$([ "${10:-}" = shard ] && echo shard)$([ "${11:-false}" = true ] && echo sp)${12:-}${13:-}$([ "${14:-}" = llama ] && echo llama)$([ "$context" != 1 ] && echo "c$context")"
   CMPI_STAGE_TRAFFIC="$work/$name.stages" timeout 120 mpirun -np "$ranks" --oversubscribe \
     --bind-to none -x CMPI_STAGE_TRAFFIC "$exe" --config "$config" \
     "${args[@]}" --set training.steps=3 --set training.warmup_steps=0 --set run.dir="$work" \

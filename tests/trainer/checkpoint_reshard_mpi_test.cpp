@@ -46,10 +46,11 @@ constexpr int64_t kSteps = 4, kSaveAt = 2;
 
 struct Layout {
   int dp = 1, tp = 1, pp = 1, zero = 0;
-  int ranks() const { return dp * tp * pp; }
+  int cp = 1;  // context parallelism
+  int ranks() const { return dp * tp * pp * cp; }
   std::string name() const {
-    return "dp" + std::to_string(dp) + "tp" + std::to_string(tp) + "pp" + std::to_string(pp) + "z" +
-           std::to_string(zero);
+    return "dp" + std::to_string(dp) + "tp" + std::to_string(tp) + "pp" + std::to_string(pp) +
+           (cp > 1 ? "cp" + std::to_string(cp) : std::string()) + "z" + std::to_string(zero);
   }
 };
 
@@ -60,7 +61,7 @@ struct Variant {
   double dropout = 0;
   std::string precision = "fp32";               // training.precision
   std::string gradient_memory = "full_buffer";  // parallel.zero_gradient_memory (ZeRO 2/3)
-  bool llama = false;  // the Llama architecture (tiny_llama_config) instead of GPT-2's
+  bool llama = false;      // the Llama architecture (tiny_llama_config) instead of GPT-2's
   int64_t vocab_size = 0;  // 0: the tiny config's (64)
   // Plain runs follow the single-rank (float32) model; lossy ones, dropout
   // and 16-bit compute do not.
@@ -152,6 +153,7 @@ config::Config test_config(const std::string& checkpoint_dir, const Variant& var
   c.parallel.data = layout.dp;
   c.parallel.tensor = layout.tp;
   c.parallel.pipeline = layout.pp;
+  c.parallel.context = layout.cp;
   c.parallel.zero_stage = layout.zero;
   c.parallel.zero_gradient_memory = layout.zero >= 2 ? variant.gradient_memory : "full_buffer";
   c.model.layers = 4;  // room for 4 pipeline stages
@@ -197,6 +199,7 @@ std::vector<double> on_ranks_of(const Layout& layout, const comm::PolicyConfig& 
     dims.dp = layout.dp;
     dims.tp = layout.tp;
     dims.pp = layout.pp;
+    dims.cp = layout.cp;
     dims.zero_stage = layout.zero;
     parallel::ProcessGroups groups(comm, dims, policy);
     const auto got = body(groups);
@@ -235,10 +238,10 @@ CaseResult check_case(const Layout& from, const Layout& to, const std::vector<do
     std::printf("case: %s\n", what.c_str());
     std::fflush(stdout);
   }
-  const std::string dir =
-      root + "/" + from.name() + "-" + to.name() + "-" + std::to_string(variant.dropout) +
-      std::to_string(variant.policy.rules.size()) + variant.precision + variant.gradient_memory +
-      std::to_string(variant.vocab_size);
+  const std::string dir = root + "/" + from.name() + "-" + to.name() + "-" +
+                          std::to_string(variant.dropout) +
+                          std::to_string(variant.policy.rules.size()) + variant.precision +
+                          variant.gradient_memory + std::to_string(variant.vocab_size);
   const std::string dir_a = dir + "/a", dir_b = dir + "/b";
   CaseResult result;
   const auto original = on_ranks_of(from, variant.policy, [&](parallel::ProcessGroups& groups) {
@@ -498,6 +501,20 @@ TEST_F(CheckpointReshard, PaddedVocabularyChangesLayout) {
   check_case(Layout{1, 2, 1, 0}, Layout{1, 2, 1, 0}, single_rank, root_, odd_vocabulary());
   check_case(Layout{1, 2, 2, 1}, Layout{2, 4, 1, 3}, single_rank, root_, odd_vocabulary());
   check_case(Layout{1, 4, 2, 0}, Layout{1, 1, 1, 0}, single_rank, root_, odd_vocabulary());
+}
+
+// Context parallelism: the same layout resumes bit for bit (also with
+// dropout, whose per-cp-rank generators the checkpoint keeps), and a
+// checkpoint moves between cp layouts and layouts without cp (ZeRO shards
+// over dp x cp ranks on one side, over dp on the other).
+TEST_F(CheckpointReshard, ContextParallelChanges) {
+  check_case(Layout{2, 1, 1, 1, 2}, Layout{2, 1, 1, 1, 2}, single_rank_, root_);
+  check_case(Layout{1, 2, 1, 0, 2}, Layout{1, 2, 1, 0, 2}, single_rank_, root_);
+  check_case(Layout{1, 1, 1, 0, 2}, Layout{1, 1, 1, 0, 2}, single_rank_, root_, dropout());
+  check_case(Layout{1, 2, 1, 0, 2}, Layout{1, 2, 1, 0, 2}, single_rank_, root_, dropout());
+  check_case(Layout{1, 1, 1, 0, 4}, Layout{2, 2, 1, 2}, single_rank_, root_);
+  check_case(Layout{2, 1, 1, 3}, Layout{1, 2, 1, 1, 2}, single_rank_, root_);
+  check_case(Layout{2, 1, 2, 1, 2}, Layout{1, 1, 1, 0, 2}, single_rank_, root_);
 }
 
 TEST_F(CheckpointReshard, SeveralAxesAtOnce) {

@@ -205,6 +205,7 @@ Outcome train_and_compare(MPI_Comm comm, parallel::ParallelDims dims, int stage,
   config.parallel.data = dims.dp;
   config.parallel.tensor = dims.tp;
   config.parallel.pipeline = dims.pp;
+  config.parallel.context = dims.cp;
   config.parallel.zero_stage = stage;
   config.parallel.zero_gradient_memory = gradient_memory;
   config.parallel.dp_bucket_bytes = 2 << 10;  // several buckets, parameters cut across them
@@ -258,14 +259,15 @@ std::vector<Policy> bf16_policies() {
 
 void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
                   const std::string& precision = "fp32",
-                  const std::string& tp_forward_sum = "float32", bool llama = false) {
+                  const std::string& tp_forward_sum = "float32", bool llama = false, int cp = 1) {
   int world = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  ASSERT_EQ(world, dp * tp * pp) << "run this test on " << dp * tp * pp << " ranks";
+  ASSERT_EQ(world, dp * tp * pp * cp) << "run this test on " << dp * tp * pp * cp << " ranks";
   parallel::ParallelDims dims;
   dims.dp = dp;
   dims.tp = tp;
   dims.pp = pp;
+  dims.cp = cp;
   const uint64_t seed = testing::test_seed() % 100000;
   for (const auto& policy : precision == "fp32" ? policies() : bf16_policies()) {
     // ZeRO-3 also holding only the gradient shard (every micro-batch's
@@ -276,12 +278,12 @@ void check_layout(int dp, int tp, int pp, bool sequence_parallel = false,
       if (stage == 3) variants.push_back({stage, "shard"});
     }
     for (const auto& [stage, gradient_memory] : variants) {
-      const std::string what = "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" +
-                               std::to_string(pp) + (sequence_parallel ? " SP" : "") +
-                               (llama ? " llama" : "") + " ZeRO " + std::to_string(stage) +
-                               (gradient_memory == "shard" ? " shard " : " ") + policy.name + " " +
-                               precision + " tp_forward_sum " + tp_forward_sum + " (model seed " +
-                               std::to_string(seed) + ")";
+      const std::string what =
+          "dp" + std::to_string(dp) + " tp" + std::to_string(tp) + " pp" + std::to_string(pp) +
+          " cp" + std::to_string(cp) + (sequence_parallel ? " SP" : "") + (llama ? " llama" : "") +
+          " ZeRO " + std::to_string(stage) + (gradient_memory == "shard" ? " shard " : " ") +
+          policy.name + " " + precision + " tp_forward_sum " + tp_forward_sum + " (model seed " +
+          std::to_string(seed) + ")";
       const Outcome outcome =
           train_and_compare(MPI_COMM_WORLD, dims, stage, policy.config, seed, gradient_memory,
                             sequence_parallel, precision, tp_forward_sum, llama);
@@ -315,6 +317,15 @@ TEST(ReplicaEquality, DataTimesTensorWithSequenceParallelism) {
 // biases) with sequence parallelism: the RMSNorm weights are the replicas.
 TEST(ReplicaEquality, LlamaDataTimesTensorWithSequenceParallelism) {
   check_layout(2, 2, 1, true, "fp32", "float32", true);
+}
+
+// Context parallelism: the cp ranks of a replica hold the same parameters,
+// each computing the gradient of its part of the sequences (through the
+// policy's lossy cp ring), reduced in the dp group, which spans them (dp1 x
+// cp2: ZeRO shards over the cp ranks); tp2 replicates the norms and biases
+// besides.
+TEST(ReplicaEquality, TensorTimesContext) {
+  check_layout(1, 2, 1, false, "fp32", "float32", false, 2);
 }
 
 TEST(ReplicaEquality, DataTimesPipelineWithTiedEmbedding) {
