@@ -151,14 +151,16 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     plan.stage_layers.push_back(sp.shape.layers);
     double forward_cpu_seconds = 0, recompute_cpu_seconds = 0;
     if (o.on_device()) {
-      // A GPU: each kernel at what its shape reaches (plan/device_compute.h).
+      // A GPU: each kernel at what its shape reaches (plan/device_compute.h),
+      // slowed by what the software stack reaches of that (software_stack.h).
       const DeviceMicroBatch t =
           device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
-      forward_cpu_seconds = t.forward_seconds;
-      recompute_cpu_seconds = t.recompute_seconds;
-      sp.forward_seconds = t.forward_seconds;
-      sp.backward_seconds = t.backward_seconds;
-      sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device);
+      const double stack_slowdown = 1 / o.stack.kernel_efficiency;
+      forward_cpu_seconds = t.forward_seconds * stack_slowdown;
+      recompute_cpu_seconds = t.recompute_seconds * stack_slowdown;
+      sp.forward_seconds = t.forward_seconds * stack_slowdown;
+      sp.backward_seconds = t.backward_seconds * stack_slowdown;
+      sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device) * stack_slowdown;
     } else {
       const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
       forward_cpu_seconds = fwd / o.flops_per_second;
