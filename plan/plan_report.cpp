@@ -147,20 +147,21 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
 }
 
 std::string plan_json(const StepPlan& p, const PlanOptions& o) {
-  char buf[768];
+  char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "{\"preset\":%s,\"layout\":%s,\"ranks\":%d,\"ranks_per_node\":%d,"
                 "\"micro_batches\":%lld,\"step_seconds\":%.6g,\"compute_seconds\":%.6g,"
                 "\"bubble_fraction\":%.4f,\"tokens_per_s\":%.1f,\"bound_by\":%s,"
                 "\"cpu_bound_seconds\":%.6g,\"compute_stretch\":%.6g,\"flops_per_second\":%.6g,"
-                "\"cores\":%.6g,\"hardware_flops_per_rank\":%.6g,\"device\":%s,"
+                "\"cores\":%.6g,\"hardware_flops_per_rank\":%.6g,\"device\":%s,\"stack\":%s,"
                 "\"codec_scale\":%.6g,\"pipeline_balance\":%s,\"memory\":",
                 json_string(p.preset).c_str(), json_string(p.dims.to_string()).c_str(),
                 o.world_size, o.ranks_per_node, (long long)p.micro_batches, p.step_seconds,
                 p.compute_seconds, p.bubble_fraction, p.tokens_per_second,
                 json_string(p.bound_by).c_str(), p.cpu_bound_seconds, p.compute_stretch,
                 o.flops_per_second, o.cores, p.hardware_flops_per_rank,
-                json_string(o.device ? o.device->name : "cpu").c_str(), o.codec_scale,
+                json_string(o.device ? o.device->name : "cpu").c_str(),
+                json_string(o.on_device() ? o.stack.name : "").c_str(), o.codec_scale,
                 json_string(p.pipeline_balance).c_str());
   std::string out = std::string(buf) + memory_json(p.memory) + ",\"step_parts\":{";
   for (size_t i = 0; i < p.parts.size(); ++i) {

@@ -159,20 +159,20 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     plan.stage_layers.push_back(sp.shape.layers);
     double forward_cpu_seconds = 0, recompute_cpu_seconds = 0;
     if (o.on_device()) {
-      // A GPU: each kernel at what its shape reaches (plan/device_compute.h).
+      // A GPU: each kernel at what its shape reaches (plan/device_compute.h),
+      // slowed by what the software stack reaches of that (software_stack.h).
       // Under context parallelism each kernel runs on 1/cp of the queries
       // (the ring's blocks: the same arithmetic per token, in smaller GEMMs
       // whose efficiency is not re-read from the table).
-      DeviceMicroBatch t = device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
-      const double share = 1.0 / double(dims.cp);
-      t.forward_seconds *= share;
-      t.backward_seconds *= share;
-      t.recompute_seconds *= share;
-      forward_cpu_seconds = t.forward_seconds;
-      recompute_cpu_seconds = t.recompute_seconds;
-      sp.forward_seconds = t.forward_seconds;
-      sp.backward_seconds = t.backward_seconds;
-      sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device);
+      const DeviceMicroBatch t =
+          device_micro_batch(c, sp.shape, dims.tp, *o.device, o.flash_attention);
+      const double stack_slowdown = 1 / o.stack.kernel_efficiency;
+      const double share = stack_slowdown / double(dims.cp);
+      forward_cpu_seconds = t.forward_seconds * share;
+      recompute_cpu_seconds = t.recompute_seconds * share;
+      sp.forward_seconds = t.forward_seconds * share;
+      sp.backward_seconds = t.backward_seconds * share;
+      sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device) * stack_slowdown;
     } else {
       const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
       forward_cpu_seconds = fwd / o.flops_per_second;

@@ -45,6 +45,7 @@
 #include "plan/cost_model.h"
 #include "plan/device_profile.h"
 #include "plan/model_flops.h"
+#include "plan/software_stack.h"
 #include "plan/step_traffic.h"
 
 namespace cmpi::plan {
@@ -74,6 +75,9 @@ struct PlanOptions {
   std::optional<DeviceProfile> device;
   // With a device: the attention core runs as one fused flash kernel.
   bool flash_attention = false;
+  // With a device: the code base whose kernels run (--plan-stack); every
+  // kernel time of the device model is divided by its kernel_efficiency.
+  SoftwareStack stack;
   bool on_device() const { return device && !device->measured_here(); }
 };
 

@@ -75,7 +75,8 @@ const std::vector<std::string>& CliArgs::flags() {
                                                "--plan-json",
                                                "--plan-device",
                                                "--plan-cluster",
-                                               "--plan-attention"};
+                                               "--plan-attention",
+                                               "--plan-stack"};
   return all;
 }
 
@@ -88,7 +89,8 @@ const char* CliArgs::usage() {
          "                   [--plan-flops F] [--plan-cores N] [--plan-waits spin|block]\n"
          "                   [--plan-codec-scale X] [--plan-link-efficiency E]\n"
          "                   [--compare-presets] [--plan-json FILE] [--plan-device D]\n"
-         "                   [--plan-cluster C] [--plan-attention flash|materialized]]\n"
+         "                   [--plan-cluster C] [--plan-attention flash|materialized]\n"
+         "                   [--plan-stack S]]\n"
          "       cmpi-train --version | --help | -h\n"
          "  --config FILE        run configuration (see configs/ and README.md); give it again to\n"
          "                       merge more files in order, later keys winning (a GPT-NeoX\n"
@@ -135,6 +137,9 @@ const char* CliArgs::usage() {
          "                           (--plan-link, --plan-ranks-per-node win over it)\n"
          "    --plan-attention A     with a GPU device: flash or materialized (default: flash\n"
          "                           where the device has the kernel)\n"
+         "    --plan-stack S         with a GPU device, the training code its kernels come\n"
+         "                           from: megatron (default), gpt-neox, megatron-deepspeed\n"
+         "                           (each a fitted share of the device's kernel throughput)\n"
          "  --version            print the version, the git revision and the LibTorch, MPI and\n"
          "                       CUDA versions it was built with, and exit (no MPI job needed)\n"
          "  --help, -h           print this and exit\n"
@@ -206,6 +211,8 @@ CliArgs CliArgs::parse(int argc, char** argv) {
       if (args.plan.attention != "flash" && args.plan.attention != "materialized")
         throw UsageError("--plan-attention is flash or materialized, got '" + args.plan.attention +
                          "'");
+    } else if (arg == "--plan-stack") {
+      args.plan.stack = value_of(i, arg);
     } else if (arg == "--resume") {
       args.resume = true;
       if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)

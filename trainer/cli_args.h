@@ -9,7 +9,7 @@
 //              [--plan-link inter=RATE/LAT,intra=RATE/LAT] [--plan-flops F]
 //              [--plan-codec-scale X] [--plan-link-efficiency E] [--compare-presets]
 //              [--plan-json FILE] [--plan-device D] [--plan-cluster C]
-//              [--plan-attention flash|materialized]
+//              [--plan-attention flash|materialized] [--plan-stack S]
 #pragma once
 
 #include <stdexcept>
@@ -49,6 +49,9 @@ struct PlanArgs {
   // links above. --plan-attention: flash or materialized; empty: flash where
   // the device has the kernel.
   std::string device, cluster, attention;
+  // --plan-stack: the software stack whose kernels run on the device
+  // (plan/software_stack.h); empty: megatron, the device table's own.
+  std::string stack;
   bool compare_presets = false;
   std::string json_path;
 };

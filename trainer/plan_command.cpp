@@ -50,6 +50,7 @@ int run_plan(const PlanArgs& args, const config::Config& config,
       plan::use_device(options, plan::load_device_profile(args.device), args.attention);
       if (options.on_device()) options.device->peak_for(config.training.precision);
     }
+    if (!args.stack.empty()) plan::use_stack(options, plan::load_software_stack(args.stack));
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -58,6 +59,8 @@ int run_plan(const PlanArgs& args, const config::Config& config,
                      " both say how fast a rank computes: give one");
   if (!options.on_device() && !args.attention.empty())
     throw UsageError("--plan-attention needs a GPU --plan-device (the CPU's rate is measured)");
+  if (!options.on_device() && !args.stack.empty())
+    throw UsageError("--plan-stack needs a GPU --plan-device (the CPU's rate is measured)");
   options.cores = args.cores;
   options.spinning_waits = args.waits == "spin";
   // A rank's codecs run on its share of the cores unless the user says how
