@@ -88,7 +88,11 @@ GptImpl::GptImpl(const GptOptions& options, parallel::ProcessGroups& groups, Sta
   if (options.sequence_parallel || context_.active())
     embedding_dropout_generator_ = at::make_generator<at::CPUGeneratorImpl>(parameter_seed(
         options.seed, "embedding.dropout" + (stream_per_cp_rank ? cp_suffix : rank_suffix)));
-  const auto future_mask = causal_future_mask(options.seq_len);
+  // The [seq_len, seq_len] causal mask of the single-rank attention paths;
+  // the ring (context parallelism) masks its diagonal chunks itself, and at
+  // long context the whole mask would take seq_len² bytes.
+  const auto future_mask =
+      context_.active() ? torch::Tensor() : causal_future_mask(options.seq_len);
   for (int64_t layer = stage_.first_layer; layer < stage_.end_layer; ++layer) {
     const std::string name = "block" + std::to_string(layer);
     const uint64_t dropout_seed =
