@@ -40,6 +40,12 @@ TestFaults TestFaults::parse(const std::string& text) {
     faults.spin_at_call = uint64_t(non_negative_number(fields[2], text));
     if (faults.spin_at_call == 0)
       throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
+  } else if (fields[0] == "stop" && fields.size() == 4 && !fields[2].empty()) {
+    faults.stop_rank = int(non_negative_number(fields[1], text));
+    faults.stop_group = fields[2];
+    faults.stop_at_call = uint64_t(non_negative_number(fields[3], text));
+    if (faults.stop_at_call == 0)
+      throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
   } else if (fields[0] == "slowing" && fields.size() == 4) {
     faults.slowing_rank = int(non_negative_number(fields[1], text));
     faults.slowing_from_step = int64_t(non_negative_number(fields[2], text));
@@ -54,9 +60,10 @@ TestFaults TestFaults::parse(const std::string& text) {
     faults.block_sparse =
         fields[1] == "sparse" ? ForcedBlockSparse::kSparse : ForcedBlockSparse::kDense;
   } else {
-    throw std::invalid_argument(std::string(kVariable) + "=" + text +
-                                ": expected spin:RANK:CALL, slowing:RANK:STEP:MS, "
-                                "slow_save:RANK:MS, lone_node:RANK or block_sparse:sparse|dense");
+    throw std::invalid_argument(
+        std::string(kVariable) + "=" + text +
+        ": expected spin:RANK:CALL, stop:RANK:GROUP:CALL, slowing:RANK:STEP:MS, "
+        "slow_save:RANK:MS, lone_node:RANK or block_sparse:sparse|dense");
   }
   return faults;
 }

@@ -11,6 +11,10 @@
 //                  were cheaper at every density (sparse) or at none
 //                  (dense), without timing: two runs made to decide
 //                  differently, as timings may.
+//   stop:R:GROUP:N world rank R stops itself (SIGSTOP) inside its N-th
+//                  communication call on the group named GROUP (dp, tp, pp,
+//                  ...), once that call is armed: a rank frozen in the
+//                  middle of a collective, the others waiting in it.
 //   slowing:R:S:MS world rank R computes (s - S + 1) x MS milliseconds
 //                  longer at the start of every training step s >= S
 //                  (outside any call): a rank slowing down step by step, so
@@ -38,7 +42,10 @@ struct TestFaults {
   int spin_rank = -1;  // -1: no rank spins
   uint64_t spin_at_call = 0;
   int lone_node_rank = -1;  // -1: every rank sees MPI's grouping
-  int slowing_rank = -1;    // -1: no rank slows down
+  int stop_rank = -1;       // -1: no rank stops itself
+  std::string stop_group;
+  uint64_t stop_at_call = 0;
+  int slowing_rank = -1;  // -1: no rank slows down
   int64_t slowing_from_step = 0;
   uint64_t slowing_ms = 0;
   int slow_save_rank = -1;  // -1: no save is slowed

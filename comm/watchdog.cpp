@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -149,6 +150,7 @@ Watchdog::Slot* Watchdog::enter(const char* op, MPI_Comm comm, int peer) {
     slot.comm.store(comm, std::memory_order_relaxed);
     slot.peer.store(peer, std::memory_order_relaxed);
     slot.entered_ns.store(now_ns(), std::memory_order_release);
+    if (faults_.stop_rank == rank_) stop_if_chosen(comm);
     return &slot;
   }
   return nullptr;  // more threads in calls than slots: this call goes unwatched
@@ -167,6 +169,20 @@ void Watchdog::spin_forever() const {
              std::to_string(faults_.spin_at_call) + " (" + TestFaults::kVariable + ")");
   volatile uint64_t turns = 0;
   for (;;) turns = turns + 1;
+}
+
+void Watchdog::stop_if_chosen(MPI_Comm comm) {
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int length = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_get_name(comm, name, &length);
+  if (faults_.stop_group != std::string(name, size_t(length)) ||
+      stop_group_calls_.fetch_add(1, std::memory_order_relaxed) + 1 != faults_.stop_at_call)
+    return;
+  print_line(program_ + ": rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
+             ": test fault: stopping inside communication call " +
+             std::to_string(faults_.stop_at_call) + " on " + faults_.stop_group + " (" +
+             TestFaults::kVariable + ")");
+  ::raise(SIGSTOP);
 }
 
 WatchedCall::WatchedCall(const char* op, MPI_Comm comm, int peer)

@@ -163,6 +163,8 @@ class Watchdog {
   std::string deadline_text() const;
   bool all_answered() const;
   [[noreturn]] void spin_forever() const;
+  // CMPI_TEST_FAULT=stop: SIGSTOP to this process inside the chosen call.
+  void stop_if_chosen(MPI_Comm comm);
 
   const std::string program_;
   const int rank_;
@@ -173,6 +175,7 @@ class Watchdog {
   AutoDeadline auto_deadline_;
   std::atomic<int64_t> step_{-1};
   std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> stop_group_calls_{0};
   std::array<Slot, kSlots> slots_;
 
   MPI_Comm channel_ = MPI_COMM_NULL;

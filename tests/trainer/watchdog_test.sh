@@ -12,6 +12,10 @@
 # the culprit alone, from the other ranks' answers (issue 41): stopped:
 # "world rank 2 did not answer" and no other rank silent; spin: "world rank 1
 # is in no communication call" and every other rank waiting in a call.
+#   stopped_tp  dp1 x tp4, rank 1 stopped (SIGSTOP) inside a tensor-parallel
+#            all-reduce (CMPI_TEST_FAULT=stop:1:tp:200, a few steps in): the
+#            line names the op and group (allreduce on tp) and rank 1 alone
+#            as silent; the clock starts when rank 1 says it stops;
 #   stopped_auto  rank 1 stopped a few steps in under the default
 #            run.timeout: auto (no timeout given): the deadline is the floor
 #            (20 s, comm/auto_deadline.h), so the job ends within 30 s and
@@ -29,7 +33,7 @@
 #            whose nodes report one host name: the start-up (memory check,
 #            process groups) must not hang; one warning, and the run trains.
 # Usage: watchdog_test.sh CMPI_TRAIN CONFIG WORKDIR
-#          stopped|stopped_pp|spin|stopped_auto|slow_auto|slow_save_auto|lone_node
+#          stopped|stopped_pp|stopped_tp|spin|stopped_auto|slow_auto|slow_save_auto|lone_node
 set -uo pipefail
 exe="$1"; config="$2"; work="$3"; case_name="$4"
 source "$(dirname "$0")/fault_test_lib.sh"
@@ -81,6 +85,15 @@ case "$case_name" in
     pid=$(rank_pid 1) || fail "no process for rank 1"
     kill -STOP "$pid"
     limit_s=30 ;;
+  stopped_tp)
+    export CMPI_TEST_FAULT=stop:1:tp:200
+    start_job "$work/out.txt" "$work/stopped_tp" "${args[@]}" --set parallel.tensor=4
+    wait_for_training
+    for _ in $(seq 300); do
+      grep -q "test fault: stopping inside" "$job_out" && break
+      sleep 0.1
+    done
+    grep -q "test fault: stopping inside" "$job_out" || fail "rank 1 did not stop" ;;
   stopped)
     start_job "$work/out.txt" "$work/stopped" "${args[@]}"
     wait_for_training
@@ -117,6 +130,11 @@ case "$case_name" in
       fail "$case_name: the line does not name rank 1 alone as silent"
     grep -q "over run.timeout (auto: 20 s = run.timeout_floor; the slowest wait" <<< "$line" ||
       fail "$case_name: the line does not state the auto deadline" ;;
+  stopped_tp)
+    grep -q "watchdog: allreduce on group tp of 4 ranks" <<< "$line" ||
+      fail "$case_name: the line does not name the tp all-reduce"
+    grep -q "; world rank 1 did not answer (stopped or dead)" <<< "$line" ||
+      fail "$case_name: the line does not name rank 1 alone as silent" ;;
   stopped|stopped_pp)
     culprit=$([ "$case_name" = stopped ] && echo 2 || echo 3)
     grep -q "; world rank $culprit did not answer (stopped or dead)" <<< "$line" ||
