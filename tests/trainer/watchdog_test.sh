@@ -20,9 +20,9 @@
 #            run.timeout: auto (no timeout given): the deadline is the floor
 #            (20 s, comm/auto_deadline.h), so the job ends within 30 s and
 #            the line says which deadline passed;
-#   slow_auto  run.timeout: auto with a floor of 1 s, rank 1 slower by
-#            0.25 s more every step from step 3 (CMPI_TEST_FAULT=slowing):
-#            the others' waits reach 2 s, past the floor, but grow slowly
+#   slow_auto  run.timeout: auto with a floor of 2 s, rank 1 slower by
+#            0.5 s more every step from step 3 (CMPI_TEST_FAULT=slowing):
+#            the others' waits reach 3 s, past the floor, but grow slowly
 #            enough for the deadline (10 x the slowest recent wait) to
 #            follow: the run finishes, exit 0, no watchdog line;
 #   slow_save_auto  the same floor, rank 1 4 s late to a checkpoint save
@@ -58,7 +58,7 @@ fi
 finishes_under_auto() { # FAULT ARGS...
   export CMPI_TEST_FAULT="$1"; shift
   start_job "$work/out.txt" "$work/$case_name" --set log.every=1 \
-    --set run.timeout=auto --set run.timeout_floor=1 --set training.warmup_steps=1 "$@"
+    --set run.timeout=auto --set run.timeout_floor=2 --set training.warmup_steps=1 "$@"
   wait_for_end 120
   [ "$job_code" -eq 0 ] || fail "$case_name: exit code $job_code"
   ! grep -q "watchdog:" "$job_out" || fail "$case_name: the watchdog ended a healthy run"
@@ -67,7 +67,7 @@ finishes_under_auto() { # FAULT ARGS...
 }
 
 case "$case_name" in
-  slow_auto) finishes_under_auto slowing:1:3:250 --set training.steps=10 ;;
+  slow_auto) finishes_under_auto slowing:1:3:500 --set training.steps=8 ;;
   slow_save_auto)
     finishes_under_auto slow_save:1:4000 --set training.steps=6 --set checkpoint.every=3 ;;
 esac
