@@ -50,15 +50,14 @@ int monotonic_decis() {
   return int(now.tv_sec % 100000000) * 10 + int(now.tv_nsec / 100000000);
 }
 
-void die_of(int signal_number);
-
-void write_stop_line_and_die(int signal_number) {
-  if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
+// Whether this process was frozen until the signal came (see the header).
+bool was_frozen(int now) {
   const int alive = stop_message.alive_decis, resumed = stop_message.resumed_decis;
-  const int now = monotonic_decis();
-  if ((alive > 0 && now - alive > kFrozenAfterDecis) ||
-      (resumed > 0 && now - resumed <= kFrozenAfterDecis))
-    die_of(signal_number);
+  return (alive > 0 && now - alive > kFrozenAfterDecis) ||
+         (resumed > 0 && now - resumed <= kFrozenAfterDecis);
+}
+
+void write_stop_line(int signal_number) {
   char line[sizeof stop_message.prefix + 16];
   size_t length = stop_message.prefix_length;
   std::memcpy(line, stop_message.prefix, length);
@@ -70,6 +69,15 @@ void write_stop_line_and_die(int signal_number) {
   // One write(2) so that the lines of ranks sharing a terminal do not mix;
   // its result is ignored because nothing else can be done from here.
   [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, line, length);
+}
+
+void die_of(int signal_number);
+
+void write_stop_line_and_die(int signal_number) {
+  if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
+  if (!was_frozen(monotonic_decis())) write_stop_line(signal_number);
+  // Last: die_of returns (the signal takes effect when this handler does),
+  // so nothing may follow it.
   die_of(signal_number);
 }
 

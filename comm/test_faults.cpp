@@ -40,6 +40,19 @@ TestFaults TestFaults::parse(const std::string& text) {
     faults.spin_at_call = uint64_t(non_negative_number(fields[2], text));
     if (faults.spin_at_call == 0)
       throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
+  } else if (fields[0] == "stop" && fields.size() == 4 && !fields[2].empty()) {
+    faults.stop_rank = int(non_negative_number(fields[1], text));
+    faults.stop_group = fields[2];
+    faults.stop_at_call = uint64_t(non_negative_number(fields[3], text));
+    if (faults.stop_at_call == 0)
+      throw std::invalid_argument(std::string(kVariable) + "=" + text + ": calls count from 1");
+  } else if (fields[0] == "slowing" && fields.size() == 4) {
+    faults.slowing_rank = int(non_negative_number(fields[1], text));
+    faults.slowing_from_step = int64_t(non_negative_number(fields[2], text));
+    faults.slowing_ms = uint64_t(non_negative_number(fields[3], text));
+  } else if (fields[0] == "slow_save" && fields.size() == 3) {
+    faults.slow_save_rank = int(non_negative_number(fields[1], text));
+    faults.slow_save_ms = uint64_t(non_negative_number(fields[2], text));
   } else if (fields[0] == "lone_node" && fields.size() == 2) {
     faults.lone_node_rank = int(non_negative_number(fields[1], text));
   } else if (fields[0] == "block_sparse" && fields.size() == 2 &&
@@ -47,11 +60,21 @@ TestFaults TestFaults::parse(const std::string& text) {
     faults.block_sparse =
         fields[1] == "sparse" ? ForcedBlockSparse::kSparse : ForcedBlockSparse::kDense;
   } else {
-    throw std::invalid_argument(std::string(kVariable) + "=" + text +
-                                ": expected spin:RANK:CALL, lone_node:RANK or "
-                                "block_sparse:sparse|dense");
+    throw std::invalid_argument(
+        std::string(kVariable) + "=" + text +
+        ": expected spin:RANK:CALL, stop:RANK:GROUP:CALL, slowing:RANK:STEP:MS, "
+        "slow_save:RANK:MS, lone_node:RANK or block_sparse:sparse|dense");
   }
   return faults;
+}
+
+uint64_t TestFaults::step_delay_ms(int rank, int64_t step) const {
+  if (rank != slowing_rank || step < slowing_from_step) return 0;
+  return uint64_t(step - slowing_from_step + 1) * slowing_ms;
+}
+
+uint64_t TestFaults::save_delay_ms(int rank) const {
+  return rank == slow_save_rank ? slow_save_ms : 0;
 }
 
 TestFaults TestFaults::from_environment() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -61,7 +62,7 @@ Watchdog::Watchdog(std::string program, int world_rank, int world_size, const Te
       rank_(world_rank),
       size_(world_size),
       faults_(faults),
-      timeout_ns_(seconds_to_ns(kDefaultTimeoutSeconds)) {
+      timeout_ns_(seconds_to_ns(AutoDeadline::kLongAllowanceSeconds)) {
   if (installed_watchdog() != nullptr)
     throw std::logic_error("a second Watchdog while one is installed");
   int provided = MPI_THREAD_SINGLE;
@@ -104,10 +105,28 @@ void Watchdog::close_channel() {
 
 void Watchdog::set_timeout(double seconds) {
   timeout_ns_.store(seconds_to_ns(seconds), std::memory_order_relaxed);
+  automatic_.store(false, std::memory_order_relaxed);
 }
 
-double Watchdog::timeout() const {
-  return double(timeout_ns_.load(std::memory_order_relaxed)) / 1e9;
+void Watchdog::use_auto_timeout(double floor_seconds) {
+  auto_deadline_.set_floor(floor_seconds);
+  automatic_.store(true, std::memory_order_relaxed);
+}
+
+void Watchdog::note_step(int64_t step) {
+  step_.store(step, std::memory_order_relaxed);
+  auto_deadline_.step_started();
+}
+
+int64_t Watchdog::deadline_ns() const {
+  return automatic_.load(std::memory_order_relaxed) ? auto_deadline_.deadline_ns()
+                                                    : timeout_ns_.load(std::memory_order_relaxed);
+}
+
+std::string Watchdog::deadline_text() const {
+  return automatic_.load(std::memory_order_relaxed)
+             ? auto_deadline_.explain()
+             : seconds_text(double(timeout_ns_.load(std::memory_order_relaxed)) / 1e9);
 }
 
 // ------------------------------------------------------------ arming
@@ -131,6 +150,7 @@ Watchdog::Slot* Watchdog::enter(const char* op, MPI_Comm comm, int peer) {
     slot.comm.store(comm, std::memory_order_relaxed);
     slot.peer.store(peer, std::memory_order_relaxed);
     slot.entered_ns.store(now_ns(), std::memory_order_release);
+    if (faults_.stop_rank == rank_) stop_if_chosen(comm);
     return &slot;
   }
   return nullptr;  // more threads in calls than slots: this call goes unwatched
@@ -138,6 +158,7 @@ Watchdog::Slot* Watchdog::enter(const char* op, MPI_Comm comm, int peer) {
 
 void Watchdog::leave(Slot* slot) {
   if (--slot->depth > 0) return;
+  auto_deadline_.call_finished(now_ns() - slot->entered_ns.load(std::memory_order_relaxed));
   slot->entered_ns.store(0, std::memory_order_relaxed);
   slot->owner.store(std::thread::id{}, std::memory_order_release);
 }
@@ -148,6 +169,20 @@ void Watchdog::spin_forever() const {
              std::to_string(faults_.spin_at_call) + " (" + TestFaults::kVariable + ")");
   volatile uint64_t turns = 0;
   for (;;) turns = turns + 1;
+}
+
+void Watchdog::stop_if_chosen(MPI_Comm comm) {
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int length = 0;
+  if (comm != MPI_COMM_NULL) PMPI_Comm_get_name(comm, name, &length);
+  if (faults_.stop_group != std::string(name, size_t(length)) ||
+      stop_group_calls_.fetch_add(1, std::memory_order_relaxed) + 1 != faults_.stop_at_call)
+    return;
+  print_line(program_ + ": rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
+             ": test fault: stopping inside communication call " +
+             std::to_string(faults_.stop_at_call) + " on " + faults_.stop_group + " (" +
+             TestFaults::kVariable + ")");
+  ::raise(SIGSTOP);
 }
 
 WatchedCall::WatchedCall(const char* op, MPI_Comm comm, int peer)
@@ -287,7 +322,7 @@ std::string Watchdog::answers_text() const {
 }
 
 bool Watchdog::find_expired(Expired& out) const {
-  const int64_t timeout = timeout_ns_.load(std::memory_order_relaxed);
+  const int64_t timeout = deadline_ns();
   if (timeout == 0) return false;
   const int64_t now = now_ns();
   for (const Slot& slot : slots_) {
@@ -335,7 +370,7 @@ std::string Watchdog::describe(const Expired& e) const {
     }
   }
   text += " has waited " + seconds_text(e.waited_seconds) + ", over run.timeout (" +
-          seconds_text(timeout()) + ")";
+          deadline_text() + ")";
   const int64_t step = step_.load(std::memory_order_relaxed);
   if (step >= 0) text += ", at step " + std::to_string(step);
   if (!waited_for.empty())

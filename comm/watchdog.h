@@ -39,8 +39,12 @@
 //
 // The timeout counts time spent waiting inside one call, not time between
 // calls: a long first step or a checkpoint save on this rank does not trip
-// it, but the other ranks waiting for that rank in a collective do, hence
-// the generous default.
+// it, but the other ranks waiting for that rank in a collective do. Hence
+// the default, run.timeout: auto (comm/auto_deadline.h): a multiple of the
+// slowest wait of the recent steps with a floor, and a long allowance of
+// 30 minutes at start-up, around checkpoint saves and evaluations (which the
+// training loop announces, expect_long_work) and after training; a number
+// is a fixed deadline instead.
 #pragma once
 
 #include <mpi.h>
@@ -55,15 +59,13 @@
 #include <thread>
 #include <vector>
 
+#include "comm/auto_deadline.h"
 #include "comm/test_faults.h"
 
 namespace cmpi::comm {
 
 class Watchdog {
  public:
-  // 30 minutes: the largest first step or synchronous checkpoint save one
-  // rank may take while the others wait for it in a collective.
-  static constexpr double kDefaultTimeoutSeconds = 1800.0;
   // How often the thread checks the deadlines and listens for announcements.
   static constexpr std::chrono::milliseconds kTick{100};
   // How long an aborting rank waits after announcing its failure, so that
@@ -85,12 +87,21 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // Seconds one call may wait; 0 turns the deadline off (announcements are
-  // still heard). Any thread, any time.
+  // A fixed deadline: seconds one call may wait; 0 turns the deadline off
+  // (announcements are still heard). Any thread, any time.
   void set_timeout(double seconds);
-  double timeout() const;
-  // The training step now running (named on expiry); -1: not known.
-  void note_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  // run.timeout: auto (the default): the deadline of AutoDeadline, with a
+  // floor of `floor_seconds`. Any thread, any time.
+  void use_auto_timeout(double floor_seconds);
+  // The training step now running (named on expiry); -1: not known. Under
+  // auto, every call starts a step of the deadline's window: call it from
+  // the training loop's thread, once per step.
+  void note_step(int64_t step);
+  // Long work begins on every rank (a checkpoint save, an evaluation): under
+  // auto, this step and the next wait up to the long allowance.
+  void expect_long_work() { auto_deadline_.expect_long_work(); }
+  // Training is over (the final save, the summary, MPI_Finalize follow).
+  void training_ended() { auto_deadline_.training_ended(); }
 
   // Prints "<program>: rank R/N: error: <message>", announces the failure to
   // the other ranks and aborts the job with `exit_code`. Any thread.
@@ -146,16 +157,25 @@ class Watchdog {
   // a timeout that another rank's announcement explains, and aborts.
   [[noreturn]] void end_job(Failure failure, const std::string& line, int exit_code);
   std::string describe(const Expired& expired) const;
+  // The deadline in force now, and how the line states it: "5 s" or
+  // "auto: 20 s, the floor (...)".
+  int64_t deadline_ns() const;
+  std::string deadline_text() const;
   bool all_answered() const;
   [[noreturn]] void spin_forever() const;
+  // CMPI_TEST_FAULT=stop: SIGSTOP to this process inside the chosen call.
+  void stop_if_chosen(MPI_Comm comm);
 
   const std::string program_;
   const int rank_;
   const int size_;
   const TestFaults faults_;
-  std::atomic<int64_t> timeout_ns_;
+  std::atomic<int64_t> timeout_ns_;  // fixed
+  std::atomic<bool> automatic_{true};
+  AutoDeadline auto_deadline_;
   std::atomic<int64_t> step_{-1};
   std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> stop_group_calls_{0};
   std::array<Slot, kSlots> slots_;
 
   MPI_Comm channel_ = MPI_COMM_NULL;

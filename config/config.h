@@ -21,8 +21,14 @@ struct RunConfig {
   // available (memory_preflight.h).
   bool memory_check = true;
   // Seconds one communication call may wait before the watchdog ends the
-  // job (comm/watchdog.h); 0: no deadline.
-  double timeout = 1800.0;
+  // job (comm/watchdog.h); 0: no deadline; kAutoTimeout (`auto`, the
+  // default): derived from the run's own waits (comm/auto_deadline.h), never
+  // below timeout_floor.
+  static constexpr double kAutoTimeout = -1.0;
+  double timeout = kAutoTimeout;
+  // Seconds: the least deadline under timeout auto (comm::AutoDeadline's
+  // kDefaultFloorSeconds; config_test holds the two equal).
+  double timeout_floor = 20.0;
   // What MFU divides by, per rank: auto (the GEMM rate measured at start-up),
   // a device (a100, h100, ...) or FLOP/s (plan/peak_flops.h).
   std::string peak_flops = "auto";

@@ -140,7 +140,8 @@ void run_fields(Fields& f, Section& run) {
   f.text("dir", run.dir);
   f.unsigned_integer("seed", run.seed);
   f.flag("memory_check", run.memory_check);
-  f.real("timeout", run.timeout, at_least(0.0));
+  f.real_or_auto("timeout", run.timeout, at_least(0.0), RunConfig::kAutoTimeout);
+  f.real("timeout_floor", run.timeout_floor, above(0.0));
   f.text("peak_flops", run.peak_flops);
 }
 

@@ -27,6 +27,9 @@ class FieldReader {
   }
   void unsigned_integer(const char* key, uint64_t& value) { r_.read(key, value); }
   void real(const char* key, double& value, RealRange range = {}) { r_.read(key, value, range); }
+  void real_or_auto(const char* key, double& value, RealRange range, double auto_value) {
+    r_.read_or_auto(key, value, range, auto_value);
+  }
   void flag(const char* key, bool& value) { r_.read(key, value); }
   // A byte count written as a size ("25MiB").
   void size(const char* key, int64_t& value) { r_.read_size(key, value); }
@@ -63,6 +66,9 @@ class FieldWriter {
   }
   void unsigned_integer(const char* key, uint64_t value) { put(key, std::to_string(value)); }
   void real(const char* key, double value, RealRange = {}) { put(key, format_real(value)); }
+  void real_or_auto(const char* key, double value, RealRange, double auto_value) {
+    put(key, value == auto_value ? std::string("auto") : format_real(value));
+  }
   void flag(const char* key, bool value) { out_ << YAML::Key << key << YAML::Value << value; }
   void size(const char* key, int64_t value) { put(key, format_size(value)); }
   void text(const char* key, const std::string& value, bool = false) { put(key, value); }

@@ -255,6 +255,22 @@ void MapReader::read_or_auto(const std::string& key, int64_t& out, IntRange rang
   out = *value;
 }
 
+void MapReader::read_or_auto(const std::string& key, double& out, RealRange range,
+                             double auto_value) {
+  const Entry* entry = consume(key);
+  if (!entry) return;
+  const std::string expected = "auto or " + describe_range(range);
+  const std::string text = scalar_of(*entry, expected);
+  if (text == "auto" && !is_quoted(entry->value)) {
+    out = auto_value;
+    return;
+  }
+  const std::optional<double> value = is_quoted(entry->value) ? std::nullopt : parse_real(text);
+  if (!value || !in_range(*value, range))
+    fail(key, "expected " + expected + ", got " + describe(entry->value));
+  out = *value;
+}
+
 void MapReader::read_size(const std::string& key, int64_t& out, int64_t min_bytes) {
   const Entry* entry = consume(key);
   if (!entry) return;

@@ -132,6 +132,7 @@ class MapReader {
   }
   // `auto` (stored as auto_value) or an integer in range.
   void read_or_auto(const std::string& key, int64_t& out, IntRange range, int64_t auto_value);
+  void read_or_auto(const std::string& key, double& out, RealRange range, double auto_value);
   // A byte count: 65536, 64KiB, 1.5MiB, 25MB (see parse_size()).
   void read_size(const std::string& key, int64_t& out, int64_t min_bytes = 1);
   // A word or a list of words ("dp" or "[tp, pp]"); empty if the key is absent.

@@ -121,7 +121,10 @@ int main(int argc, char** argv) {
     }
   }
   if (!all_ranks_ok(error, rank)) return 2;
-  mpi.watchdog().set_timeout(config.run.timeout);
+  if (config.run.timeout == config::RunConfig::kAutoTimeout)
+    mpi.watchdog().use_auto_timeout(config.run.timeout_floor);
+  else
+    mpi.watchdog().set_timeout(config.run.timeout);
   if (args.help) {
     if (rank == 0) std::fputs(trainer::CliArgs::usage(), stdout);
     return 0;

@@ -1,13 +1,16 @@
 #include "trainer/trainer.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include "checkpoint/checkpoint_manager.h"
 #include "checkpoint/rank_agreement.h"
 #include "comm/clock.h"
+#include "comm/test_faults.h"
 #include "comm/watchdog.h"
 #include "config/run_paths.h"
 #include "hf/hf_pretrained.h"
@@ -58,12 +61,27 @@ struct Trainer::Impl {
 
   // Test fault injection (TrainerOptions::kill_step/kill_rank): the chosen
   // rank dies abruptly at the start of the chosen step, as a crashed node
-  // would, for the restart and watchdog tests.
+  // would, for the restart and watchdog tests; CMPI_TEST_FAULT=slowing
+  // (comm/test_faults.h) makes one rank slower step by step.
   void inject_test_fault(int64_t step) const {
     if (step + 1 == options.kill_step && groups.world_rank() == options.kill_rank) {
       std::fflush(stdout);
       std::raise(SIGKILL);
     }
+    sleep_ms(faults.step_delay_ms(groups.world_rank(), step + 1));
+  }
+  static void sleep_ms(uint64_t ms) {
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  // Long work every rank starts together: under run.timeout auto the
+  // watchdog waits up to its long allowance in this step and the next.
+  void expect_long_work() const {
+    if (options.watchdog) options.watchdog->expect_long_work();
+  }
+  void save_checkpoint(int64_t skipped_steps) const {
+    expect_long_work();
+    sleep_ms(faults.save_delay_ms(groups.world_rank()));  // tests only
+    checkpoints->save(steps_done, skipped_steps);
   }
   // The step's record, built in one place from what the step produced; the
   // run's totals (losses, loss scales, skipped and overflow steps) follow it.
@@ -89,6 +107,8 @@ struct Trainer::Impl {
   EtaClock eta;
   int64_t steps_done = 0;      // where run() starts, then how far it got
   int64_t skipped_before = 0;  // skipped steps before a resumed checkpoint
+  // Tests only (CMPI_TEST_FAULT, checked when the session started).
+  const comm::TestFaults faults = comm::TestFaults::from_environment();
 };
 
 // The model first (it opens the data and builds every group's state), then
@@ -239,6 +259,7 @@ void Trainer::Impl::evaluate_if_due(int64_t step, const StepVerdict& verdict, St
   const int64_t every = config.eval.every;
   const bool due = every > 0 && ((step + 1) % every == 0 || step + 1 == config.training.steps);
   if (!due || verdict.stop) return;
+  expect_long_work();
   const models::Outcome evaluation = model->evaluate();
   r.has_val_loss = true;
   r.val_loss = evaluation.loss;
@@ -252,6 +273,7 @@ void Trainer::Impl::evaluate_if_due(int64_t step, const StepVerdict& verdict, St
 void Trainer::Impl::act_on(const StepVerdict& verdict, bool is_root) const {
   if (verdict.stop) {
     // Every rank stops here together: a save in flight is still published.
+    expect_long_work();
     checkpoints->finish();
     throw TrainingStopped(verdict.message, is_root);
   }
@@ -353,10 +375,11 @@ TrainResult Trainer::run() {
     s.steps_done = step + 1;
     s.checkpoints->poll();
     if (s.checkpoints->due(s.steps_done)) {
-      s.checkpoints->save(s.steps_done, result.skipped_steps);
+      s.save_checkpoint(result.skipped_steps);
       attempts.progress(s.steps_done, comm::seconds_since(run_start));
     }
   }
+  if (s.options.watchdog) s.options.watchdog->training_ended();
   s.checkpoints->finish();
   result.seconds = comm::seconds_since(run_start);
   attempts.progress(s.steps_done, result.seconds);
@@ -396,6 +419,7 @@ TrainResult Trainer::run() {
 }
 
 std::string Trainer::save_checkpoint() {
+  if (impl_->options.watchdog) impl_->options.watchdog->training_ended();
   const std::string path = impl_->checkpoints->save(
       impl_->steps_done, impl_->skipped_before + impl_->guard->skipped_steps());
   impl_->checkpoints->finish();

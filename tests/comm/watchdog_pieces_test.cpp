@@ -20,8 +20,23 @@ TEST(TestFaults, ParsesEachFaultAndRejectsTypos) {
   EXPECT_EQ(TestFaults::parse("block_sparse:sparse").block_sparse, ForcedBlockSparse::kSparse);
   EXPECT_EQ(TestFaults::parse("block_sparse:dense").block_sparse, ForcedBlockSparse::kDense);
   EXPECT_EQ(TestFaults::parse("").block_sparse, ForcedBlockSparse::kNone);
+  const TestFaults stop = TestFaults::parse("stop:1:tp:200");
+  EXPECT_EQ(stop.stop_rank, 1);
+  EXPECT_EQ(stop.stop_group, "tp");
+  EXPECT_EQ(stop.stop_at_call, 200u);
+  EXPECT_EQ(TestFaults::parse("").stop_rank, -1);
+  const TestFaults slowing = TestFaults::parse("slowing:1:3:250");
+  EXPECT_EQ(slowing.step_delay_ms(1, 2), 0u);
+  EXPECT_EQ(slowing.step_delay_ms(1, 3), 250u);
+  EXPECT_EQ(slowing.step_delay_ms(1, 5), 750u);
+  EXPECT_EQ(slowing.step_delay_ms(0, 5), 0u);
+  const TestFaults slow_save = TestFaults::parse("slow_save:2:4000");
+  EXPECT_EQ(slow_save.save_delay_ms(2), 4000u);
+  EXPECT_EQ(slow_save.save_delay_ms(1), 0u);
+  EXPECT_EQ(TestFaults::parse("").save_delay_ms(0), 0u);
   for (const char* bad : {"spin:2", "spin:x:3", "spin:2:0", "lone_node", "stall:1", "spin:-1:3",
-                          "block_sparse", "block_sparse:fast"})
+                          "block_sparse", "block_sparse:fast", "slowing:1:3", "slow_save:1",
+                          "slow_save:1:x", "stop:1:tp", "stop:1::5", "stop:1:tp:0"})
     EXPECT_THROW(TestFaults::parse(bad), std::invalid_argument) << bad;
 }
 

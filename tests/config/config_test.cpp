@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "comm/auto_deadline.h"
 #include "compress/codec_registry.h"
 #include "config/config_loader.h"
 #include "tests/config/config_test_support.h"
@@ -37,6 +38,20 @@ TEST_F(ConfigTest, EmptyMappingGivesTheDefaultsOfEverySection) {
   EXPECT_TRUE(c.log.metrics_jsonl);
   EXPECT_TRUE(c.training.overlap_grad_reduce);
   EXPECT_TRUE(c.origins.empty());
+  EXPECT_EQ(c.run.timeout, RunConfig::kAutoTimeout) << "run.timeout defaults to auto";
+  EXPECT_EQ(c.run.timeout_floor, comm::AutoDeadline::kDefaultFloorSeconds);
+}
+
+// run.timeout: auto (the default) or seconds; auto written back as auto.
+TEST_F(ConfigTest, TimeoutIsAutoOrSeconds) {
+  EXPECT_EQ(load_checked_config(write("run: {timeout: 7.5}\n")).run.timeout, 7.5);
+  EXPECT_EQ(load_checked_config(write("run: {timeout: 0}\n")).run.timeout, 0.0);
+  const Config automatic = load_checked_config(write("run: {timeout: auto, timeout_floor: 3}\n"));
+  EXPECT_EQ(automatic.run.timeout, RunConfig::kAutoTimeout);
+  EXPECT_EQ(automatic.run.timeout_floor, 3.0);
+  const std::string text = to_yaml(automatic);
+  EXPECT_NE(text.find("timeout: auto\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("timeout_floor: 3\n"), std::string::npos) << text;
 }
 
 TEST_F(ConfigTest, KeysLeftOutKeepTheirDefaultsAndEmptySectionsAreAllowed) {
@@ -246,6 +261,10 @@ TEST_F(ConfigTest, WrongTypesNameKeyFileLineAndWhatWasFound) {
        "expected a positive size (bytes, or a number with a unit: B, KB"},
       {"parallel:\n  data: all\n", "data", "parallel.data",
        "expected auto or an integer in [1, 16777216], got \"all\""},
+      {"run:\n  timeout: soon\n", "soon", "run.timeout",
+       "expected auto or a number >= 0, got \"soon\""},
+      {"run:\n  timeout: -5\n", "-5", "run.timeout", "expected auto or a number >= 0, got -5"},
+      {"run:\n  timeout_floor: 0\n", "0", "run.timeout_floor", "expected a number > 0, got 0"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.yaml);
