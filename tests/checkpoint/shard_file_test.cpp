@@ -103,5 +103,32 @@ TEST(ShardFile, RefusesEntriesOutsideTheirSlice) {
   EXPECT_THROW(decode_shard(bytes, "x.bin"), std::runtime_error);
 }
 
+// Found by bench/fuzz (checkpoint_shard): an entry's length field was
+// allocated (three vectors of that many floats) before the reader checked
+// that the file holds them, so 40 bytes could ask for terabytes.
+TEST(ShardFile, ALengthPastTheFileIsRefusedBeforeAnyAllocation) {
+  ShardEntry e;
+  e.name = "w";
+  e.slice = {{int64_t(1) << 20, int64_t(1) << 20}, -1, 0, 1};  // 2^40 elements
+  e.values = e.exp_avg = e.exp_avg_sq = {1.0f};
+  std::string bytes = encode_shard({e});
+  // The length field: after magic, version, count, the name, the shape,
+  // the slice's three int32 and the offset.
+  const size_t length_at = 8 + 4 + 4 + (4 + 1) + (4 + 2 * 8) + 3 * 4 + 8;
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + length_at, 8);
+  ASSERT_EQ(length, 1u);
+  length = uint64_t(1) << 40;
+  std::memcpy(bytes.data() + length_at, &length, 8);
+  try {
+    decode_shard(bytes, "huge.bin");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "huge.bin: truncated: entry w holds 1099511627776 elements (values and two "
+              "moments), but only 16 bytes follow");
+  }
+}
+
 }  // namespace
 }  // namespace cmpi::checkpoint
