@@ -122,8 +122,10 @@ std::vector<ShardEntry> decode_shard(const std::string& bytes, const std::string
               " bytes follow");
     for (auto* values : {&e.values, &e.exp_avg, &e.exp_avg_sq}) {
       values->resize(size_t(length));
-      std::memcpy(values->data(), in.need(size_t(length) * sizeof(float), "values"),
-                  size_t(length) * sizeof(float));
+      const char* from = in.need(size_t(length) * sizeof(float), "values");
+      // An empty vector's data() may be null, which memcpy must not get
+      // even for 0 bytes.
+      if (length != 0) std::memcpy(values->data(), from, size_t(length) * sizeof(float));
     }
     entries.push_back(std::move(e));
   }

@@ -100,7 +100,11 @@ SafetensorsReader SafetensorsReader::from_header(const std::string& path, const 
   if (json.kind() != data::JsonValue::Kind::kObject) fail(path, "header is not a JSON object");
   SafetensorsReader reader;
   reader.path_ = path;
-  for (const auto& [name, value] : json.members()) {
+  for (const auto& member : json.members()) {
+    // Named, not a structured binding: the lambda below captures it (which
+    // C++17 allows for variables only; clang refuses the binding).
+    const std::string& name = member.first;
+    const data::JsonValue& value = member.second;
     if (name == "__metadata__") continue;
     const auto bad = [&](const std::string& what) { fail(path, "tensor " + name + ": " + what); };
     const auto* dtype = value.find("dtype");
