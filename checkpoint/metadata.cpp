@@ -34,11 +34,24 @@ std::string digest_yaml(const FileDigest& d, bool with_params) {
   return out + "]}";
 }
 
+// "0x" and 1 to 16 hex digits, as checksum_hex writes them (the prefix
+// optional). std::stoull alone would accept "-1" or "1 trailing" and throws
+// std::invalid_argument (no runtime_error, so the file would go unnamed) on
+// "xyz".
+uint64_t parse_checksum(const std::string& text) {
+  const size_t digits = text.rfind("0x", 0) == 0 || text.rfind("0X", 0) == 0 ? 2 : 0;
+  if (text.size() == digits || text.size() > digits + 16 ||
+      text.find_first_not_of("0123456789abcdefABCDEF", digits) != std::string::npos)
+    throw std::runtime_error("fnv1a64 '" + text +
+                             "' is not a hex checksum (0x and 1 to 16 digits)");
+  return std::stoull(text.substr(digits), nullptr, 16);
+}
+
 FileDigest read_digest(const YAML::Node& node) {
   FileDigest d;
   d.file = node["file"].as<std::string>();
   d.bytes = node["bytes"].as<uint64_t>();
-  d.fnv1a64 = std::stoull(node["fnv1a64"].as<std::string>(), nullptr, 16);
+  d.fnv1a64 = parse_checksum(node["fnv1a64"].as<std::string>());
   if (node["params"])
     for (const auto& name : node["params"]) d.params.push_back(name.as<std::string>());
   if (d.file.empty() || d.file.find('/') != std::string::npos)
@@ -71,8 +84,12 @@ CheckpointMetadata read_metadata(const std::string& path) {
   if (!in) throw std::runtime_error(path + ": cannot read (missing: the checkpoint is incomplete)");
   std::stringstream text;
   text << in.rdbuf();
+  return parse_metadata(text.str(), path);
+}
+
+CheckpointMetadata parse_metadata(const std::string& text, const std::string& path) {
   try {
-    const YAML::Node root = YAML::Load(text.str());
+    const YAML::Node root = YAML::Load(text);
     if (!root["format"] || root["format"].as<std::string>() != kFormat)
       throw std::runtime_error(std::string("not a ") + kFormat + " metadata file");
     if (root["version"].as<int>() != kVersion)

@@ -42,5 +42,8 @@ std::string to_yaml(const CheckpointMetadata& metadata);
 // Throws std::runtime_error naming `path` for a missing, unreadable or
 // malformed file.
 CheckpointMetadata read_metadata(const std::string& path);
+// The same from the file's text (what read_metadata parses once it has read
+// the file; the fuzz target feeds it bytes directly); `path` labels errors.
+CheckpointMetadata parse_metadata(const std::string& text, const std::string& path);
 
 }  // namespace cmpi::checkpoint

@@ -44,6 +44,7 @@ class Reader {
     throw std::runtime_error(file_ + ": " + what);
   }
   bool done() const { return at_ == bytes_.size(); }
+  size_t remaining() const { return bytes_.size() - at_; }
 
  private:
   const std::string& bytes_;
@@ -113,10 +114,18 @@ std::vector<ShardEntry> decode_shard(const std::string& bytes, const std::string
       in.fail("entry " + e.name + ": elements [" + std::to_string(e.offset) + ", " +
               std::to_string(e.offset + length) + ") outside its slice of " +
               std::to_string(e.slice.numel()));
+    // The three runs must be in the file before any is allocated: a length
+    // field alone must not make the reader allocate what no file holds.
+    if (length > in.remaining() / (3 * sizeof(float)))
+      in.fail("truncated: entry " + e.name + " holds " + std::to_string(length) +
+              " elements (values and two moments), but only " + std::to_string(in.remaining()) +
+              " bytes follow");
     for (auto* values : {&e.values, &e.exp_avg, &e.exp_avg_sq}) {
       values->resize(size_t(length));
-      std::memcpy(values->data(), in.need(size_t(length) * sizeof(float), "values"),
-                  size_t(length) * sizeof(float));
+      const char* from = in.need(size_t(length) * sizeof(float), "values");
+      // An empty vector's data() may be null, which memcpy must not get
+      // even for 0 bytes.
+      if (length != 0) std::memcpy(values->data(), from, size_t(length) * sizeof(float));
     }
     entries.push_back(std::move(e));
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace cmpi::checkpoint {
@@ -43,8 +44,15 @@ int64_t SliceSpec::numel() const {
 }
 
 void SliceSpec::validate(const std::string& what) const {
-  for (int64_t d : global_shape)
+  // The element count must fit int64_t: global_numel() and every offset
+  // computed from it (a shard's shape comes from a file) multiply the dims.
+  int64_t elements = 1;
+  for (int64_t d : global_shape) {
     if (d < 1) throw std::invalid_argument(what + ": non-positive dimension in the shape");
+    if (elements > std::numeric_limits<int64_t>::max() / d)
+      throw std::invalid_argument(what + ": shape holds more than 2^63 elements");
+    elements *= d;
+  }
   if (count < 1 || index < 0 || index >= count)
     throw std::invalid_argument(what + ": slice " + std::to_string(index) + " of " +
                                 std::to_string(count) + " is not a valid slice");

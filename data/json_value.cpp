@@ -3,6 +3,7 @@
 // it stepped over.
 #include "data/json_value.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace cmpi::data {
@@ -56,6 +57,13 @@ JsonValue JsonValue::read(JsonCursor& cursor, std::string_view text, int depth) 
     value.number_ = std::strtod(value.text_.c_str(), nullptr);
   }
   return value;
+}
+
+std::optional<int64_t> JsonValue::exact_integer() const {
+  constexpr double kLimit = 9007199254740992.0;  // 2^53
+  if (kind_ != Kind::kNumber || !(std::fabs(number_) <= kLimit) || number_ != std::floor(number_))
+    return std::nullopt;
+  return int64_t(number_);
 }
 
 const JsonValue* JsonValue::find(std::string_view key) const {

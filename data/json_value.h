@@ -5,6 +5,8 @@
 // well as their value, so a reader can insist on an integer.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +28,11 @@ class JsonValue {
   bool is_null() const { return kind_ == Kind::kNull; }
   bool boolean() const { return boolean_; }
   double number() const { return number_; }
+  // A number that is whole and within +-2^53 (where a double still holds
+  // every integer exactly) as an integer; nothing for any other value or
+  // kind. Readers convert numbers to integers only through this: casting a
+  // larger double (1e300, or the infinity "1e999" reads as) is undefined.
+  std::optional<int64_t> exact_integer() const;
   // The number as written ("12", "0.0", "1e3"); a string's decoded value.
   const std::string& text() const { return text_; }
   const std::vector<JsonValue>& items() const { return items_; }

@@ -76,8 +76,12 @@ ModelSource from_hugging_face(const std::string& dir) {
   }
   source.config.model = hf::model_config_from_hf(json, config_path);
   if (const data::JsonValue* eos = json.find("eos_token_id");
-      eos && eos->kind() == data::JsonValue::Kind::kNumber)
-    source.end_of_document = int64_t(eos->number());
+      eos && eos->kind() == data::JsonValue::Kind::kNumber) {
+    if (!eos->exact_integer() || *eos->exact_integer() < 0)
+      throw std::runtime_error(config_path + ": eos_token_id is " + eos->text() +
+                               ", not a token id");
+    source.end_of_document = *eos->exact_integer();
+  }
   const fs::path tokenizer = fs::path(dir) / "tokenizer.json";
   if (is_file(tokenizer)) source.tokenizer = tokenizer.string();
   return source;

@@ -1,6 +1,7 @@
 #include "hf/hf_config_reader.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -36,9 +37,11 @@ class Fields {
     return v->number();
   }
   int64_t integer(const std::string& field, int64_t fallback) const {
-    const double value = number(field, double(fallback));
-    if (value != std::floor(value) || value < 0) fail(field + " is not a whole number");
-    return int64_t(value);
+    if (!has(field)) return fallback;
+    number(field, 0);  // refuses a value that is no number
+    const std::optional<int64_t> value = json_.find(field)->exact_integer();
+    if (!value || *value < 0) fail(field + " is not a whole number of at most 2^53");
+    return *value;
   }
   bool boolean(const std::string& field, bool fallback) const {
     const JsonValue* v = json_.find(field);

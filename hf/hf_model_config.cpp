@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -77,9 +78,11 @@ class FieldChecker {
   }
   int64_t integer(const std::string& field, int64_t fallback) const {
     const double value = number(field, double(fallback));
-    if (value != std::floor(value))
-      fail(prefix_ + field + " is " + number_text(value) + ", not a whole number");
-    return int64_t(value);
+    const JsonValue* v = json_.find(field);
+    if (!v || v->is_null()) return fallback;
+    if (!v->exact_integer())
+      fail(prefix_ + field + " is " + number_text(value) + ", not a whole number of at most 2^53");
+    return *v->exact_integer();
   }
   bool boolean(const std::string& field, bool fallback) const {
     const JsonValue* v = json_.find(field);

@@ -84,6 +84,13 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
                    " does not fit the file's " + std::to_string(file_bytes) + " bytes)");
   std::string header(header_bytes, '\0');
   if (!in.read(header.data(), std::streamsize(header_bytes))) fail(path, "cannot read the header");
+  SafetensorsReader reader = from_header(path, header, file_bytes - 8 - header_bytes);
+  reader.data_start_ = 8 + header_bytes;
+  return reader;
+}
+
+SafetensorsReader SafetensorsReader::from_header(const std::string& path, const std::string& header,
+                                                 uint64_t data_bytes) {
   data::JsonValue json;
   try {
     json = data::JsonValue::parse(header);
@@ -93,9 +100,11 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
   if (json.kind() != data::JsonValue::Kind::kObject) fail(path, "header is not a JSON object");
   SafetensorsReader reader;
   reader.path_ = path;
-  reader.data_start_ = 8 + header_bytes;
-  const uint64_t data_bytes = file_bytes - reader.data_start_;
-  for (const auto& [name, value] : json.members()) {
+  for (const auto& member : json.members()) {
+    // Named, not a structured binding: the lambda below captures it (which
+    // C++17 allows for variables only; clang refuses the binding).
+    const std::string& name = member.first;
+    const data::JsonValue& value = member.second;
     if (name == "__metadata__") continue;
     const auto bad = [&](const std::string& what) { fail(path, "tensor " + name + ": " + what); };
     const auto* dtype = value.find("dtype");
@@ -108,10 +117,9 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
     SafetensorsEntry entry;
     entry.dtype = dtype->text();
     for (const auto& o : offsets->items())
-      if (o.kind() != data::JsonValue::Kind::kNumber || o.number() < 0)
-        bad("data_offsets are not byte offsets");
-    entry.begin = uint64_t(offsets->items()[0].number());
-    entry.end = uint64_t(offsets->items()[1].number());
+      if (!o.exact_integer() || *o.exact_integer() < 0) bad("data_offsets are not byte offsets");
+    entry.begin = uint64_t(*offsets->items()[0].exact_integer());
+    entry.end = uint64_t(*offsets->items()[1].exact_integer());
     if (entry.end < entry.begin || entry.end > data_bytes)
       bad("data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
           "] lie outside the file's " + std::to_string(data_bytes) + " data bytes");
@@ -126,13 +134,23 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
     // whatever its dtype.
     const size_t element_bytes = dtype_bytes(entry.dtype);
     uint64_t count = 1;
+    // A product past 2^64 would wrap and could match the offsets by chance.
+    bool has_zero = false, overflows = false;
     for (const auto& d : shape->items()) {
-      if (d.kind() != data::JsonValue::Kind::kNumber || d.number() < 0 ||
+      if (!d.exact_integer() || *d.exact_integer() < 0 ||
           d.text().find_first_of(".eE-") != std::string::npos)
-        bad("shape holds something other than whole numbers");
-      entry.shape.push_back(int64_t(d.number()));
-      count *= uint64_t(d.number());
+        bad("shape holds something other than whole numbers of at most 2^53");
+      const uint64_t extent = uint64_t(*d.exact_integer());
+      entry.shape.push_back(int64_t(extent));
+      if (extent == 0)
+        has_zero = true;
+      else if (count > std::numeric_limits<uint64_t>::max() / extent)
+        overflows = true;
+      count *= extent;
     }
+    if ((overflows && !has_zero) ||
+        (element_bytes != 0 && count > std::numeric_limits<uint64_t>::max() / element_bytes))
+      bad("shape " + shape_text(entry.shape) + " holds more elements than any file");
     if (element_bytes != 0 && entry.end - entry.begin != count * element_bytes)
       bad("shape " + shape_text(entry.shape) + " of " + entry.dtype + " needs " +
           std::to_string(count * element_bytes) + " bytes, data_offsets give " +

@@ -37,6 +37,11 @@ class SafetensorsReader {
  public:
   // Throws std::runtime_error naming `path`.
   static SafetensorsReader open(const std::string& path);
+  // The checks of open() on a header already read: `header` is the JSON
+  // text, `data_bytes` what follows it in the file. open() reads the length
+  // and the header, then calls this; the fuzz target feeds it bytes directly.
+  static SafetensorsReader from_header(const std::string& path, const std::string& header,
+                                       uint64_t data_bytes);
 
   const std::string& path() const { return path_; }
   // The tensors, buffers excluded.

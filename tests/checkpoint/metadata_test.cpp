@@ -60,6 +60,32 @@ TEST(Metadata, ErrorsNameTheFile) {
   EXPECT_NE(message(no_shards).find("malformed"), std::string::npos);
 }
 
+// Found by bench/fuzz (checkpoint_metadata): a checksum that is not hex
+// escaped as std::invalid_argument, without the file's name.
+TEST(Metadata, AChecksumThatIsNotHexIsAnErrorNamingTheFileAndField) {
+  const auto with_checksum = [](const std::string& checksum) {
+    return "format: cmpi-checkpoint\nversion: 1\nstep: 1\noptimizer_steps: 1\n"
+           "skipped_steps: 0\nlayout: {dp: 1}\nmodel: {}\n"
+           "config: {file: config.yaml, bytes: 1, fnv1a64: \"0x1\"}\n"
+           "shards:\n  - {file: shard.bin, bytes: 1, fnv1a64: \"" +
+           checksum + "\"}\n";
+  };
+  EXPECT_EQ(parse_metadata(with_checksum("0xAf63dc4c8601ec8c"), "m.yaml").shards[0].fnv1a64,
+            0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(parse_metadata(with_checksum("ff"), "m.yaml").shards[0].fnv1a64, 0xffULL);
+  for (const std::string bad : {"xyz", "-1", "0x", "", "1 2", "0x10000000000000000"}) {
+    try {
+      parse_metadata(with_checksum(bad), "m.yaml");
+      ADD_FAILURE() << "accepted fnv1a64 '" << bad << "'";
+    } catch (const std::runtime_error& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind("m.yaml: malformed checkpoint metadata: fnv1a64 '" + bad + "'", 0),
+                0u)
+          << message;
+    }
+  }
+}
+
 TEST(Checksum, IsFnv1a64) {
   EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ULL);
   EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cULL);  // published FNV-1a 64 test vector

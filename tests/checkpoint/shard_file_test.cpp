@@ -103,5 +103,64 @@ TEST(ShardFile, RefusesEntriesOutsideTheirSlice) {
   EXPECT_THROW(decode_shard(bytes, "x.bin"), std::runtime_error);
 }
 
+// Found by bench/fuzz (checkpoint_shard): an entry's length field was
+// allocated (three vectors of that many floats) before the reader checked
+// that the file holds them, so 40 bytes could ask for terabytes.
+TEST(ShardFile, ALengthPastTheFileIsRefusedBeforeAnyAllocation) {
+  ShardEntry e;
+  e.name = "w";
+  e.slice = {{int64_t(1) << 20, int64_t(1) << 20}, -1, 0, 1};  // 2^40 elements
+  e.values = e.exp_avg = e.exp_avg_sq = {1.0f};
+  std::string bytes = encode_shard({e});
+  // The length field: after magic, version, count, the name, the shape,
+  // the slice's three int32 and the offset.
+  const size_t length_at = 8 + 4 + 4 + (4 + 1) + (4 + 2 * 8) + 3 * 4 + 8;
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data() + length_at, 8);
+  ASSERT_EQ(length, 1u);
+  length = uint64_t(1) << 40;
+  std::memcpy(bytes.data() + length_at, &length, 8);
+  try {
+    decode_shard(bytes, "huge.bin");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "huge.bin: truncated: entry w holds 1099511627776 elements (values and two "
+              "moments), but only 16 bytes follow");
+  }
+}
+
+// Found by bench/fuzz (checkpoint_shard, UBSan): an entry of no elements
+// passed its empty vector's null data() to memcpy (undefined even for 0
+// bytes; seen by the sanitizer builds of this suite, docs/hardening.md).
+TEST(ShardFile, AnEntryOfNoElementsRoundTrips) {
+  ShardEntry e;
+  e.name = "empty_run";
+  e.slice = {{4}, -1, 0, 1};
+  e.offset = 4;
+  const auto decoded = decode_shard(encode_shard({e, sample_entries()[1]}), "x.bin");
+  ASSERT_EQ(decoded.size(), 2u);
+  EXPECT_EQ(decoded[0].name, "empty_run");
+  EXPECT_EQ(decoded[0].offset, 4u);
+  EXPECT_TRUE(decoded[0].values.empty() && decoded[0].exp_avg.empty() &&
+              decoded[0].exp_avg_sq.empty());
+  EXPECT_EQ(decoded[1].values, sample_entries()[1].values);
+}
+
+// Found by bench/fuzz (checkpoint_shard, UBSan): a shape whose element
+// count passes 2^63 overflowed int64_t in SliceSpec::global_numel.
+TEST(ShardFile, AShapePast2To63ElementsIsRefusedNamingTheEntry) {
+  ShardEntry e;
+  e.name = "w";
+  e.slice = {{int64_t(1) << 32, int64_t(1) << 32}, -1, 0, 1};
+  e.values = e.exp_avg = e.exp_avg_sq = {1.0f};
+  try {
+    decode_shard(encode_shard({e}), "big.bin");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()), "big.bin: entry w: shape holds more than 2^63 elements");
+  }
+}
+
 }  // namespace
 }  // namespace cmpi::checkpoint

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "data/json_value.h"
+#include "hf/hf_config_reader.h"
 #include "hf/hf_model_config.h"
 #include "hf/hf_pretrained.h"
 #include "hf/hf_tensor_map.h"
@@ -139,9 +140,9 @@ TEST(Safetensors, MalformedFilesNameFileAndTensor) {
               safetensors_file(R"({"w":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})",
                                std::string(4, '\0')));
   const auto i8 = SafetensorsReader::open(dir.file("i8.safetensors"));
-  EXPECT_NE(message_of([&] { i8.read("w"); })
-                .find("i8.safetensors: tensor w: dtype I8 is not supported"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { i8.read("w"); }).find("i8.safetensors: tensor w: dtype I8 is not supported"),
+      std::string::npos);
   EXPECT_NE(open_error("{not json", "").find("bad.safetensors: header is not JSON"),
             std::string::npos);
   write_bytes(dir.file("short.safetensors"), std::string("\xff\xff\0\0\0\0\0\0", 8));
@@ -153,6 +154,41 @@ TEST(Safetensors, MalformedFilesNameFileAndTensor) {
               SafetensorsReader::open(dir.file("absent.safetensors"));
             }).find("absent.safetensors: cannot open"),
             std::string::npos);
+}
+
+// Found by bench/fuzz: numbers past what an integer holds were cast from
+// double (undefined; 1e300 became any offset), and a shape whose element
+// count passes 2^64 wrapped to a small count that its data_offsets could
+// match, so a tensor of [2^32, 2^32] floats in 0 bytes was accepted.
+TEST(Safetensors, NumbersPastAnIntegerAndShapesPast2To64AreRefused) {
+  const auto header_error = [](const std::string& header) {
+    return message_of([&] { SafetensorsReader::from_header("h.safetensors", header, 64); });
+  };
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,1e300]}})"),
+            "h.safetensors: tensor w: data_offsets are not byte offsets");
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[1e999,4]}})"),
+            "h.safetensors: tensor w: data_offsets are not byte offsets");
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[1e300],"data_offsets":[0,4]}})"),
+            "h.safetensors: tensor w: shape holds something other than whole numbers of at "
+            "most 2^53");
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],)"
+                         R"("data_offsets":[0,0]}})"),
+            "h.safetensors: tensor w: shape [4294967296, 4294967296] holds more elements than "
+            "any file");
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F32","shape":[4611686018427387904],)"
+                         R"("data_offsets":[0,0]}})"),
+            "h.safetensors: tensor w: shape holds something other than whole numbers of at "
+            "most 2^53");
+  EXPECT_EQ(header_error(R"({"w":{"dtype":"F64","shape":[4194304,4194304,2097152],)"
+                         R"("data_offsets":[0,0]}})"),
+            "h.safetensors: tensor w: shape [4194304, 4194304, 2097152] holds more elements "
+            "than any file");
+  // A zero extent makes any other extent hold no elements.
+  const auto empty = SafetensorsReader::from_header(
+      "h.safetensors",
+      R"({"w":{"dtype":"F32","shape":[0,9007199254740992,9007199254740992],"data_offsets":[0,0]}})",
+      64);
+  EXPECT_EQ(empty.find("w")->shape.size(), 3u);
 }
 
 TEST(Safetensors, BufferNamesAreWholeComponents) {
@@ -619,6 +655,37 @@ TEST(HfConfig, PublishedDefaultsAndUnsupportedSettings) {
   resnet.kind = config::ModelFamily::kResnet;
   EXPECT_NE(message_of([&] { hf_config_json(resnet); }).find("model.kind resnet"),
             std::string::npos);
+}
+
+// Found by bench/fuzz: an integer field of 1e300 (or 1e999, read as
+// infinity) was cast from double to int64_t, which is undefined.
+TEST(HfConfig, IntegersPast2To53AreRefusedByField) {
+  const std::string fields =
+      R"("model_type":"gpt_neox","num_attention_heads":4,"num_hidden_layers":3,)"
+      R"("vocab_size":100,"intermediate_size":256,"hidden_act":"gelu_new",)";
+  const auto read = [&](const std::string& hidden) {
+    return message_of([&] {
+      model_config_from_hf(
+          data::JsonValue::parse("{" + fields + R"("hidden_size":)" + hidden + "}"), "c.json");
+    });
+  };
+  EXPECT_EQ(read("64"), "(no error)");
+  EXPECT_EQ(read("1e300"), "c.json: hidden_size is not a whole number of at most 2^53");
+  EXPECT_EQ(read("1e999"), "c.json: hidden_size is not a whole number of at most 2^53");
+  EXPECT_EQ(read("-64"), "c.json: hidden_size is not a whole number of at most 2^53");
+  const auto check = [&](const std::string& layers) {
+    return message_of([&] {
+      check_hf_config(data::JsonValue::parse(
+                          R"({"model_type":"gpt_neox","hidden_size":64,"num_attention_heads":4,)"
+                          R"("num_hidden_layers":)" +
+                          layers + "}"),
+                      neox_config(), "c.json");
+    });
+  };
+  EXPECT_EQ(check("1e300"),
+            "c.json: num_hidden_layers is 1e+300, not a whole number of at most 2^53");
+  EXPECT_EQ(check("9007199254740994"),
+            "c.json: num_hidden_layers is 9007199254740994, not a whole number of at most 2^53");
 }
 
 TEST(HfConfig, Transformers5RopeParameters) {
