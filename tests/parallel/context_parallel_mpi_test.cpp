@@ -257,6 +257,17 @@ TEST(ContextParallelTraining, NeoxStyleLayoutsMatchTheSingleRankRun) {
            "dp2 x cp2 zero3 per layer"}});
 }
 
+// bf16 compute: keys and values travel as 16-bit words and the ring's
+// arithmetic runs in float32; tolerance as the sequence-parallel bf16 runs'.
+TEST(ContextParallelTraining, Bf16ComputeMatchesTheSingleRankRun) {
+  using cmpi::testing::dims_of;
+  constexpr double kBf16Tolerance = 2e-3;
+  auto c = cmpi::testing::tiny_neox_config(seed());
+  c.training.precision = config::Precision::kBf16;
+  expect_layouts_match(c, {{with_context(dims_of(1), 2), c, kBf16Tolerance, "bf16 cp2"},
+                           {with_context(dims_of(1, 2), 2), c, kBf16Tolerance, "bf16 cp2 x tp2"}});
+}
+
 TEST(ContextParallelTraining, Gpt2StyleLayoutsMatchTheSingleRankRun) {
   using cmpi::testing::dims_of;
   auto c = cmpi::testing::tiny_gpt_config(seed());
