@@ -207,7 +207,8 @@ Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role rol
   // An embedding's gradient is a gradient to the presets.
   bool dp_gradient = (g == GroupKind::kDp || g == GroupKind::kZero) &&
                      (role == Role::kGradient || role == Role::kEmbeddingGradient);
-  bool model = g == GroupKind::kTp || g == GroupKind::kPp;
+  // Context parallelism's ring carries activations as tp and pp do.
+  bool model = g == GroupKind::kTp || g == GroupKind::kPp || g == GroupKind::kCp;
   if (preset == "mzhybrid") {
     if (dp_gradient) return {"zfp", "16", false};
     if (model) return {"mpc", "", false};
