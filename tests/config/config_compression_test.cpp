@@ -76,7 +76,7 @@ TEST_F(ConfigTest, BadCompressionRulesNameTheRuleKeyFileAndLine) {
       {"    - match: {group: [dp, tq]}\n      codec: none\n", "tq",
        "compression.rules[1].match.group",
        "unknown group 'tq' (known: world, dp, tp, pp, sp, "
-       "zero; did you mean tp?)"},
+       "zero, cp; did you mean tp?)"},
       {"    - match: {op: allreduse}\n      codec: none\n", "allreduse",
        "compression.rules[1].match.op", "unknown operation 'allreduse'"},
       {"    - match: {role: gradients}\n      codec: none\n", "gradients",
