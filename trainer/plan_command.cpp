@@ -16,7 +16,8 @@ namespace cmpi::trainer {
 int plan_world_size(const PlanArgs& plan, const config::Config& c) {
   if (plan.ranks > 0) return int(plan.ranks);
   if (c.parallel.data > 0)
-    return int(c.parallel.data * c.parallel.tensor * c.parallel.pipeline * c.parallel.spatial);
+    return int(c.parallel.data * c.parallel.tensor * c.parallel.pipeline * c.parallel.spatial *
+               c.parallel.context);
   throw UsageError("--plan: " + config::origin_of(c, "parallel.data") +
                    ": parallel.data is auto, so the world size is unknown: give --plan-ranks N");
 }
