@@ -15,7 +15,7 @@ std::string StageTrafficLog::directory_from_environment() {
 StageTrafficLog::StageTrafficLog(const std::string& dir, const parallel::ProcessGroups& groups)
     : world_rank_(groups.world_rank()) {
   const parallel::GridCoord& at = groups.coord();
-  if (dir.empty() || at.tp != 0 || at.sp != 0 || at.dp != 0) return;
+  if (dir.empty() || at.tp != 0 || at.sp != 0 || at.dp != 0 || at.cp != 0) return;
   io::create_directories(dir);
   file_ = std::make_unique<io::CheckedFile>(dir + "/stage" + std::to_string(at.pp) + ".jsonl",
                                             io::CheckedFile::Mode::kTruncate);
