@@ -3,6 +3,7 @@
 // through a generic 64-bit accumulator loop that produces the same stream.
 #include "compress/bit_packing.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <stdexcept>
@@ -54,7 +55,9 @@ void pack_groups(const uint32_t* values, size_t groups, uint8_t* out) {
 template <unsigned W>
 void unpack_groups(const uint8_t* in, size_t groups, uint32_t* values) {
   if constexpr (W == 0) {
-    std::memset(values, 0, groups * kGroup * sizeof(uint32_t));
+    // fill_n, not memset: an empty output may be a null pointer, which
+    // memset must not get even for 0 bytes.
+    std::fill_n(values, groups * kGroup, 0u);
   } else if constexpr (W == 8) {
     for (size_t g = 0; g < groups; ++g) {
       uint8_t bytes[kGroup];

@@ -73,17 +73,27 @@ void FakeDevice::enqueue(StreamId stream, std::function<void()> work) {
   streams_[size_t(stream)].push_back(Operation{std::move(work), -1, 0});
 }
 
+// A device accepts copies and fills of 0 bytes at any address (a null one
+// included); the C library's memcpy/memset do not, so those are skipped.
 void FakeDevice::copy_to_host(void* host, const void* device, size_t bytes, StreamId stream) {
-  enqueue(stream, [=] { std::memcpy(host, device, bytes); });
+  enqueue(stream, [=] {
+    if (bytes) std::memcpy(host, device, bytes);
+  });
 }
 void FakeDevice::copy_to_device(void* device, const void* host, size_t bytes, StreamId stream) {
-  enqueue(stream, [=] { std::memcpy(device, host, bytes); });
+  enqueue(stream, [=] {
+    if (bytes) std::memcpy(device, host, bytes);
+  });
 }
 void FakeDevice::copy_on_device(void* to, const void* from, size_t bytes, StreamId stream) {
-  enqueue(stream, [=] { std::memmove(to, from, bytes); });
+  enqueue(stream, [=] {
+    if (bytes) std::memmove(to, from, bytes);
+  });
 }
 void FakeDevice::fill(void* device, uint8_t value, size_t bytes, StreamId stream) {
-  enqueue(stream, [=] { std::memset(device, value, bytes); });
+  enqueue(stream, [=] {
+    if (bytes) std::memset(device, value, bytes);
+  });
 }
 void FakeDevice::add(float* acc, const float* x, uint64_t n, StreamId stream) {
   FakeExecutor(*this).for_each(stream, n, AddInto{acc, x});

@@ -25,7 +25,7 @@ inline std::vector<uint8_t> device_encode(Device& device, DeviceCodec& codec,
   PinnedBuffer bytes(device, out.size() + 1);
   device.copy_to_host(bytes.as(), payload.as(), out.size(), stream);
   device.synchronize_stream(stream);
-  std::memcpy(out.data(), bytes.as(), out.size());
+  if (!out.empty()) std::memcpy(out.data(), bytes.as(), out.size());
   return out;
 }
 
@@ -42,13 +42,13 @@ inline std::vector<float> device_decode(Device& device, DeviceCodec& codec,
   device.synchronize_stream(stream);
   std::memcpy(&status, host.as() + 4 * n, 4);
   std::vector<float> out(n);
-  std::memcpy(out.data(), host.as(), 4 * n);
+  if (n != 0) std::memcpy(out.data(), host.as(), 4 * n);  // data() may be null
   return out;
 }
 
 inline std::vector<uint32_t> bits_of(const std::vector<float>& v) {
   std::vector<uint32_t> bits(v.size());
-  std::memcpy(bits.data(), v.data(), 4 * v.size());
+  if (!v.empty()) std::memcpy(bits.data(), v.data(), 4 * v.size());
   return bits;
 }
 
