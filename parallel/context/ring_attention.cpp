@@ -166,10 +166,12 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
         }
       }
       if (step + 1 < ring.size) {
-        cp->wait(send_k.request);
-        cp->wait(send_v.request);
+        // Receives first: a compressed receive is posted only inside its
+        // wait, and a large send cannot finish before it is (rendezvous).
         cp->wait(recv_k.request);
         cp->wait(recv_v.request);
+        cp->wait(send_k.request);
+        cp->wait(send_v.request);
         keys = recv_k.buffer;
         values = recv_v.buffer;
       }
@@ -261,7 +263,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
       Transfer recv_dv =
           post_recv(*cp, dv, ring.previous(), kValueGrads, comm::Role::kActivationGrad);
       for (Transfer* t :
-           {&send_k, &send_v, &recv_k, &recv_v, &send_dk, &send_dv, &recv_dk, &recv_dv})
+           {&recv_k, &recv_v, &recv_dk, &recv_dv, &send_k, &send_v, &send_dk, &send_dv})
         if (t->request.pending()) cp->wait(t->request);
       dk = recv_dk.buffer;
       dv = recv_dv.buffer;
