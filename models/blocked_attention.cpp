@@ -3,6 +3,8 @@
 // generator state saved at forward) are forward's.
 #include "models/blocked_attention.h"
 
+#include "parallel/replayed_dropout.h"
+
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -34,10 +36,6 @@ torch::Tensor block_scores(const torch::Tensor& q, const torch::Tensor& k_block,
                              -std::numeric_limits<float>::infinity());
 }
 
-torch::Tensor keep_mask(const torch::Tensor& like, double dropout, at::Generator& generator) {
-  return torch::empty_like(like).bernoulli_(1.0 - dropout, generator).div_(1.0 - dropout);
-}
-
 struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
                                const torch::Tensor& k, const torch::Tensor& v,
@@ -45,11 +43,7 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
                                at::Generator generator) {
     const int64_t time = q.size(2);
     const double scale = 1.0 / std::sqrt(double(q.size(3)));
-    at::Tensor state;
-    if (dropout > 0) {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      state = generator.get_state();
-    }
+    parallel::record_dropout(ctx, dropout, generator);
     auto row_max = torch::full({q.size(0), q.size(1), time, 1},
                                -std::numeric_limits<float>::infinity(), q.options());
     auto row_sum = torch::zeros_like(row_max);
@@ -61,7 +55,7 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
       const auto rescale = (row_max - new_max).exp_();
       auto weights = scores.sub_(new_max).exp_();
       row_sum.mul_(rescale).add_(weights.sum(-1, true));
-      if (dropout > 0) weights.mul_(keep_mask(weights, dropout, generator));
+      if (dropout > 0) weights.mul_(parallel::dropout_keep_mask(weights, dropout, generator));
       acc.mul_(rescale).add_(torch::matmul(weights, keys(v, start, width)));
       row_max = new_max;
     }
@@ -69,11 +63,6 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
     auto lse = row_max.add_(row_sum.log_());
     ctx->save_for_backward({q, k, v, out, lse, future});
     ctx->saved_data["block"] = block;
-    ctx->saved_data["dropout"] = dropout;
-    if (dropout > 0) {
-      ctx->saved_data["generator"] = generator;
-      ctx->saved_data["state"] = state;
-    }
     return out;
   }
 
@@ -82,18 +71,11 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4],
                &future = saved[5];
     const int64_t block = ctx->saved_data["block"].toInt();
-    const double dropout = ctx->saved_data["dropout"].toDouble();
+    parallel::ReplayedDropout replay(ctx);
+    const double dropout = replay.dropout();
     const auto d_out = grads[0];
     const int64_t time = q.size(2);
     const double scale = 1.0 / std::sqrt(double(q.size(3)));
-    at::Generator generator;
-    at::Tensor now;
-    if (dropout > 0) {
-      generator = ctx->saved_data["generator"].toGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      now = generator.get_state();
-      generator.set_state(ctx->saved_data["state"].toTensor());
-    }
     const auto row_dot = (d_out * out).sum(-1, true);  // D
     auto dq = torch::zeros(q.sizes(), q.options());
     auto dk = torch::empty(k.sizes(), k.options());
@@ -104,7 +86,7 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
       auto probabilities = block_scores(q, k_block, future, start, width, scale).sub_(lse).exp_();
       auto d_probabilities = torch::matmul(d_out, v_block.transpose(-2, -1));
       if (dropout > 0) {
-        const auto keep = keep_mask(probabilities, dropout, generator);
+        const auto keep = parallel::dropout_keep_mask(probabilities, dropout, replay.generator());
         keys(dv, start, width)
             .copy_(torch::matmul((probabilities * keep).transpose(-2, -1), d_out));
         d_probabilities.mul_(keep);
@@ -114,10 +96,6 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
       auto d_scores = probabilities.mul_(d_probabilities.sub_(row_dot)).mul_(scale);
       dq.add_(torch::matmul(d_scores, k_block));
       keys(dk, start, width).copy_(torch::matmul(d_scores.transpose(-2, -1), q));
-    }
-    if (dropout > 0) {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(now);
     }
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/replayed_dropout.h"
 #include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
@@ -107,10 +108,6 @@ torch::Tensor pair_scores(const torch::Tensor& q, const torch::Tensor& k, PairKi
   return scores;
 }
 
-torch::Tensor keep_mask(const torch::Tensor& like, double dropout, at::Generator& generator) {
-  return torch::empty_like(like).bernoulli_(1.0 - dropout, generator).div_(1.0 - dropout);
-}
-
 struct RingAttention : torch::autograd::Function<RingAttention> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
                                const torch::Tensor& k, const torch::Tensor& v,
@@ -119,11 +116,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     const Ring ring{cp->rank(), cp->size()};
     const Geometry g{shard->chunk(), options.query_group, 1.0 / std::sqrt(double(q.size(3)))};
     const double dropout = options.training ? options.dropout : 0.0;
-    at::Tensor state;
-    if (dropout > 0) {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      state = generator.get_state();
-    }
+    record_dropout(ctx, dropout, generator);
     const auto future = torch::ones({g.chunk, g.chunk}, torch::kBool).triu(1);
     // Contiguous q, k and v are what backward keeps: views into the fused
     // projection would keep all of it alive beside the rotated copies.
@@ -160,7 +153,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
           const auto rescale = (max_a - new_max).exp_();
           auto weights = scores.sub_(new_max).exp_();
           sum_a.mul_(rescale).add_(weights.sum(-1, true));
-          if (dropout > 0) weights.mul_(keep_mask(weights, dropout, generator));
+          if (dropout > 0) weights.mul_(dropout_keep_mask(weights, dropout, generator));
           acc_a.mul_(rescale).add_(torch::matmul(weights, v_b));
           max_a.copy_(new_max);
         }
@@ -183,11 +176,6 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     ctx->saved_data["shard"] = reinterpret_cast<int64_t>(shard);
     ctx->saved_data["group"] = options.query_group;
     ctx->saved_data["key"] = int64_t(options.buffer_key);
-    ctx->saved_data["dropout"] = dropout;
-    if (dropout > 0) {
-      ctx->saved_data["generator"] = generator;
-      ctx->saved_data["state"] = state;
-    }
     return out.to(q.scalar_type());
   }
 
@@ -200,15 +188,8 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     const Geometry g{shard->chunk(), ctx->saved_data["group"].toInt(),
                      1.0 / std::sqrt(double(q.size(3)))};
     const uint64_t key = uint64_t(ctx->saved_data["key"].toInt());
-    const double dropout = ctx->saved_data["dropout"].toDouble();
-    at::Generator generator;
-    at::Tensor now;
-    if (dropout > 0) {
-      generator = ctx->saved_data["generator"].toGenerator();
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      now = generator.get_state();
-      generator.set_state(ctx->saved_data["state"].toTensor());
-    }
+    ReplayedDropout replay(ctx);
+    const double dropout = replay.dropout();
     const auto future = torch::ones({g.chunk, g.chunk}, torch::kBool).triu(1);
     const auto qf = q.to(torch::kFloat);
     const auto d_out = grads[0].to(torch::kFloat);
@@ -239,7 +220,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
           auto d_probabilities = torch::matmul(d_out_a, v_b.transpose(-2, -1));
           torch::Tensor dv_b;
           if (dropout > 0) {
-            const auto keep = keep_mask(probabilities, dropout, generator);
+            const auto keep = dropout_keep_mask(probabilities, dropout, replay.generator());
             dv_b = torch::matmul((probabilities * keep).transpose(-2, -1), d_out_a);
             d_probabilities.mul_(keep);
           } else {
@@ -271,10 +252,6 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
         keys = recv_k.buffer;
         values = recv_v.buffer;
       }
-    }
-    if (dropout > 0) {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      generator.set_state(now);
     }
     return {dq.to(q.scalar_type()), dk.to(k.scalar_type()), dv.to(v.scalar_type()), torch::Tensor(),
             torch::Tensor(),        torch::Tensor(),        torch::Tensor()};
