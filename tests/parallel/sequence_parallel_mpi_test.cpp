@@ -117,13 +117,7 @@ models::GptOptions gpt2_style() {
 }
 
 models::GptOptions neox_style() {
-  auto o = gpt2_style();
-  o.position = models::PositionEncoding::kRotary;
-  o.parallel_residual = true;
-  o.tie_embeddings = false;
-  o.activation = models::MlpActivation::kGeluTanh;
-  o.init = models::InitScheme::kNeox;
-  return o;
+  return tp_testing::tiny_neox_options();
 }
 
 // The whole world's tp shards of the model with sequence parallelism against

@@ -90,6 +90,18 @@ inline models::GptOptions tiny_gpt_options(int64_t layers = 2) {
   return o;
 }
 
+// tiny_gpt_options with GPT-NeoX's switches: rotary positions, the parallel
+// residual, an untied head, the tanh GeLU, NeoX's initialisation.
+inline models::GptOptions tiny_neox_options(int64_t layers = 2) {
+  auto o = tiny_gpt_options(layers);
+  o.position = models::PositionEncoding::kRotary;
+  o.parallel_residual = true;
+  o.tie_embeddings = false;
+  o.activation = models::MlpActivation::kGeluTanh;
+  o.init = models::InitScheme::kNeox;
+  return o;
+}
+
 inline ParallelDims tp_dims(int tp) {
   ParallelDims dims;
   dims.tp = tp;
