@@ -239,8 +239,10 @@ void MapReader::read(const std::string& key, std::string& out,
   out = std::move(text);
 }
 
-void MapReader::read_or_auto(const std::string& key, int64_t& out, IntRange range,
-                             int64_t auto_value) {
+// `auto` (unquoted) or a number `parse` reads that `fits` the range.
+template <class T, class Range, class Parse, class Fits>
+void MapReader::read_number_or_auto(const std::string& key, T& out, Range range, T auto_value,
+                                    Parse parse, Fits fits) {
   const Entry* entry = consume(key);
   if (!entry) return;
   const std::string expected = "auto or " + describe_range(range);
@@ -249,26 +251,22 @@ void MapReader::read_or_auto(const std::string& key, int64_t& out, IntRange rang
     out = auto_value;
     return;
   }
-  const std::optional<int64_t> value = is_quoted(entry->value) ? std::nullopt : parse_integer(text);
-  if (!value || *value < range.min || *value > range.max)
+  const std::optional<T> value = is_quoted(entry->value) ? std::nullopt : parse(text);
+  if (!value || !fits(*value, range))
     fail(key, "expected " + expected + ", got " + describe(entry->value));
   out = *value;
 }
 
+void MapReader::read_or_auto(const std::string& key, int64_t& out, IntRange range,
+                             int64_t auto_value) {
+  read_number_or_auto(key, out, range, auto_value, parse_integer,
+                      [](int64_t v, IntRange r) { return v >= r.min && v <= r.max; });
+}
+
 void MapReader::read_or_auto(const std::string& key, double& out, RealRange range,
                              double auto_value) {
-  const Entry* entry = consume(key);
-  if (!entry) return;
-  const std::string expected = "auto or " + describe_range(range);
-  const std::string text = scalar_of(*entry, expected);
-  if (text == "auto" && !is_quoted(entry->value)) {
-    out = auto_value;
-    return;
-  }
-  const std::optional<double> value = is_quoted(entry->value) ? std::nullopt : parse_real(text);
-  if (!value || !in_range(*value, range))
-    fail(key, "expected " + expected + ", got " + describe(entry->value));
-  out = *value;
+  read_number_or_auto(key, out, range, auto_value, parse_real,
+                      [](double v, RealRange r) { return in_range(v, r); });
 }
 
 void MapReader::read_size(const std::string& key, int64_t& out, int64_t min_bytes) {

@@ -161,6 +161,10 @@ class MapReader {
   const Entry* consume(const std::string& key);
   // The scalar text of a present key, or an error naming what it was instead.
   std::string scalar_of(const Entry& entry, const std::string& expected) const;
+  // The two read_or_auto overloads (yaml_reader.cpp).
+  template <class T, class Range, class Parse, class Fits>
+  void read_number_or_auto(const std::string& key, T& out, Range range, T auto_value, Parse parse,
+                           Fits fits);
 
   YAML::Node node_;
   std::string path_;
