@@ -24,6 +24,10 @@ void BackgroundWriter::start(std::function<ShardDigest()> task) {
     } catch (const std::exception& e) {
       outcome.error = e.what();
       if (outcome.error.empty()) outcome.error = "unknown error writing a checkpoint";
+    } catch (...) {
+      // Anything else thrown would end the process (std::terminate) on
+      // this thread: it fails the save like any other error instead.
+      outcome.error = "unknown error writing a checkpoint";
     }
     outcome.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
