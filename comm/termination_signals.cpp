@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -19,14 +20,21 @@ namespace {
 struct StopMessage {
   char prefix[256] = {};  // "cmpi-train: rank 2/4: stopped by "
   size_t prefix_length = 0;
-  volatile sig_atomic_t quiet_exit_code = 0;  // > 0: the job is failing, exit silently
+  // Written by other threads (the watchdog's, the one that fails the job)
+  // than the one the handler runs on: volatile sig_atomic_t is safe only
+  // within one thread, so these are lock-free atomics, which a handler may
+  // use too (ThreadSanitizer reported the race: termination_signals_test
+  // under scripts/test.sh --sanitize thread).
+  std::atomic<int> quiet_exit_code{0};  // > 0: the job is failing, exit silently
   // note_alive()'s last CLOCK_MONOTONIC time in tenths of a second (0: never).
-  volatile sig_atomic_t alive_decis = 0;
+  std::atomic<int> alive_decis{0};
   // When note_alive() last found such a gap since the call before: the
   // process has just been resumed (its watchdog thread may run before the
   // handler of the SIGTERM that came with the SIGCONT).
-  volatile sig_atomic_t resumed_decis = 0;
+  std::atomic<int> resumed_decis{0};
 };
+static_assert(std::atomic<int>::is_always_lock_free,
+              "a signal handler may use only lock-free atomics");
 StopMessage stop_message;
 
 const char* signal_name(int signal_number) {
@@ -52,7 +60,7 @@ int monotonic_decis() {
 
 // Whether this process was frozen until the signal came (see the header).
 bool was_frozen(int now) {
-  const int alive = stop_message.alive_decis, resumed = stop_message.resumed_decis;
+  const int alive = stop_message.alive_decis.load(), resumed = stop_message.resumed_decis.load();
   return (alive > 0 && now - alive > kFrozenAfterDecis) ||
          (resumed > 0 && now - resumed <= kFrozenAfterDecis);
 }
@@ -74,7 +82,8 @@ void write_stop_line(int signal_number) {
 void die_of(int signal_number);
 
 void write_stop_line_and_die(int signal_number) {
-  if (stop_message.quiet_exit_code > 0) ::_exit(stop_message.quiet_exit_code);
+  const int quiet_exit_code = stop_message.quiet_exit_code.load();
+  if (quiet_exit_code > 0) ::_exit(quiet_exit_code);
   if (!was_frozen(monotonic_decis())) write_stop_line(signal_number);
   // Last: die_of returns (the signal takes effect when this handler does),
   // so nothing may follow it.
@@ -97,13 +106,13 @@ void die_of(int signal_number) {
 }  // namespace
 
 void note_alive() {
-  const int now = monotonic_decis(), before = stop_message.alive_decis;
-  if (before > 0 && now - before > kFrozenAfterDecis) stop_message.resumed_decis = now;
-  stop_message.alive_decis = now;
+  const int now = monotonic_decis(), before = stop_message.alive_decis.load();
+  if (before > 0 && now - before > kFrozenAfterDecis) stop_message.resumed_decis.store(now);
+  stop_message.alive_decis.store(now);
 }
 
 void expect_termination(int exit_code) {
-  stop_message.quiet_exit_code = exit_code > 0 ? exit_code : 1;
+  stop_message.quiet_exit_code.store(exit_code > 0 ? exit_code : 1);
 }
 
 void report_termination_signals(const std::string& program, int rank, int size) {
