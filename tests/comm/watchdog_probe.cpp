@@ -67,6 +67,12 @@ int main(int argc, char** argv) {
     for (int64_t step = 0;; ++step) {
       session.watchdog().note_step(step);
       dp->allreduce(data.data(), data.size(), Role::kGradient);
+      // Every rank is past start-up once the first allreduce is done: the
+      // test stops a rank only then (start-up under a sanitizer is slow).
+      if (step == 0 && session.world_rank() == 0) {
+        std::printf("probe looping\n");
+        std::fflush(stdout);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   } else if (scenario == "healthy") {

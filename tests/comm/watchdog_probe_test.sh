@@ -29,7 +29,11 @@ case "$scenario" in
   spin) probe_scenario=loop; run 4 CMPI_TEST_FAULT=spin:2:20 ;;
   stopped)
     probe_scenario=loop; run 4 CMPI_TEST_FAULT=
-    sleep 2
+    # Stopped only once every rank is past start-up (MPI_Init and the
+    # watchdog's set-up are not watched), which under a sanitizer takes
+    # longer than the couple of seconds it takes otherwise.
+    for _ in $(seq 300); do grep -q "probe looping" "$out" && break; sleep 0.1; done
+    grep -q "probe looping" "$out" || fail "the probe did not start its loop within 30 s"
     victim=""
     for p in $(pgrep -f -- "$probe loop"); do
       tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$p
