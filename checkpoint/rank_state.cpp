@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "comm/adaptive_policy.h"
 #include "comm/block_sparse_crossovers.h"
 #include "comm/codec_state.h"
 #include "parallel/mesh/process_groups.h"
@@ -48,6 +49,9 @@ constexpr const char* kPowerSgdResidual = "powersgd/residual/";
 // Under a group's prefix: its block-sparse crossovers (measured, so a
 // resumed run must not measure them again).
 constexpr const char* kBlockSparseCrossovers = "block_sparse_crossovers";
+// Under a group's prefix: preset auto's decisions and what it learnt
+// (comm/adaptive_policy.h, state_words), taken by timing as well.
+constexpr const char* kAdaptivePolicy = "adaptive_policy";
 constexpr const char* kPowerSgdQ = "powersgd/q/";
 constexpr const char* kPowerSgdProgress = "powersgd/progress";
 
@@ -128,6 +132,8 @@ RankState collect_rank_state(parallel::ProcessGroups& groups,
       out[prefix + "random/" + key] = to_bytes(words);
     const auto crossovers = comm::crossover_words(groups.group(kind).block_sparse_calibration());
     if (!crossovers.empty()) out[prefix + kBlockSparseCrossovers] = to_bytes(crossovers);
+    if (const comm::AdaptivePolicy* adaptive = groups.group(kind).adaptive())
+      out[prefix + kAdaptivePolicy] = to_bytes(adaptive->state_words());
   }
   for (const auto& generator : generators) out[generator.name] = generator.save();
   if (const auto* reducer = optimizer.powersgd_reducer()) collect_powersgd(*reducer, out);
@@ -167,6 +173,16 @@ RestoreReport restore_rank_state(const RankState& state, parallel::ProcessGroups
           throw std::runtime_error("rank state " + name + ": " + error.what());
         }
         taken = true;
+      } else if (name == prefix + kAdaptivePolicy) {
+        // Saved under another compression policy (or this run has no
+        // adaptive rule for the group): dropped, and the run decides afresh.
+        comm::AdaptivePolicy* adaptive = groups.group(kind).adaptive();
+        try {
+          taken = adaptive != nullptr &&
+                  adaptive->restore_state_words(from_bytes<uint64_t>(name, bytes));
+        } catch (const std::invalid_argument& error) {
+          throw std::runtime_error("rank state " + name + ": " + error.what());
+        }
       }
     }
     if (!taken) report.dropped.push_back(name);

@@ -9,6 +9,10 @@
 //                                                         class, crossover bits): decisions
 //                                                         taken by timing, kept so that a
 //                                                         resumed run takes the same routes
+//   comm/<group>/adaptive_policy                   u64[]  preset auto's routes and what it
+//                                                         learnt (comm/adaptive_policy.h,
+//                                                         state_words); under another policy:
+//                                                         dropped, decided afresh
 //   torch/default_generator                        bytes  LibTorch CPU default generator
 //   model/<name>                                   bytes  the model's own dropout generators
 //   training/loss_scaler                           bytes  fp16's dynamic loss scale

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "comm/clock.h"
+#include "comm/test_faults.h"
 
 namespace cmpi::comm {
 namespace {
@@ -19,6 +20,10 @@ constexpr size_t kSlotFields = 4;         // raw bytes, calls, seconds, codec se
 constexpr size_t kCandidateFields = 3;    // wire fraction, codec s/byte, error
 // A rank without a loss this period: below any loss under MAX.
 constexpr double kNoLoss = -std::numeric_limits<double>::infinity();
+// Tests only (CMPI_TEST_FAULT=auto_timing:MBIT, comm/test_faults.h): the
+// times that stand in for measured ones, a function of the bytes alone.
+constexpr double kFixedCodecSecondsPerByte = 1e-9;
+constexpr double kFixedComputeSecondsPerStep = 0.01;
 
 bool has(uint32_t mask, int bit) {
   return (mask >> bit) & 1u;
@@ -43,7 +48,9 @@ AdaptivePolicy::AdaptivePolicy(PolicySlice& slice, const AutoSettings& settings)
     : slice_(slice),
       settings_(settings),
       // A trial needs its reference window and its own: keep a few more.
-      trend_(4 * (std::max<int64_t>(settings.trend_window, 1) + settings.decide_every)) {
+      trend_(4 * (std::max<int64_t>(settings.trend_window, 1) + settings.decide_every)),
+      fixed_link_bytes_per_second_(double(TestFaults::from_environment().auto_timing_mbit) * 1e6 /
+                                   8) {
   if (settings_.decide_every < 1)
     throw std::invalid_argument("compression.auto.decide_every must be >= 1, got " +
                                 std::to_string(settings_.decide_every));
@@ -94,11 +101,24 @@ size_t AdaptivePolicy::candidate_count(const Slot& slot) const {
 }
 
 void AdaptivePolicy::record(const PolicySlice::Route& route, Op op, Role role, Locality locality,
-                            const AutoCallSample& sample) {
+                            const AutoCallSample& measured) {
   if (route.auto_rule < 0) return;
   const int index = slot_of_[slot_index(locality, op, role)];
   if (index < 0) return;
   Slot& slot = slots_[size_t(index)];
+  AutoCallSample sample = measured;
+  if (fixed_link_bytes_per_second_ > 0) {
+    // The call's bytes through the fixed link and codec speeds instead of
+    // its wall time. What a receive took in on the wire is the raw size
+    // times the candidate's probed ratio, as below.
+    const CandidateMeasure& m = slot.measured[size_t(route.candidate)];
+    const double fraction = route.codec == nullptr ? 1.0 : (m.measured ? m.wire_fraction : 1.0);
+    const double wire =
+        std::max(double(sample.wire_bytes), double(sample.received_bytes) * fraction);
+    sample.codec_seconds =
+        route.codec == nullptr ? 0.0 : double(sample.raw_bytes) * kFixedCodecSecondsPerByte;
+    sample.seconds = sample.codec_seconds + wire / fixed_link_bytes_per_second_;
+  }
   slot.period.raw_bytes += double(sample.raw_bytes);
   if (sample.raw_bytes > 0) slot.period.calls += 1;
   slot.period.seconds += sample.seconds;
@@ -166,6 +186,8 @@ void AdaptivePolicy::probe(Slot& slot, const float* own, size_t n) {
       const double d = double(probe_decoded_[i]) - double(own[i]);
       diff += d * d;
     }
+    if (fixed_link_bytes_per_second_ > 0)
+      encode_s = decode_s = 0.5 * bytes * kFixedCodecSecondsPerByte;  // tests: no timing
     out.measured = true;
     out.wire_fraction = double(size) / bytes;
     // Error feedback decodes what it sent once more to keep the residual.
@@ -213,6 +235,11 @@ std::vector<AutoDecision> AdaptivePolicy::decide(MPI_Comm comm, int64_t step,
   const Clock::time_point now = Clock::now();
   period_seconds_ =
       have_last_decide_ ? std::chrono::duration<double>(now - last_decide_).count() : 0.0;
+  if (fixed_link_bytes_per_second_ > 0 && have_last_decide_) {
+    // Tests: the period's computation at a fixed rate plus its calls.
+    period_seconds_ = double(step - last_decision_step_) * kFixedComputeSecondsPerStep;
+    for (const Slot& slot : slots_) period_seconds_ += slot.period.seconds;
+  }
   last_decide_ = now;
   have_last_decide_ = true;
   std::vector<double> local = local_inputs();

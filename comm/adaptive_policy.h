@@ -131,6 +131,20 @@ class AdaptivePolicy {
   void observe_loss(int64_t step, double loss);
   void set_period_seconds(double seconds) { period_seconds_ = seconds; }
 
+  // Checkpoints (comm/adaptive_policy_state.cpp; checkpoint/rank_state.h:
+  // comm/<group>/adaptive_policy): everything decide has learnt so far --
+  // the routes chosen, each slot's memory, trials and verdicts, the link
+  // estimates, the loss trend -- and this rank's measurements of the period
+  // in progress, as words. Restored on the same rank of the same layout, a
+  // resumed run decides as the saving run would have on the same
+  // measurements: the decisions were taken by timing, and a run that
+  // measured afresh would take other routes (and sum in other orders).
+  std::vector<uint64_t> state_words() const;
+  // false: the words were saved under another policy (other slots or
+  // candidates); nothing is restored and the run decides afresh. Throws
+  // std::invalid_argument for words that are no whole state.
+  bool restore_state_words(const std::vector<uint64_t>& words);
+
  private:
   struct Slot {
     size_t rule = 0;  // index in the slice's auto_rules()
@@ -192,6 +206,9 @@ class AdaptivePolicy {
   int64_t trusted_since_ = 0;
   std::vector<float> probe_decoded_;
   std::vector<uint8_t> probe_payload_;
+  // Tests only (CMPI_TEST_FAULT=auto_timing:MBIT): > 0 replaces every
+  // measured time by one computed from the bytes at this link speed.
+  double fixed_link_bytes_per_second_ = 0;
 };
 
 // "raw", "mpc", "zfp:mode=rate,rate=8 + error feedback".

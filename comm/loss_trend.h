@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 
 namespace cmpi::comm {
 
@@ -65,11 +66,19 @@ class LossTrend {
   // The latest step a sample covers (-1: none).
   int64_t last_step() const { return last_step_; }
 
- private:
+  // What a checkpoint keeps (comm/adaptive_policy_state.cpp): a resumed run
+  // judges its trials on the saving run's losses.
   struct Sample {
     double step;
     double log_loss;
   };
+  const std::deque<Sample>& samples() const { return samples_; }
+  void restore(int64_t last_step, std::deque<Sample> samples) {
+    last_step_ = last_step;
+    samples_ = std::move(samples);
+  }
+
+ private:
   int64_t keep_steps_;
   int64_t last_step_ = -1;
   std::deque<Sample> samples_;

@@ -6,7 +6,7 @@
 // are replaced as a whole (no mix of saved and fresh keys). An adaptive
 // rule's candidates share one residual store, named "rule<i>:auto"; their
 // generators are named "rule<i>:auto:<spec>". Which candidate was chosen is
-// not saved: a resumed run measures and decides afresh.
+// the adaptive policy's to save (comm/adaptive_policy_state.cpp).
 #include <cstdio>
 #include <stdexcept>
 

@@ -59,11 +59,16 @@ TestFaults TestFaults::parse(const std::string& text) {
              (fields[1] == "sparse" || fields[1] == "dense")) {
     faults.block_sparse =
         fields[1] == "sparse" ? ForcedBlockSparse::kSparse : ForcedBlockSparse::kDense;
+  } else if (fields[0] == "auto_timing" && fields.size() == 2) {
+    faults.auto_timing_mbit = uint64_t(non_negative_number(fields[1], text));
+    if (faults.auto_timing_mbit == 0)
+      throw std::invalid_argument(std::string(kVariable) + "=" + text +
+                                  ": the link needs a speed above 0 Mbit/s");
   } else {
     throw std::invalid_argument(
         std::string(kVariable) + "=" + text +
         ": expected spin:RANK:CALL, stop:RANK:GROUP:CALL, slowing:RANK:STEP:MS, "
-        "slow_save:RANK:MS, lone_node:RANK or block_sparse:sparse|dense");
+        "slow_save:RANK:MS, lone_node:RANK, block_sparse:sparse|dense or auto_timing:MBIT");
   }
   return faults;
 }

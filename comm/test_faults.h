@@ -22,6 +22,13 @@
 //   slow_save:R:MS world rank R takes MS milliseconds longer before each
 //                  checkpoint save, while the others wait in the save's
 //                  first collective.
+//   auto_timing:MBIT
+//                  preset auto (comm/adaptive_policy.h) times nothing: every
+//                  time it would measure is computed from the bytes instead,
+//                  as on a link of MBIT Mbit/s with codecs at 1 ns per byte
+//                  and 10 ms of computation per step, the same on every rank
+//                  and in every run: a run under auto made deterministic, so
+//                  that a resumed run can be compared with it bit for bit.
 //   lone_node:R    world rank R sees itself alone on its node where MPI
 //                  (MPI_COMM_TYPE_SHARED) groups it with others: the ranks
 //                  disagree on the node grouping, as on a cluster whose
@@ -51,6 +58,7 @@ struct TestFaults {
   int slow_save_rank = -1;  // -1: no save is slowed
   uint64_t slow_save_ms = 0;
   ForcedBlockSparse block_sparse = ForcedBlockSparse::kNone;
+  uint64_t auto_timing_mbit = 0;  // 0: preset auto measures real times
 
   static constexpr const char* kVariable = "CMPI_TEST_FAULT";
   static TestFaults parse(const std::string& text);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -107,9 +108,28 @@ struct Trainer::Impl {
   EtaClock eta;
   int64_t steps_done = 0;      // where run() starts, then how far it got
   int64_t skipped_before = 0;  // skipped steps before a resumed checkpoint
+  // The loss of the last step done, which preset auto weighs at the next
+  // step's decision: in the rank state (training/previous_loss), so that a
+  // resumed run's first decision weighs what the saving run's would have.
+  double previous_loss = comm::kNoPreviousLoss;
+  checkpoint::GeneratorPart previous_loss_part();
   // Tests only (CMPI_TEST_FAULT, checked when the session started).
   const comm::TestFaults faults = comm::TestFaults::from_environment();
 };
+
+// training/previous_loss: previous_loss as its 8 bytes.
+checkpoint::GeneratorPart Trainer::Impl::previous_loss_part() {
+  constexpr const char* kName = "training/previous_loss";
+  return checkpoint::GeneratorPart{
+      kName,
+      [this] { return std::string(reinterpret_cast<const char*>(&previous_loss), sizeof(double)); },
+      [this](const std::string& bytes) {
+        if (bytes.size() != sizeof(double))
+          throw std::runtime_error(std::string("rank state ") + kName + ": " +
+                                   std::to_string(bytes.size()) + " bytes, not a double's 8");
+        std::memcpy(&previous_loss, bytes.data(), sizeof(double));
+      }};
+}
 
 // The model first (it opens the data and builds every group's state), then
 // what the loop adds around it: the schedule, the guard, the checkpoint
@@ -140,10 +160,12 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
   settings.resolved_config = s.options.resolved_config;
   settings.print = s.print_every() > 0;
   settings.async = config.checkpoint.async;
+  auto parts = s.model->checkpoint_parts();
+  if (groups.policy().config().preset == "auto") parts.generators.push_back(s.previous_loss_part());
   s.checkpoints = std::make_unique<checkpoint::CheckpointManager>(
       std::move(settings), groups,
       checkpoint::checkpoint_layout(groups.dims(), config.parallel.bidirectional),
-      s.model->checkpoint_parts());
+      std::move(parts));
   if (!s.options.resume_path.empty()) {
     const auto resume = s.checkpoints->restore(s.options.resume_path);
     s.steps_done = resume.step;
@@ -338,9 +360,7 @@ TrainResult Trainer::run() {
     // Preset auto: every group settles its routes for this step (part of
     // the step's time, so that auto's own cost shows in tokens_per_s).
     std::vector<comm::AutoDecision> decisions;
-    if (adaptive)
-      decisions =
-          model.adapt(step, result.losses.empty() ? comm::kNoPreviousLoss : result.losses.back());
+    if (adaptive) decisions = model.adapt(step, s.previous_loss);
     const double adapt_ms = comm::seconds_since(step_start) * 1e3;
     if (is_root && print_every > 0)
       for (const auto& d : decisions)
@@ -357,6 +377,7 @@ TrainResult Trainer::run() {
     const StepVerdict verdict = s.guard->check(step + 1, model.last_grad_norm(), model.health());
 
     StepRecord r = s.record_step(step, outcome, timing, verdict, result);
+    s.previous_loss = outcome.loss;
     const auto evaluation_start = comm::Clock::now();
     s.evaluate_if_due(step, verdict, r, result);
     const double evaluation_seconds = r.has_val_loss ? comm::seconds_since(evaluation_start) : 0;

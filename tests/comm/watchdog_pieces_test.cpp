@@ -20,6 +20,8 @@ TEST(TestFaults, ParsesEachFaultAndRejectsTypos) {
   EXPECT_EQ(TestFaults::parse("block_sparse:sparse").block_sparse, ForcedBlockSparse::kSparse);
   EXPECT_EQ(TestFaults::parse("block_sparse:dense").block_sparse, ForcedBlockSparse::kDense);
   EXPECT_EQ(TestFaults::parse("").block_sparse, ForcedBlockSparse::kNone);
+  EXPECT_EQ(TestFaults::parse("auto_timing:100").auto_timing_mbit, 100u);
+  EXPECT_EQ(TestFaults::parse("").auto_timing_mbit, 0u);
   const TestFaults stop = TestFaults::parse("stop:1:tp:200");
   EXPECT_EQ(stop.stop_rank, 1);
   EXPECT_EQ(stop.stop_group, "tp");
@@ -36,7 +38,8 @@ TEST(TestFaults, ParsesEachFaultAndRejectsTypos) {
   EXPECT_EQ(TestFaults::parse("").save_delay_ms(0), 0u);
   for (const char* bad : {"spin:2", "spin:x:3", "spin:2:0", "lone_node", "stall:1", "spin:-1:3",
                           "block_sparse", "block_sparse:fast", "slowing:1:3", "slow_save:1",
-                          "slow_save:1:x", "stop:1:tp", "stop:1::5", "stop:1:tp:0"})
+                          "slow_save:1:x", "stop:1:tp", "stop:1::5", "stop:1:tp:0", "auto_timing",
+                          "auto_timing:0", "auto_timing:fast", "auto_timing:10:2"})
     EXPECT_THROW(TestFaults::parse(bad), std::invalid_argument) << bad;
 }
 
