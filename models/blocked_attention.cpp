@@ -26,13 +26,19 @@ torch::Tensor keys(const torch::Tensor& x, int64_t start, int64_t width) {
   return x.narrow(2, start, width);
 }
 
-// q k_jᵀ · scale with the future masked to -inf: [B, h, T, width].
-torch::Tensor block_scores(const torch::Tensor& q, const torch::Tensor& k_block,
+// The query rows [start, T) of x [B, h, T, .]: the rows that see any key of
+// the block starting at `start` (the rows before it lie wholly in its past).
+torch::Tensor rows_from(const torch::Tensor& x, int64_t start) {
+  return x.narrow(2, start, x.size(2) - start);
+}
+
+// q_rows k_jᵀ · scale with the future masked to -inf, for the query rows
+// [start, T) and the key block [start, start + width): [B, h, T - start, width].
+torch::Tensor block_scores(const torch::Tensor& q_rows, const torch::Tensor& k_block,
                            const torch::Tensor& future, int64_t start, int64_t width,
                            double scale) {
-  auto scores = torch::matmul(q, k_block.transpose(-2, -1)).mul_(scale);
-  const int64_t time = q.size(2);
-  return scores.masked_fill_(future.narrow(0, 0, time).narrow(1, start, width),
+  auto scores = torch::matmul(q_rows, k_block.transpose(-2, -1)).mul_(scale);
+  return scores.masked_fill_(future.narrow(0, start, q_rows.size(2)).narrow(1, start, width),
                              -std::numeric_limits<float>::infinity());
 }
 
@@ -50,14 +56,19 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
     auto acc = torch::zeros(q.sizes(), q.options());
     for (int64_t start = 0; start < time; start += block) {
       const int64_t width = std::min(block, time - start);
-      auto scores = block_scores(q, keys(k, start, width), future, start, width, scale);
-      const auto new_max = torch::maximum(row_max, std::get<0>(scores.max(-1, true)));
-      const auto rescale = (row_max - new_max).exp_();
+      // Only the rows from `start` on see this block (the first block is
+      // seen by every row, so each row's maximum is finite from then on).
+      auto max_rows = rows_from(row_max, start), sum_rows = rows_from(row_sum, start),
+           acc_rows = rows_from(acc, start);
+      auto scores =
+          block_scores(rows_from(q, start), keys(k, start, width), future, start, width, scale);
+      const auto new_max = torch::maximum(max_rows, std::get<0>(scores.max(-1, true)));
+      const auto rescale = (max_rows - new_max).exp_();
       auto weights = scores.sub_(new_max).exp_();
-      row_sum.mul_(rescale).add_(weights.sum(-1, true));
+      sum_rows.mul_(rescale).add_(weights.sum(-1, true));
       if (dropout > 0) weights.mul_(parallel::dropout_keep_mask(weights, dropout, generator));
-      acc.mul_(rescale).add_(torch::matmul(weights, keys(v, start, width)));
-      row_max = new_max;
+      acc_rows.mul_(rescale).add_(torch::matmul(weights, keys(v, start, width)));
+      max_rows.copy_(new_max);
     }
     auto out = acc.div_(row_sum);
     auto lse = row_max.add_(row_sum.log_());
@@ -83,19 +94,25 @@ struct BlockedAttention : torch::autograd::Function<BlockedAttention> {
     for (int64_t start = 0; start < time; start += block) {
       const int64_t width = std::min(block, time - start);
       const auto k_block = keys(k, start, width), v_block = keys(v, start, width);
-      auto probabilities = block_scores(q, k_block, future, start, width, scale).sub_(lse).exp_();
-      auto d_probabilities = torch::matmul(d_out, v_block.transpose(-2, -1));
+      // The rows before `start` have probability 0 on this block: nothing
+      // of theirs flows to it or from it.
+      const auto q_rows = rows_from(q, start), d_out_rows = rows_from(d_out, start);
+      auto probabilities = block_scores(q_rows, k_block, future, start, width, scale)
+                               .sub_(rows_from(lse, start))
+                               .exp_();
+      auto d_probabilities = torch::matmul(d_out_rows, v_block.transpose(-2, -1));
       if (dropout > 0) {
         const auto keep = parallel::dropout_keep_mask(probabilities, dropout, replay.generator());
         keys(dv, start, width)
-            .copy_(torch::matmul((probabilities * keep).transpose(-2, -1), d_out));
+            .copy_(torch::matmul((probabilities * keep).transpose(-2, -1), d_out_rows));
         d_probabilities.mul_(keep);
       } else {
-        keys(dv, start, width).copy_(torch::matmul(probabilities.transpose(-2, -1), d_out));
+        keys(dv, start, width).copy_(torch::matmul(probabilities.transpose(-2, -1), d_out_rows));
       }
-      auto d_scores = probabilities.mul_(d_probabilities.sub_(row_dot)).mul_(scale);
-      dq.add_(torch::matmul(d_scores, k_block));
-      keys(dk, start, width).copy_(torch::matmul(d_scores.transpose(-2, -1), q));
+      auto d_scores =
+          probabilities.mul_(d_probabilities.sub_(rows_from(row_dot, start))).mul_(scale);
+      rows_from(dq, start).add_(torch::matmul(d_scores, k_block));
+      keys(dk, start, width).copy_(torch::matmul(d_scores.transpose(-2, -1), q_rows));
     }
     return {dq, dk, dv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -4,9 +4,12 @@
 // a few [B, heads, T, block] tensors.
 //
 // Forward, for key blocks j = 0, 1, ... in order: s = q k_jᵀ / √d, masked
-// above the diagonal; the running row maximum m, the running sum of
-// exp(s − m) and the running output acc are rescaled by exp(m_old − m_new)
-// and the block's exp(s − m_new) (dropped out) · v_j added; out = acc / sum.
+// above the diagonal, for the query rows from the block's first key on only
+// (the rows before it see none of its keys: the parts of the [T, T] scores
+// wholly in the future, about half, are never computed); the running row
+// maximum m, the running sum of exp(s − m) and the running output acc are
+// rescaled by exp(m_old − m_new) and the block's exp(s − m_new) (dropped
+// out) · v_j added; out = acc / sum.
 // It saves q, k, v, out and the rows' log-sum-exp. Backward recomputes each
 // block's probabilities from the log-sum-exp, P = exp(s − lse), and with
 // D = rowsum(dO ∘ out): dv_j = P̃ᵀ dO, dP = (dO v_jᵀ) ∘ mask / (1 − p),

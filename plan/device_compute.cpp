@@ -62,6 +62,7 @@ DeviceMicroBatch device_micro_batch(const config::Config& c, const StageShape& s
   t.gemm_seconds = layers * (block.gemm_seconds + core.gemm_seconds) + head.gemm_seconds;
   t.memory_seconds = (layers * (block.bytes + core.bytes) + head.bytes) / bandwidth;
   t.forward_seconds = t.gemm_seconds + t.memory_seconds;
+  t.core_seconds = core.gemm_seconds + core.bytes / bandwidth;
   if (c.training.recompute == "selective") {
     t.recompute_seconds = layers * (core.gemm_seconds + core.bytes / bandwidth);
   } else {

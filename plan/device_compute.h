@@ -45,6 +45,7 @@ struct DeviceMicroBatch {
   double recompute_seconds = 0;  // of backward_seconds
   double gemm_seconds = 0;       // of the forward: GEMMs and the attention core
   double memory_seconds = 0;     // of the forward: elementwise kernels
+  double core_seconds = 0;       // of the forward: one block's attention core (GEMMs and passes)
 };
 
 // One micro-batch of `stage` on one rank, tensor parallel over `tp`.

@@ -5,7 +5,7 @@
 namespace cmpi::plan {
 
 double forward_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
-  const double h = double(c.model.hidden), seq = double(c.model.seq_len);
+  const double h = double(c.model.hidden);
   // Matmul weights of the blocks (norms and biases carry no matmul): the
   // attention's q, k, v and output, and the MLP's two or (gated) three.
   const models::GptOptions o = models::gpt_options(c.model);
@@ -14,9 +14,14 @@ double forward_flops_per_token(const config::Config& c, const StageShape& s, int
   const double block_weights =
       (qkv_rows * h + h * h + mlp_matrices * double(o.mlp_width()) * h) / tp;
   double flops = 2 * double(s.layers) * block_weights;
-  flops += double(s.layers) * 4 * seq * h / tp;  // QK^T and AV, causal mask not exploited
+  flops += double(s.layers) * attention_core_flops_per_token(c, tp);
   if (s.has_head) flops += 2 * h * double(o.padded_vocab_size(tp)) / tp;
   return flops;
+}
+
+double attention_core_flops_per_token(const config::Config& c, int tp) {
+  // Each token's query meets every key and weighs every value.
+  return 4 * double(c.model.seq_len) * double(c.model.hidden) / tp;
 }
 
 double recompute_flops_per_token(const config::Config& c, const StageShape& s, int tp) {
@@ -24,7 +29,7 @@ double recompute_flops_per_token(const config::Config& c, const StageShape& s, i
   // selective recomputation has no core to run again.
   if (c.training.recompute == "selective" && c.parallel.context > 1) return 0;
   if (c.training.recompute == "selective")
-    return double(s.layers) * 4 * double(c.model.seq_len) * double(c.model.hidden) / tp;
+    return double(s.layers) * attention_core_flops_per_token(c, tp);
   const double block = forward_flops_per_token(c, {0, 1, false, false, 0}, tp);
   return double(recomputed_blocks(c, s.layers)) * block;
 }

@@ -43,6 +43,11 @@ struct TokenFlops {
 // (blocks, and the head on the last stage) + attention's QK^T and AV.
 double forward_flops_per_token(const config::Config& config, const StageShape& stage, int tp);
 
+// Attention's QK^T and AV per token and block on one rank (4 x seq x
+// hidden / tp, causal mask not exploited): the part of the forward above
+// that the attention core runs.
+double attention_core_flops_per_token(const config::Config& config, int tp);
+
 // The forward FLOPs per token that recomputation repeats in a stage's
 // backward on one rank (0 with training.recompute none).
 double recompute_flops_per_token(const config::Config& config, const StageShape& stage, int tp);

@@ -11,6 +11,7 @@
 #include "models/family/model_family.h"
 #include "plan/device_compute.h"
 #include "plan/model_flops.h"
+#include "plan/ring_overlap.h"
 
 namespace cmpi::plan {
 namespace {
@@ -158,6 +159,12 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
     sp.memory = stage_memory[size_t(stage)];
     plan.stage_layers.push_back(sp.shape.layers);
     double forward_cpu_seconds = 0, recompute_cpu_seconds = 0;
+    // Context parallelism: the ring's hops hide behind the attention of one
+    // pair of chunks at a time (plan/ring_overlap.h); a rank's attention
+    // core covers its 2 query chunks against all 2·cp key chunks.
+    RingBlock ring;
+    ring.cp = dims.cp;
+    const double chunk_pairs = 4.0 * double(dims.cp);
     if (o.on_device()) {
       // A GPU: each kernel at what its shape reaches (plan/device_compute.h),
       // slowed by what the software stack reaches of that (software_stack.h).
@@ -173,6 +180,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       sp.forward_seconds = t.forward_seconds * share;
       sp.backward_seconds = t.backward_seconds * share;
       sp.optimizer_seconds = device_optimizer_seconds(sp.shape, dims, *o.device) * stack_slowdown;
+      ring.pair_forward_seconds = t.core_seconds * share / chunk_pairs;
     } else {
       const double fwd = forward_flops_per_token(c, sp.shape, dims.tp) * tokens_per_micro_batch;
       forward_cpu_seconds = fwd / o.flops_per_second;
@@ -182,12 +190,16 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       const double recomputed_flops = recompute_flops_per_token(c, sp.shape, dims.tp);
       recompute_cpu_seconds = recomputed_flops * tokens_per_micro_batch / o.flops_per_second;
       sp.backward_seconds = 2 * sp.forward_seconds + recompute_cpu_seconds * plan.compute_stretch;
+      ring.pair_forward_seconds = attention_core_flops_per_token(c, dims.tp) *
+                                  tokens_per_micro_batch / o.flops_per_second *
+                                  plan.compute_stretch / chunk_pairs;
     }
 
     std::map<GroupKind, GroupCost> groups;
     double blocking_per_micro_batch = 0, per_step = 0, dp_overlappable = 0, prefetched = 0;
     double codec_cpu_seconds = 0;
     int64_t dp_buckets = 0;
+    bool ring_messages = false;
     const double uplink_share = double(ranks_sharing_uplink(dims, stage, o.ranks_per_node));
     for (const MessageClass& msg : step_traffic(c, dims, stage)) {
       const bool intra = group_is_intra_node(msg.group, dims, stage, o.ranks_per_node);
@@ -264,7 +276,14 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       g.seconds += seconds;
       if (g.codecs.find(codec_name) == std::string::npos)
         g.codecs += (g.codecs.empty() ? "" : ", ") + codec_name;
-      if (msg.prefetched_per_layer) {
+      if (msg.group == GroupKind::kCp) {
+        // The ring's hops: their exposed part is priced below, per hop.
+        const double hops = double(msg.calls) / 2;  // keys and values, or their gradients
+        RingHop& hop = msg.role == comm::Role::kActivation ? ring.keys_values : ring.gradients;
+        hop.seconds = seconds / hops;
+        hop.cpu_seconds = (cost.codec_seconds + cost.fill_seconds * double(msg.calls)) / hops;
+        ring_messages = true;
+      } else if (msg.prefetched_per_layer) {
         prefetched += seconds;
       } else if (msg.per_micro_batch) {
         blocking_per_micro_batch += seconds / m;
@@ -278,6 +297,13 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
         per_step_by_group[size_t(stage)][msg.group] += seconds;
         g.exposed_seconds += seconds;
       }
+    }
+    if (ring_messages) {
+      const double exposed =
+          ring_exposed_seconds(ring, sp.shape.layers, recomputed_blocks(c, sp.shape.layers));
+      blocking_per_micro_batch += exposed;
+      blocking_by_group[size_t(stage)][GroupKind::kCp] += exposed;
+      groups[GroupKind::kCp].exposed_seconds += exposed * m;
     }
     // Per-layer gathers hide behind the micro-batch's forward and backward.
     if (prefetched > 0) {

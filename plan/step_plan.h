@@ -8,6 +8,8 @@
 //             plus recomputation (plan/model_flops.h, the trainer's MFU
 //             formula), at `flops_per_second` per rank;
 //   tp, pp    blocking: paid per micro-batch on the critical path;
+//   cp        the ring attention's hops, per micro-batch, less what the
+//             attention of the block held hides (plan/ring_overlap.h);
 //   pipeline  1F1B and GPipe both take (m + pp - 1) slots of the slowest
 //             stage's micro-batch time, so the bubble is (pp-1)/(m+pp-1);
 //   dp        gradient buckets run on the comm thread during the last

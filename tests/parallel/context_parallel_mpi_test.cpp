@@ -5,22 +5,27 @@
 // GPT-NeoX style: rotary, parallel residual, untied; Llama style: grouped
 // keys and values), whose cp ranks' mean loss is the single-rank loss and
 // whose gradients, summed over cp, are the single-rank gradients (their tp
-// shard under cp x tp); the cp group's traffic is the ring's point-to-point
-// messages and nothing else. Last the Trainer's loss trajectory under cp2,
-// cp4, cp2 x tp2 (+SP), cp2 x pp2 and dp2 x cp2 (ZeRO-1, ZeRO-3) follows the
-// single-rank run. Random data from the printed seed (tests/support/test_seed.h).
+// shard under cp x tp); the ring's attention dropout, whose gradients are
+// those of a plain attention applying the same keep masks; the cp group's traffic is the ring's
+// point-to-point messages and nothing else. Last the Trainer's loss trajectory under cp2, cp4, cp2
+// x tp2 (+SP), cp2 x pp2 and dp2 x cp2 (ZeRO-1, ZeRO-3) follows the single-rank run. Random data
+// from the printed seed (tests/support/test_seed.h).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "models/gpt.h"
 #include "parallel/context/context_shard.h"
+#include "parallel/context/ring_attention.h"
 #include "parallel/mesh/process_groups.h"
 #include "tests/parallel/tensor_parallel_test_support.h"
 #include "tests/support/counting_allocator.h"
@@ -220,6 +225,177 @@ TEST(ContextParallelGpt, LosslessCompressedRingIsBitIdenticalToRaw) {
   const auto raw = run({});
   const auto mpc = run(cmpi::testing::every_message_of({comm::GroupKind::kCp}, "mpc"));
   EXPECT_EQ(mpc, raw) << "seed " << seed();
+}
+
+// ---------------------------------------------------------------- dropout
+
+// The ring's attention dropout against an independent reference: a plain
+// attention of the whole sequence on one rank, in float64, that applies the
+// same keep masks. The masks are reconstructed from each cp rank's
+// generator seed in the order the ring draws them (ring_attention.h: per
+// ring step, query slot and key slot, one [B, heads, chunk, chunk] Bernoulli
+// draw for every pair of chunks it computes) and placed at their global
+// (query chunk, key chunk) block of one [B, heads, T, T] mask. Around the
+// attention sit a fused q/k/v projection and an output projection, so that
+// parameters collect the gradients of every position.
+
+constexpr double kAttentionDropout = 0.3;
+
+uint64_t ring_generator_seed(int cp_rank) {
+  return seed() * 31 + 1000 + uint64_t(cp_rank);
+}
+
+torch::Tensor ring_keep_mask(int64_t seq_len, int cp, int64_t batch, int64_t heads) {
+  auto keep = torch::ones({batch, heads, seq_len, seq_len});
+  for (int rank = 0; rank < cp; ++rank) {
+    const ContextShard shard(seq_len, cp, rank);
+    const int64_t c = shard.chunk();
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(ring_generator_seed(rank));
+    for (int step = 0; step < cp; ++step) {
+      const int source = (rank - step + cp) % cp;  // whose block the rank holds
+      for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+          const int64_t query_chunk = shard.chunk_index(a),
+                        key_chunk = shard.chunk_index(b, source);
+          if (key_chunk > query_chunk) continue;  // all in the future: never computed
+          keep.narrow(2, query_chunk * c, c)
+              .narrow(3, key_chunk * c, c)
+              .copy_(
+                  torch::empty({batch, heads, c, c}).bernoulli_(1 - kAttentionDropout, generator));
+        }
+    }
+  }
+  return keep;
+}
+
+struct ProbeShape {
+  int64_t batch = 2, seq_len = 32, hidden = 32, heads = 4, kv_heads = 4, head_dim = 8;
+  int64_t group() const { return heads / kv_heads; }
+};
+
+// The probe's inputs and parameters, the same on every rank.
+struct ProbeData {
+  torch::Tensor x, weights, qkv_weight, out_weight;
+};
+
+ProbeData probe_data(const ProbeShape& s) {
+  const int64_t rows = (s.heads + 2 * s.kv_heads) * s.head_dim;
+  return {tp_testing::random_normal({s.batch, s.seq_len, s.hidden}, 110),
+          tp_testing::random_normal({s.batch, s.seq_len, s.hidden}, 111),
+          tp_testing::random_normal({rows, s.hidden}, 112) * 0.3,
+          tp_testing::random_normal({s.hidden, s.heads * s.head_dim}, 113) * 0.3};
+}
+
+// Loss and gradients of one run: q, k, v [B, heads or kv heads, T(/cp), d]
+// and the two projections' weights.
+struct ProbeRun {
+  torch::Tensor loss, dq, dk, dv, d_qkv_weight, d_out_weight;
+};
+
+// x [B, t, hidden] -> q [B, heads, t, d], k and v [B, kv heads, t, d], each
+// a leaf-like tensor that keeps its gradient.
+std::vector<torch::Tensor> project(const ProbeShape& s, const torch::Tensor& x,
+                                   const torch::Tensor& qkv_weight) {
+  const auto qkv = torch::matmul(x, qkv_weight.t());
+  const int64_t t = x.size(1);
+  const auto heads_of = [&](int64_t first, int64_t count) {
+    auto h = qkv.narrow(2, first * s.head_dim, count * s.head_dim)
+                 .view({s.batch, t, count, s.head_dim})
+                 .transpose(1, 2);
+    h.retain_grad();
+    return h;
+  };
+  return {heads_of(0, s.heads), heads_of(s.heads, s.kv_heads),
+          heads_of(s.heads + s.kv_heads, s.kv_heads)};
+}
+
+torch::Tensor output_loss(const ProbeShape& s, const torch::Tensor& attended,
+                          const torch::Tensor& out_weight, const torch::Tensor& weights) {
+  const int64_t t = attended.size(2);
+  const auto merged = attended.transpose(1, 2).reshape({s.batch, t, s.heads * s.head_dim});
+  return (torch::matmul(merged, out_weight.t()) * weights).sum();
+}
+
+// The reference: the whole sequence in float64, softmax over the causal
+// scores, times `keep` / (1 - p) (no dropout: keep undefined), times v.
+ProbeRun reference_run(const ProbeShape& s, const ProbeData& data, const torch::Tensor& keep) {
+  const auto wide = [](const torch::Tensor& t) { return t.to(torch::kDouble); };
+  auto qkv_weight = wide(data.qkv_weight).requires_grad_();
+  auto out_weight = wide(data.out_weight).requires_grad_();
+  const auto heads = project(s, wide(data.x), qkv_weight);
+  const auto k = heads[1].repeat_interleave(s.group(), 1);
+  const auto v = heads[2].repeat_interleave(s.group(), 1);
+  const auto future = torch::ones({s.seq_len, s.seq_len}, torch::kBool).triu(1);
+  auto probabilities =
+      torch::softmax(torch::matmul(heads[0], k.transpose(-2, -1))
+                         .div(std::sqrt(double(s.head_dim)))
+                         .masked_fill(future, -std::numeric_limits<double>::infinity()),
+                     -1);
+  if (keep.defined()) probabilities = probabilities * wide(keep) / (1 - kAttentionDropout);
+  auto loss = output_loss(s, torch::matmul(probabilities, v), out_weight, wide(data.weights));
+  loss.backward();
+  return {loss.detach(),   heads[0].grad(),   heads[1].grad(),
+          heads[2].grad(), qkv_weight.grad(), out_weight.grad()};
+}
+
+// This cp rank's part, in float32, through the ring with dropout.
+ProbeRun ring_run(const ProbeShape& s, const ProbeData& data, comm::Communicator& cp,
+                  const ContextShard& shard) {
+  auto qkv_weight = data.qkv_weight.clone().requires_grad_();
+  auto out_weight = data.out_weight.clone().requires_grad_();
+  const auto heads = project(s, shard.take(data.x), qkv_weight);
+  RingAttentionOptions options;
+  options.query_group = s.group();
+  options.dropout = kAttentionDropout;
+  options.training = true;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(ring_generator_seed(cp.rank()));
+  const auto attended = ring_attention(heads[0], heads[1], heads[2], cp, shard, options, generator);
+  auto loss = output_loss(s, attended, out_weight, shard.take(data.weights));
+  loss.backward();
+  return {loss.detach(),   heads[0].grad(),   heads[1].grad(),
+          heads[2].grad(), qkv_weight.grad(), out_weight.grad()};
+}
+
+// [B, h, T, d] -> this shard's positions, [B, h, T/cp, d], in float32.
+torch::Tensor positions_of(const ContextShard& shard, const torch::Tensor& full) {
+  return shard.take(full.transpose(1, 2)).transpose(1, 2).to(torch::kFloat);
+}
+
+torch::Tensor summed_over(comm::Communicator& cp, torch::Tensor t) {
+  t = t.contiguous().clone();
+  MPI_Allreduce(MPI_IN_PLACE, t.data_ptr<float>(), int(t.numel()), MPI_FLOAT, MPI_SUM, cp.mpi());
+  return t;
+}
+
+TEST(RingAttentionDropout, GradientsMatchAPlainAttentionWithTheSameKeepMasks) {
+  ParallelDims dims;
+  dims.cp = world_size();
+  ProcessGroups groups(MPI_COMM_WORLD, dims);
+  comm::Communicator& cp = groups.cp();
+  for (const int64_t kv_heads : {4, 2}) {
+    ProbeShape s;
+    s.kv_heads = kv_heads;
+    SCOPED_TRACE("cp" + std::to_string(dims.cp) + ", " + std::to_string(s.group()) +
+                 " query heads per kv head");
+    const ContextShard shard(s.seq_len, dims.cp, cp.rank());
+    const ProbeData data = probe_data(s);
+    const auto keep = ring_keep_mask(s.seq_len, dims.cp, s.batch, s.heads);
+    const ProbeRun reference = reference_run(s, data, keep);
+    const ProbeRun ring = ring_run(s, data, cp, shard);
+
+    EXPECT_TENSOR_NEAR(summed_over(cp, ring.loss), reference.loss.to(torch::kFloat), "loss");
+    EXPECT_TENSOR_NEAR(ring.dq, positions_of(shard, reference.dq), "q gradient");
+    EXPECT_TENSOR_NEAR(ring.dk, positions_of(shard, reference.dk), "k gradient");
+    EXPECT_TENSOR_NEAR(ring.dv, positions_of(shard, reference.dv), "v gradient");
+    EXPECT_TENSOR_NEAR(summed_over(cp, ring.d_qkv_weight), reference.d_qkv_weight.to(torch::kFloat),
+                       "qkv weight gradient");
+    EXPECT_TENSOR_NEAR(summed_over(cp, ring.d_out_weight), reference.d_out_weight.to(torch::kFloat),
+                       "output weight gradient");
+    // The masks matter: without them the reference is far from the ring.
+    const ProbeRun undropped = reference_run(s, data, torch::Tensor());
+    EXPECT_GT(tp_testing::max_difference(ring.dv, positions_of(shard, undropped.dv)),
+              100 * kTolerance);
+  }
 }
 
 // ---------------------------------------------------------------- training

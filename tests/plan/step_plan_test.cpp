@@ -1,10 +1,12 @@
 // The planner's step model (plan/step_plan.h) and memory estimate
 // (parallel/memory_estimate.h) on layouts whose answer follows from the model
 // by hand: a node's uplink shared by the ranks of one stage, the time-sharing
-// bound of ranks on fewer cores, the optimizer state a rank holds, and the
+// bound of ranks on fewer cores, the context ring's hops behind the
+// attention of the block held, the optimizer state a rank holds, and the
 // forward tp sums' bytes under parallel.tp_forward_sum.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -199,6 +201,67 @@ TEST(StepPlan, PresetAutoIsPricedAtTheCandidateItsModelWouldChoose) {
   const StepPlan fast = step_of("auto");
   EXPECT_EQ(dp_codecs(fast), "auto: raw");
   EXPECT_NEAR(fast.step_seconds, step_of("none").step_seconds, 1e-9);
+}
+
+const GroupCost* group_of(const StepPlan& p, comm::GroupKind kind) {
+  for (const GroupCost& g : p.stages[0].groups)
+    if (g.group == kind) return &g;
+  return nullptr;
+}
+
+double part_of(const StepPlan& p, const std::string& name) {
+  for (const StepPart& part : p.parts)
+    if (part.name == name) return part.seconds;
+  return 0;
+}
+
+// Context parallelism: each key/value hop of the ring hides behind the
+// attention of the block the rank holds (3 chunk pairs at its own block, 2
+// at every other), forward and backward (twice the forward's attention);
+// the gradient accumulators' cp hops per block never hide
+// (plan/ring_overlap.h). Worked by hand on small_gpt (4 blocks, 8
+// micro-batches of 4 x 128 tokens, 8 heads of 32, 50 GFLOP/s, a 10 Gbit/s
+// link with 5 us a message): the cp part of the step lies between nothing
+// (compute only) and the blocking ring and is that sum.
+TEST(StepPlan, ContextRingHopsHideBehindTheAttentionOfTheBlockHeld) {
+  for (const int cp : {2, 4}) {
+    SCOPED_TRACE("cp" + std::to_string(cp));
+    auto c = small_gpt();
+    c.parallel.context = cp;
+    auto d = layout(1, 1, 1);
+    d.cp = cp;
+    auto o = options(d, 1);
+    o.world_size = cp;
+    o.inter = {10e9, 5e-6};
+    CodecCostTable codecs;
+    const StepPlan p = plan_step(c, d, o, codecs);
+
+    // One chunk pair: QK^T and AV of 128 / (2 cp) queries against as many
+    // keys, 4 sequences, hidden 256: 4 x chunk^2 x 256 x 4 FLOPs.
+    const double chunk = 128.0 / (2 * cp);
+    const double pair = 4 * chunk * chunk * 256 * 4 / 50e9;
+    // One hop: the keys and values of 4 x 2 chunks x 256 floats, two
+    // messages; the gradient accumulators the same in float32.
+    const double hop = 2 * 5e-6 + 2 * (4 * 2 * chunk * 256 * 4) * 8 / 10e9;
+    double forward = 0, backward = 0;
+    for (int step = 0; step + 1 < cp; ++step) {
+      const double pairs = step == 0 ? 3 : 2;
+      forward += std::max(0.0, hop - pairs * pair);
+      backward += std::max(0.0, hop - 2 * pairs * pair);
+    }
+    backward += cp * hop;
+    const double expected = 8 * 4 * (forward + backward);
+    const double blocking = 8 * 4 * ((cp - 1) * hop * 2 + cp * hop);
+
+    const GroupCost* ring = group_of(p, comm::GroupKind::kCp);
+    ASSERT_NE(ring, nullptr);
+    EXPECT_NEAR(ring->seconds, blocking, 1e-9 * blocking) << "the blocking ring's time";
+    EXPECT_NEAR(ring->exposed_seconds, expected, 1e-9 * expected);
+    EXPECT_NEAR(part_of(p, "cp"), expected, 1e-9 * expected);
+    const double compute_only = p.step_seconds - part_of(p, "cp");
+    EXPECT_GT(p.step_seconds, compute_only);
+    EXPECT_LT(p.step_seconds, compute_only + blocking);
+  }
 }
 
 // Bytes one rank sends per step on tp, by (op, role).
