@@ -41,32 +41,11 @@ size_t ErrorFeedback::encode(uint64_t key, const float* in, size_t n, uint8_t* o
   inner_->decode(out, size, decoded_.data(), n);
   std::vector<float>& r = found != residuals_->end() ? found->second : (*residuals_)[key];
   r.resize(n);
-  double lost = 0, given = 0;
   for (size_t i = 0; i < n; ++i) {
     const float left = work_[i] - decoded_[i];
     r[i] = std::isfinite(left) ? left : 0.f;
-    lost += double(r[i]) * r[i];
-    given += double(work_[i]) * work_[i];
   }
-  check_contraction(key, lost, given);
   return size;
-}
-
-void ErrorFeedback::check_contraction(uint64_t key, double lost, double given) {
-  int& in_a_row = non_contractive_in_a_row_[key];
-  // Zero input loses nothing; non-finite sums (an overflowed step) are the
-  // non-finite checks' business, not this one's.
-  const bool contracts =
-      !(given > 0) || !std::isfinite(given) || !std::isfinite(lost) || lost < given;
-  in_a_row = contracts ? 0 : in_a_row + 1;
-  if (in_a_row < kNonContractiveLimit) return;
-  throw std::runtime_error(
-      "error feedback diverges: codec " + inner_->spec().to_string() + " lost " +
-      std::to_string(std::sqrt(lost / given)) + "x the norm of what it was given (input plus " +
-      "residual) on buffer key " + std::to_string(key) + " in " +
-      std::to_string(kNonContractiveLimit) +
-      " calls in a row, so the residual grows without bound; use a setting that loses less " +
-      "(e.g. a higher zfp rate) or a codec without rescaling, or turn error_feedback off");
 }
 
 void ErrorFeedback::import_residuals(Residuals residuals) {

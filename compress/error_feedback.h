@@ -33,15 +33,6 @@ class ErrorFeedback {
   // Encodes in[0..n) plus the residual kept for `key` (zero the first time)
   // and updates that residual. A key seen before with another n is an error
   // (std::invalid_argument naming the key and both lengths).
-  //
-  // Feedback converges only for a codec that loses less than it is given,
-  // ||w - D(C(w))|| < ||w|| (a contraction); otherwise the residual grows
-  // geometrically (zfp at rate 4 on a GPT's gradients reached 1e38 in 67
-  // steps; unbiased rescaling sparsifiers such as random-k do the same).
-  // kNonContractiveLimit encodes of one key in a row that lose at least
-  // their whole input throw std::runtime_error naming the codec, the key and
-  // the ratio, instead of training on a diverging residual.
-  static constexpr int kNonContractiveLimit = 3;
   size_t encode(uint64_t key, const float* in, size_t n, uint8_t* out, size_t capacity);
 
   // Payloads decode with the inner codec: codec().decode(...).
@@ -53,9 +44,6 @@ class ErrorFeedback {
  private:
   std::unique_ptr<Codec> inner_;
   std::shared_ptr<Residuals> residuals_;
-  std::map<uint64_t, int> non_contractive_in_a_row_;  // per key
-  void check_contraction(uint64_t key, double lost, double given);
-
   std::vector<float> work_;     // x + r, reused between calls
   std::vector<float> decoded_;  // the receiver's view of work_, reused
 };

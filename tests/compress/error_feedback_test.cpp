@@ -9,9 +9,6 @@
 
 #include <cmath>
 #include <limits>
-#include <stdexcept>
-#include <string>
-#include <utility>
 
 #include "compress/codec_registry.h"
 #include "tests/compress/codec_test_util.h"
@@ -89,29 +86,16 @@ TEST(ErrorFeedback, SignRunningSumTracksInputs) {
 // wrap (the quantizers natural and sign included): after encoding x with
 // residual r, the new residual plus what the receiver decodes is x + r, to
 // float rounding (the residual is formed as fl(fl(x + r) - sent)).
-// The rescaling unbiased codecs (random-k keeping 10 %, qsgd at 4 levels on
-// 1500 values) lose more than their input, so feedback refuses their third
-// call (next test): they are checked over the two it takes.
 TEST(ErrorFeedback, ResidualPlusSentIsInputPlusPreviousResidual) {
   const size_t n = 1500;
-  const int refused_at = ErrorFeedback::kNonContractiveLimit;
-  const std::vector<std::pair<const char*, int>> codecs = {{"natural", 6},
-                                                           {"natural:seed=5", 6},
-                                                           {"sign", 6},
-                                                           {"sign:bucket=8", 6},
-                                                           {"qsgd:levels=4", refused_at - 1},
-                                                           {"topk:ratio=0.05", 6},
-                                                           {"randomk:ratio=0.1", refused_at - 1},
-                                                           {"threshold:threshold=0.5", 6},
-                                                           {"sidco:density=0.05", 6},
-                                                           {"zfp:mode=rate,rate=8", 6},
-                                                           {"bf16", 6}};
-  for (const auto& [text, steps] : codecs) {
+  for (const char* text : {"natural", "natural:seed=5", "sign", "sign:bucket=8", "qsgd:levels=4",
+                           "topk:ratio=0.05", "randomk:ratio=0.1", "threshold:threshold=0.5",
+                           "sidco:density=0.05", "zfp:mode=rate,rate=8", "bf16"}) {
     SCOPED_TRACE(text);
     ErrorFeedback feedback(make_codec(CodecSpec::parse(text)));
     std::vector<uint8_t> payload(feedback.codec().max_encoded_bytes(n));
     std::vector<float> sent(n), previous(n, 0.f);
-    for (int t = 0; t < steps; ++t) {
+    for (int t = 0; t < 6; ++t) {
       const auto x = gaussian(n, cmpi::testing::test_seed() + 31 * t);
       const size_t size = feedback.encode(4, x.data(), n, payload.data(), payload.size());
       feedback.codec().decode(payload.data(), size, sent.data(), n);
@@ -126,42 +110,6 @@ TEST(ErrorFeedback, ResidualPlusSentIsInputPlusPreviousResidual) {
       }
       EXPECT_TRUE(changed) << "the codec sent the input unchanged: nothing to feed back";
       previous = r;
-    }
-  }
-}
-
-// Feedback with a codec that loses at least what it is given grows its
-// residual geometrically (zfp rate 4 on the benchmark GPT's gradients: norm
-// 4e4 by step 10, non-finite at step 68): the third such call in a row of one
-// key is refused with the codec and key named, and another key is unaffected.
-TEST(ErrorFeedback, CodecThatLosesItsWholeInputIsRefusedBeforeTheResidualGrows) {
-  const size_t n = 1500;
-  const uint64_t seed = cmpi::testing::test_seed();
-  for (const char* text : {"randomk:ratio=0.1", "qsgd:levels=4"}) {
-    SCOPED_TRACE(std::string(text) + " seed " + std::to_string(seed));
-    ErrorFeedback feedback(make_codec(CodecSpec::parse(text)));
-    ErrorFeedback contracting(make_codec(CodecSpec::parse("topk:ratio=0.05")));
-    std::vector<uint8_t> payload(feedback.codec().max_encoded_bytes(n));
-    for (int t = 0; t + 1 < ErrorFeedback::kNonContractiveLimit; ++t) {
-      const auto x = gaussian(n, seed + t);
-      feedback.encode(9, x.data(), n, payload.data(), payload.size());
-      feedback.encode(10 + t, x.data(), n, payload.data(), payload.size());  // fresh keys
-    }
-    const auto x = gaussian(n, seed + 99);
-    try {
-      feedback.encode(9, x.data(), n, payload.data(), payload.size());
-      FAIL() << "the third non-contracting call was taken";
-    } catch (const std::runtime_error& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("error feedback diverges"), std::string::npos) << what;
-      EXPECT_NE(what.find(feedback.codec().spec().to_string()), std::string::npos) << what;
-      EXPECT_NE(what.find("key 9"), std::string::npos) << what;
-    }
-    // A key seen once is not refused; a contracting codec never is.
-    EXPECT_NO_THROW(feedback.encode(10, x.data(), n, payload.data(), payload.size()));
-    for (int t = 0; t < 20; ++t) {
-      const auto y = gaussian(n, seed + 200 + t);
-      EXPECT_NO_THROW(contracting.encode(9, y.data(), n, payload.data(), payload.size()));
     }
   }
 }
