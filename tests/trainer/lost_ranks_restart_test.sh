@@ -3,11 +3,11 @@
 # communication calls of a pipeline layout (dp2 x pp2, the tiny model cut
 # down, 24 steps, a checkpoint every 4), each found by the watchdog
 # (run.timeout 5 s), the job restarted from the newest complete checkpoint:
-#   attempt 1: world rank 1 stops itself (SIGSTOP) inside its 40th call on
-#              its pp group (CMPI_TEST_FAULT=stop:1:pp:40, a few steps in): a
+#   attempt 1: world rank 1 stops itself (SIGSTOP) inside its 60th call on
+#              its pp group (CMPI_TEST_FAULT=stop:1:pp:60, a few steps in): a
 #              node frozen mid-exchange, its peers waiting on it;
-#   attempt 2: world rank 2 spins at its 150th communication call
-#              (CMPI_TEST_FAULT=spin:2:150): a rank stuck in its own code;
+#   attempt 2: world rank 2 spins at its 260th communication call
+#              (CMPI_TEST_FAULT=spin:2:260): a rank stuck in its own code;
 #   attempt 3: no fault, runs to the end.
 # (CMPI_TEST_FAULT holds one fault; a wrapper picks it by CMPI_RUN_ATTEMPT,
 # which cmpi-run sets.) Checked: cmpi-run logs exactly two failures and the
@@ -36,8 +36,8 @@ timeout 200 "${mpi[@]}" "$exe" --config "$config" "${small[@]}" --set run.name=w
 
 # The fault of each attempt; cmpi-run appends --resume auto to the command.
 by_attempt=(bash -c 'case "$CMPI_RUN_ATTEMPT" in
-  1) export CMPI_TEST_FAULT=stop:1:pp:40 ;;
-  2) export CMPI_TEST_FAULT=spin:2:150 ;;
+  1) export CMPI_TEST_FAULT=stop:1:pp:60 ;;
+  2) export CMPI_TEST_FAULT=spin:2:260 ;;
   *) unset CMPI_TEST_FAULT ;;
 esac
 exec "$@"' fault-by-attempt)
@@ -48,9 +48,9 @@ code=$?
 [ "$code" -eq 0 ] || fail "cmpi-run: exit $code (want 0: the third attempt completes)" "$out"
 [ "$(grep -c 'cmpi-run: .*failed (exit code' "$out")" -eq 2 ] || fail "not exactly two failures logged" "$out"
 grep -q "attempt 3 of 4 succeeded" "$out" || fail "no success of attempt 3 logged" "$out"
-grep -q "test fault: stopping inside communication call 40 on pp" "$out" ||
+grep -q "test fault: stopping inside communication call 60 on pp" "$out" ||
   fail "rank 1 did not stop in attempt 1" "$out"
-grep -q "test fault: spinning at communication call 150" "$out" ||
+grep -q "test fault: spinning at communication call 260" "$out" ||
   fail "rank 2 did not spin in attempt 2" "$out"
 [ "$(grep -c 'watchdog:' "$out")" -eq 2 ] || fail "not exactly one watchdog line per failure" "$out"
 first=$(sed '/attempt 1 of 4 failed/q' "$out")
