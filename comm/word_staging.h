@@ -34,7 +34,7 @@ struct WordStaging {
     }
     const size_t begin = std::min(words, 2 * first);
     const size_t taken = std::min(words - begin, 2 * count);
-    std::memcpy(out, block + begin, taken * sizeof(uint16_t));
+    if (taken > 0) std::memcpy(out, block + begin, taken * sizeof(uint16_t));  // out may be null
     if (taken < 2 * count)
       std::memset(reinterpret_cast<uint16_t*>(out) + taken, 0,
                   (2 * count - taken) * sizeof(uint16_t));

@@ -66,10 +66,11 @@ void ring_allreduce(CompressedContext& ctx, float* data, size_t n) {
                               result.send_chunk(k, sum, &key);
                               float* slot = own_segment + result.shape().chunk_offset(k);
                               // The last read of this chunk of data was the addition that made
-                              // `sum`.
-                              if (lossless)
+                              // `sum`. A rank owning no elements (fewer elements than ranks) has
+                              // an empty chunk and may have no buffer at all: no copy.
+                              if (lossless && length > 0)
                                 std::memcpy(slot, sum, length * sizeof(float));
-                              else
+                              else if (!lossless)
                                 result.decode_sent(k, slot);
                             });
   ring_allgather_forward_stage(ctx, progress, data, offsets, gather_hops);

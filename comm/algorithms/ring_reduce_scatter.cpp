@@ -133,7 +133,9 @@ void ring_reduce_scatter(CompressedContext& ctx, const float* in, float* out,
   std::vector<std::unique_ptr<OutgoingTransfer>> sends;
   ring_reduce_scatter_stage(ctx, progress, op, in, counts, offsets, hops, sends,
                             [&](size_t k, const float* sum, size_t length) {
-                              std::memcpy(out + k * chunk, sum, length * sizeof(float));
+                              // An empty segment may come with no output buffer at all.
+                              if (length > 0)
+                                std::memcpy(out + k * chunk, sum, length * sizeof(float));
                             });
   for (auto& send : sends) send->wait();
 }
