@@ -20,7 +20,7 @@ FlatParam flat_param_of(const ParamInfo& p, bool tp_replicas) {
   flat.tensor_parallel = p.tensor_parallel;
   flat.weight_decay = p.weight_decay;
   flat.tied_copy = p.tied_across_stages;
-  flat.exact = tp_replicas && !p.tensor_parallel;
+  flat.exact = tp_replicas && !p.tensor_parallel && !flat.tied_copy;
   return flat;
 }
 
