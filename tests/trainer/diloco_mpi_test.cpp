@@ -130,7 +130,7 @@ Comparison compare(const std::map<std::string, std::vector<float>>& mine, int dp
   }
   const int size = world_size();
   int mine_size = int(bytes.size());
-  std::vector<int> sizes(size_t(size)), displs(size_t(size));
+  std::vector<int> sizes(static_cast<size_t>(size)), displs(static_cast<size_t>(size));
   MPI_Allgather(&mine_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
   int total = 0;
   for (int r = 0; r < size; ++r) {
