@@ -38,6 +38,8 @@ const char* to_string(Role role) {
       return "other";
     case Role::kEmbeddingGradient:
       return "embedding_gradient";
+    case Role::kPseudoGradient:
+      return "pseudo_gradient";
   }
   return "?";
 }

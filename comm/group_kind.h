@@ -17,6 +17,10 @@ enum class GroupKind { kWorld, kDp, kTp, kPp, kSp, kZero, kCp };
 // of gradient: a rule that matches role `gradient` matches it too, so it
 // travels as every other gradient unless a rule names it (e.g. the
 // block-sparse rule of PolicyConfig::sparse_embedding).
+// kPseudoGradient: DiLoCo's pseudo-gradient (parallel/diloco/), the weights'
+// change since the last outer step, averaged over dp every sync_every steps.
+// Also a kind of gradient: rules naming `gradient` (the presets' dp rules)
+// take it, and a rule naming `pseudo_gradient` matches nothing else.
 enum class Role {
   kGradient,
   kActivation,
@@ -24,7 +28,8 @@ enum class Role {
   kWeight,
   kHalo,
   kOther,
-  kEmbeddingGradient
+  kEmbeddingGradient,
+  kPseudoGradient
 };
 enum class Op { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kAlltoall, kSendRecv, kHalo };
 // Whether a message stays inside one node (ranks of one MPI_COMM_TYPE_SHARED
@@ -38,7 +43,7 @@ constexpr int kGroupKindCount = 7;
 inline constexpr GroupKind kAllGroupKinds[] = {GroupKind::kDp,   GroupKind::kTp, GroupKind::kPp,
                                                GroupKind::kCp,   GroupKind::kSp, GroupKind::kZero,
                                                GroupKind::kWorld};
-constexpr int kRoleCount = 7;
+constexpr int kRoleCount = 8;
 constexpr int kOpCount = 7;
 constexpr int kLocalityCount = 2;
 

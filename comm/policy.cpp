@@ -21,10 +21,12 @@ uint32_t mask_of(const std::vector<E>& values, int count) {
   return mask;
 }
 
-// An embedding's gradient is a gradient: rules naming `gradient` take it too.
+// An embedding's gradient and DiLoCo's pseudo-gradient are gradients: rules
+// naming `gradient` take them too.
 uint32_t role_mask_of(const std::vector<Role>& roles) {
   uint32_t mask = mask_of(roles, kRoleCount);
-  if (mask & (1u << int(Role::kGradient))) mask |= 1u << int(Role::kEmbeddingGradient);
+  if (mask & (1u << int(Role::kGradient)))
+    mask |= (1u << int(Role::kEmbeddingGradient)) | (1u << int(Role::kPseudoGradient));
   return mask;
 }
 

@@ -101,6 +101,19 @@ struct ModelConfig {
   std::string activation = "relu";
 };
 
+// DiLoCo (parallel.dp_sync: diloco; parallel/diloco/): each dp replica takes
+// its own inner AdamW steps and every sync_every steps an outer SGD step with
+// Nesterov momentum on the pseudo-gradient (the weights' change since the
+// last sync) averaged over dp. fragments > 1 is the streaming variant: the
+// layers cut into that many fragments, fragment f synchronised at the steps
+// where (step - f * sync_every / fragments) % sync_every == 0.
+struct DilocoConfig {
+  int64_t sync_every = 32;      // inner steps between two syncs of a fragment (H)
+  double outer_lr = 0.7;        // the outer SGD's learning rate (the DiLoCo paper's)
+  double outer_momentum = 0.9;  // its Nesterov momentum (the paper's)
+  int64_t fragments = 1;        // 1: the whole model at once; F > 1: streaming
+};
+
 struct ParallelConfig {
   int64_t data = 0;  // 0 = auto: world / (tensor * pipeline * spatial * context)
   int64_t tensor = 1;
@@ -142,6 +155,11 @@ struct ParallelConfig {
   // summed as 16-bit words (2 bytes a value; the bias added after the sum).
   // The same thing under fp32 compute and with tensor 1.
   std::string tp_forward_sum = "float32";
+  // How the dp replicas agree (parallel.dp_sync): "every_step" (gradients
+  // reduced over dp in every step) or "diloco" (replicas step alone, averaged
+  // every diloco.sync_every steps; GPT, ZeRO stage 0, no context parallelism).
+  std::string dp_sync = "every_step";
+  DilocoConfig diloco;
   // Two model replicas pipelined in opposite directions over the same pp
   // ranks (GEMS-MASTER; model.kind resnet only), each running half of every
   // rank's micro-batches; their gradients are summed with each other.

@@ -27,6 +27,45 @@ namespace {
 // The checks that relate keys to each other within the config alone; the
 // checks that need a domain (the model family, the tokenizer, the layout)
 // run in launch::check_domains, which owns them.
+// DiLoCo (parallel/diloco/) is built for the GPT's dp replicas at ZeRO
+// stage 0; what it cannot run is refused here, naming the key to change.
+// (dp = 1 is refused once the world size is known: launch/checked_config.cpp.)
+void check_diloco(const Config& c) {
+  if (c.parallel.dp_sync != "diloco") return;
+  const DilocoConfig& d = c.parallel.diloco;
+  if (c.model.kind != ModelFamily::kGpt)
+    fail_at(c, "parallel.dp_sync",
+            std::string("diloco is built for the GPT (model.kind gpt), got model.kind ") +
+                name_of(c.model.kind));
+  if (c.parallel.zero_stage != 0)
+    fail_at(c, "parallel.zero_stage",
+            "parallel.dp_sync: diloco keeps every replica's whole AdamW state (each replica "
+            "steps alone between syncs, so there is nothing to shard over dp): it needs "
+            "zero_stage 0, got " +
+                std::to_string(c.parallel.zero_stage));
+  if (c.parallel.context > 1)
+    fail_at(c, "parallel.context",
+            "parallel.dp_sync: diloco does not run with context parallelism (the dp group spans "
+            "the cp ranks, whose gradients must still be summed every step), got context " +
+                std::to_string(c.parallel.context));
+  if (d.fragments > c.model.layers)
+    fail_at(c, "parallel.diloco.fragments",
+            "cuts the model's layers into fragments, so it can be at most model.layers (" +
+                std::to_string(c.model.layers) + "), got " + std::to_string(d.fragments));
+  if (d.fragments > d.sync_every)
+    fail_at(c, "parallel.diloco.fragments",
+            "each fragment is synchronised at its own step of the interval, so it can be at "
+            "most parallel.diloco.sync_every (" +
+                std::to_string(d.sync_every) + "), got " + std::to_string(d.fragments));
+  for (const comm::PolicyRule& rule : c.compression.rules)
+    if (rule.codec && comm::is_powersgd(*rule.codec))
+      fail_at(c, "parallel.dp_sync",
+              "compression rule " + rule.origin +
+                  " uses powersgd, which replaces the gradient allreduce of every step; "
+                  "parallel.dp_sync: diloco has none (the pseudo-gradients go through the dp "
+                  "policy as role pseudo_gradient)");
+}
+
 void check_consistency(const Config& c) {
   if (c.training.global_batch % c.training.micro_batch != 0)
     fail_at(c, "training.global_batch",
@@ -62,6 +101,7 @@ void check_consistency(const Config& c) {
                   std::to_string(c.parallel.zero_stage) +
                   " reduce-scatters the gradients, which a low-rank factorisation cannot do");
   }
+  check_diloco(c);
   if (c.eval.every > 0 && c.data.kind == DataKind::kIndexed && c.data.split[1] == 0)
     fail_at(c, "data.split",
             "eval.every is " + std::to_string(c.eval.every) +

@@ -202,6 +202,16 @@ void parallel_fields(Fields& f, Section& parallel) {
   f.flag("bidirectional", parallel.bidirectional);
   f.flag("sequence_parallel", parallel.sequence_parallel);
   f.word("tp_forward_sum", parallel.tp_forward_sum, {"float32", "compute"});
+  f.word("dp_sync", parallel.dp_sync, {"every_step", "diloco"});
+}
+
+// parallel.diloco, a mapping of its own.
+template <class Fields, class Section>
+void diloco_fields(Fields& f, Section& diloco) {
+  f.integer("sync_every", diloco.sync_every, positive());
+  f.real("outer_lr", diloco.outer_lr, above(0.0));
+  f.real("outer_momentum", diloco.outer_momentum, unit_interval_open_top());
+  f.integer("fragments", diloco.fragments, positive());
 }
 
 template <class Fields, class Section>
@@ -297,6 +307,10 @@ void read_model(MapReader r, ModelConfig& model) {
 void read_parallel(MapReader r, ParallelConfig& parallel) {
   FieldReader f(r);
   parallel_fields(f, parallel);
+  MapReader diloco = r.section("diloco");
+  FieldReader diloco_reader(diloco);
+  diloco_fields(diloco_reader, parallel.diloco);
+  diloco.finish();
   r.finish();
 }
 
@@ -358,6 +372,9 @@ void write_model(YAML::Emitter& out, const ModelConfig& model) {
 }
 void write_parallel(YAML::Emitter& out, const ParallelConfig& parallel) {
   write_fields(out, parallel, parallel_fields<FieldWriter, const ParallelConfig>);
+  out << YAML::Key << "diloco" << YAML::Value << YAML::BeginMap;
+  write_fields(out, parallel.diloco, diloco_fields<FieldWriter, const DilocoConfig>);
+  out << YAML::EndMap;
 }
 void write_training(YAML::Emitter& out, const TrainingConfig& training) {
   write_fields(out, training, training_fields<FieldWriter, const TrainingConfig>);

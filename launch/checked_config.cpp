@@ -168,6 +168,11 @@ parallel::ParallelDims validate_layout(const Config& config, int world_size) {
                 std::to_string(t.micro_batch) + " over " + std::to_string(dims.dp) +
                 " data-parallel ranks (" + dims.to_string() + world_text + "): it must be a " +
                 "multiple of training.micro_batch x dp = " + std::to_string(per_step));
+  if (config.parallel.dp_sync == "diloco" && dims.dp == 1)
+    fail_at(config, "parallel.dp_sync",
+            "diloco averages the pseudo-gradients of the data-parallel replicas, but " +
+                dims.to_string() + world_text +
+                " has one replica (dp = 1); use every_step, or more ranks");
   const int64_t micro_batches = t.global_batch / per_step;
   if (config.parallel.bidirectional && micro_batches % 2 != 0)
     fail_at(config, "training.global_batch",

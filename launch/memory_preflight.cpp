@@ -98,11 +98,13 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
          bytes(e.parameter_bytes) + ", gradients " + bytes(e.gradient_bytes) + ", optimizer " +
          bytes(e.optimizer_bytes) + ", activations " + bytes(e.activation_bytes) + ", buffers " +
          bytes(e.buffer_bytes) + ", comm scratch " + bytes(e.scratch_bytes) + ", pipeline sends " +
-         bytes(e.pipeline_send_bytes) + ", runtime " + bytes(e.runtime_bytes) +
-         " on pipeline stage " + std::to_string(e.stage) + ", layout " + dims.to_string() + "); " +
-         std::to_string(ranks_on_node) + " rank(s) on this node need " + bytes(needed) +
-         " but only " + bytes((long double)available_bytes) +
-         " is available. The largest part is " + drivers +
+         bytes(e.pipeline_send_bytes) +
+         (e.outer_state_bytes > 0 ? ", DiLoCo outer state " + bytes(e.outer_state_bytes)
+                                  : std::string()) +
+         ", runtime " + bytes(e.runtime_bytes) + " on pipeline stage " + std::to_string(e.stage) +
+         ", layout " + dims.to_string() + "); " + std::to_string(ranks_on_node) +
+         " rank(s) on this node need " + bytes(needed) + " but only " +
+         bytes((long double)available_bytes) + " is available. The largest part is " + drivers +
          ". (This is an estimate; set run.memory_check: false to start anyway.)";
 }
 

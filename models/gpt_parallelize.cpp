@@ -8,6 +8,7 @@
 
 #include "models/family/gpt_family.h"
 #include "models/gpt_train_model.h"
+#include "parallel/diloco/diloco_sync.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_stages.h"
@@ -43,6 +44,29 @@ std::vector<checkpoint::CheckpointedParam> global_layout(const Gpt& model,
       slice.count = groups.tp().size();
     }
     out.push_back({layout.name, slice, false, layout.used_rows});
+  }
+  return out;
+}
+
+// DiLoCo's fragment of each parameter (parallel/diloco/sync_schedule.h):
+// block N's by its global layer, the final norm and an untied head the last
+// fragment's, the embeddings and the tied table (on both pipeline ends) the
+// first's, so that both copies of the table are synchronised together.
+std::vector<int> diloco_fragments(const std::vector<parallel::ParamInfo>& infos, int64_t layers,
+                                  int64_t fragments) {
+  std::vector<int> out;
+  for (const auto& info : infos) {
+    const std::string& name = info.name;
+    int fragment = 0;
+    if (info.tied_across_stages) {
+      fragment = 0;
+    } else if (name.rfind("block", 0) == 0) {
+      const int64_t layer = std::stoll(name.substr(5, name.find('.') - 5));
+      fragment = parallel::SyncSchedule::fragment_of_layer(layer, layers, fragments);
+    } else if (name.rfind("final_norm", 0) == 0 || name.rfind("output_head", 0) == 0) {
+      fragment = int(fragments - 1);
+    }
+    out.push_back(fragment);
   }
   return out;
 }
@@ -168,8 +192,30 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       gpt->fill_initial_values(param, offset, length, out);
     };
   }
+  // DiLoCo: every dp rank steps alone between syncs (no dp reduction).
+  const bool diloco = config.parallel.dp_sync == "diloco";
+  optimizer_options.reduce_over_dp = !diloco;
   parts.optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
   model->set_layer_gate(parts.optimizer->layer_gate());
+
+  // 7. DiLoCo's outer side, over the parameters the optimizer now holds.
+  if (diloco) {
+    const auto& d = config.parallel.diloco;
+    parallel::DilocoSyncOptions sync;
+    sync.outer = {d.outer_lr, d.outer_momentum};
+    sync.sync_every = d.sync_every;
+    sync.fragments = d.fragments;
+    sync.fragment_of_param = diloco_fragments(param_infos, config.model.layers, d.fragments);
+    sync.bucket_bytes = config.parallel.dp_bucket_bytes;
+    if (tied_across_stages) {
+      auto* tied_embedding = parts.tied_embedding.get();
+      sync.tied = parallel::DilocoSyncOptions::TiedShare{
+          tied_embedding->reduces(), [tied_embedding](size_t part, float* data, size_t n) {
+            tied_embedding->share_reduced(part, data, n);
+          }};
+    }
+    parts.diloco = std::make_unique<parallel::DilocoSync>(param_infos, std::move(sync), groups);
+  }
   return std::make_unique<GptTrainModel>(config, groups, std::move(parts));
 }
 

@@ -20,7 +20,11 @@
 //      and how the tied table's reduction is shared,
 //      are sparse (the untied embedding) or are counted by another stage (the
 //      head's tied copy); under per-layer ZeRO-3 its layer gate goes back
-//      into the model.
+//      into the model;
+//   7. parallel.dp_sync: diloco: the optimizer reduces nothing over dp (each
+//      dp rank a replica stepping alone) and a DilocoSync over the same
+//      parameters averages the replicas' pseudo-gradients every
+//      parallel.diloco.sync_every steps (parallel/diloco/diloco_sync.h).
 // Throws std::invalid_argument for a layout it cannot run (e.g. tensor dumps
 // with pp > 1).
 #pragma once

@@ -8,6 +8,8 @@
 #include "models/family/gpt_family.h"
 #include "models/generator_state.h"
 #include "models/tensor_dump.h"
+#include "parallel/diloco/diloco_sync.h"
+#include "parallel/diloco/replica_state.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_tied_embedding.h"
@@ -49,6 +51,17 @@ std::string GptTrainModel::describe() const {
                 groups_.dims().to_string().c_str(), (long long)parts_.micro_batches,
                 (long long)config_.training.micro_batch, data.c_str());
   std::string out = line;
+  if (parts_.diloco) {
+    const auto& d = config_.parallel.diloco;
+    std::snprintf(line, sizeof line,
+                  "\ndp_sync: diloco: %d replicas step alone; every %lld steps an outer SGD step "
+                  "(lr %g, Nesterov momentum %g) on the averaged pseudo-gradient, %lld "
+                  "fragment(s) %lld steps apart; outer state %.2f MB on rank 0",
+                  groups_.dp().size(), (long long)d.sync_every, d.outer_lr, d.outer_momentum,
+                  (long long)d.fragments, (long long)(d.sync_every / d.fragments),
+                  double(parts_.diloco->state_bytes()) / 1e6);
+    out += line;
+  }
   const auto& t = config_.training;
   if (t.precision == config::Precision::kBf16)
     out +=
@@ -77,9 +90,13 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // The dp group spans cp: each of its ranks averaged the loss over its own
   // part of the sequences, so the mean over the group is the global mean.
   const int replicas = groups_.dp().size();
+  // DiLoCo: each replica's gradient is the mean over its own micro-batches
+  // (nothing sums them over dp); its loss is averaged over dp below.
+  const int summed_replicas = parts_.diloco ? 1 : replicas;
   const int64_t micro_batches = parts_.micro_batches;
-  const double scale = 1.0 / double(micro_batches * replicas);
+  const double scale = 1.0 / double(micro_batches * summed_replicas);
   auto& optimizer = *parts_.optimizer;
+  if (parts_.diloco) parts_.diloco->before_inner_step();
 
   // Dumped gradients are this rank's own (before the dp reduction and
   // clipping), so that step reduces nothing during backward.
@@ -116,16 +133,28 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // After step(): until then the optimizer's comm thread may be using dp.
   float loss_value = float(local_loss);
   if (replicas > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
+  if (parts_.diloco) loss_value /= float(replicas);
   // Every rank sees the same skip (a global norm) and the same loss, so the
   // scalers stay equal. An overflow with a finite loss is what the scale
   // absorbs; a non-finite loss (the forward overflowed) is not.
   last_loss_scale_ = loss_scaler_ ? loss_scale : 0.0;
   last_overflow_absorbed_ = false;
   if (loss_scaler_) {
-    const bool overflowed = optimizer.last_step_skipped();
+    bool overflowed = optimizer.last_step_skipped();
+    if (parts_.diloco && replicas > 1) {
+      // Each replica skips on its own norm; the scale must stay one for all.
+      int32_t any = overflowed ? 1 : 0;
+      groups_.dp().control_allreduce(&any, 1, comm::ControlReduce::kMax);
+      overflowed = any != 0;
+    }
     last_overflow_absorbed_ =
         overflowed && std::isfinite(loss_value) && loss_scaler_->can_back_off();
     loss_scaler_->update(overflowed);
+  }
+  // DiLoCo: the outer step on the fragments due after this inner step.
+  if (parts_.diloco) {
+    last_outer_sync_.fragments = parts_.diloco->after_inner_step(step + 1);
+    last_outer_sync_.seconds = parts_.diloco->last_sync_seconds();
   }
   return Outcome{double(loss_value), -1};
 }
@@ -241,6 +270,25 @@ checkpoint::CheckpointParts GptTrainModel::checkpoint_parts() {
     parts.generators.push_back(checkpoint::GeneratorPart{
         "training/loss_scaler", [scaler] { return scaler->save(); },
         [scaler](const std::string& bytes) { scaler->load(bytes); }, true});
+  }
+  if (parts_.diloco) {
+    // The outer weights and momentum on every rank (the same layout resumes
+    // them; another starts the outer optimizer from the loaded weights);
+    // beside dp rank 0, whose state the optimizer entries hold, every
+    // replica's own weights and moments (parallel/diloco/replica_state.h).
+    auto* sync = parts_.diloco.get();
+    parts.generators.push_back(
+        checkpoint::GeneratorPart{"diloco/outer", [sync] { return sync->save(); },
+                                  [sync](const std::string& bytes) { sync->load(bytes); }, false});
+    if (groups_.coord().dp != 0) {
+      auto* optimizer = parts_.optimizer.get();
+      parts.generators.push_back(checkpoint::GeneratorPart{
+          "diloco/replica", [optimizer] { return parallel::save_replica_state(*optimizer); },
+          [optimizer](const std::string& bytes) {
+            parallel::load_replica_state(*optimizer, bytes);
+          },
+          false});
+    }
   }
   for (auto& [name, generator] : parts_.model->dropout_generators())
     parts.generators.push_back(generator_part("model/" + name, generator));

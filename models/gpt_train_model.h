@@ -1,5 +1,6 @@
 // GptTrainModel: the GPT as a TrainModel. Per step, for each of this rank's
-// micro-batches: forward, loss scaled by 1/(micro-batches x dp), backward
+// micro-batches: forward, loss scaled by 1/(micro-batches x dp) (DiLoCo:
+// 1/micro-batches, each replica's own mean), backward
 // (gradients accumulate in the optimizer's buffer); with pp > 1 the pipeline
 // engine runs the schedule instead and the last stage sends its copy of the
 // tied embedding's gradient to the first; then the data-parallel optimizer
@@ -7,7 +8,9 @@
 // clips and steps. training.precision fp16 multiplies the loss by a dynamic
 // loss scale before backward (models/loss_scaler.h) and has the optimizer
 // divide the float32 gradients by it; an overflow skips the step and backs
-// the scale off (counted by the non-finite guard as a skipped step). Built by
+// the scale off (counted by the non-finite guard as a skipped step). Under
+// parallel.dp_sync: diloco the step is an inner step of this replica, after
+// which DilocoSync synchronises the fragments due. Built by
 // parallelize_gpt (gpt_parallelize.h), which fills GptParts.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include "parallel/pipeline/pipeline_engine.h"
 
 namespace cmpi::parallel {
+class DilocoSync;
 class PipelineTiedEmbedding;
 class ProcessGroups;
 }  // namespace cmpi::parallel
@@ -39,6 +43,9 @@ struct GptParts {
   std::unique_ptr<parallel::PipelineEngine> pipeline;               // pp > 1 only
   std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;  // pp > 1, tied only
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
+  // parallel.dp_sync: diloco only: the outer side (the optimizer then does
+  // not reduce over dp).
+  std::unique_ptr<parallel::DilocoSync> diloco;
   // This rank's parameters against the global layout, in the optimizer's order.
   std::vector<checkpoint::CheckpointedParam> checkpointed;
   int64_t micro_batches = 1;  // per rank per step
@@ -66,6 +73,7 @@ class GptTrainModel : public TrainModel {
   checkpoint::CheckpointParts checkpoint_parts() override;
   void dump_parameters(const std::string& dump_dir) override;
   double loss_scale() const override { return last_loss_scale_; }
+  OuterSync last_outer_sync() const override { return last_outer_sync_; }
 
  private:
   // Tokens [micro_batch, seq + 1] of this rank's micro-batch m of global
@@ -88,6 +96,7 @@ class GptTrainModel : public TrainModel {
   bool last_overflow_absorbed_ = false;  // its update was skipped for a gradient overflow
   double last_grad_norm_ = 0;
   double last_local_loss_ = 0;  // this rank's own micro-batches, before the dp average
+  OuterSync last_outer_sync_;   // DiLoCo: what the last step synchronised
 };
 
 }  // namespace cmpi::models

@@ -57,6 +57,13 @@ struct Outcome {
   double accuracy = -1;
 };
 
+// DiLoCo's syncs after a step (parallel/diloco/): the fragments whose
+// pseudo-gradients were averaged over dp (empty: none) and the time it took.
+struct OuterSync {
+  std::vector<int> fragments;
+  double seconds = 0;
+};
+
 // Communicators outside the process grid that a model also reports (a
 // bidirectional pipeline's mirrored groups), by the name they get in the
 // groups JSON.
@@ -107,6 +114,8 @@ class TrainModel {
   virtual void dump_parameters(const std::string& dump_dir) = 0;
   // fp16 loss scaling: the scale the last step ran with; 0 without.
   virtual double loss_scale() const { return 0; }
+  // parallel.dp_sync: diloco: what the last train_step synchronised over dp.
+  virtual OuterSync last_outer_sync() const { return {}; }
 };
 
 }  // namespace cmpi::models

@@ -210,6 +210,8 @@ MemoryEstimate estimate_stage(const MemoryEstimateInput& in, const PipelineStage
   if (in.pp > 1)
     e.pipeline_send_bytes = (stage_index > 0 ? sent : 0) + (stage_index + 1 < in.pp ? received : 0);
   if (in.dp > 1) e.scratch_bytes = std::min(Real(in.bucket_bytes), param_bytes);
+  if (in.diloco)
+    e.outer_state_bytes = 2 * param_bytes + std::min(Real(in.bucket_bytes), param_bytes);
   return e;
 }
 
@@ -223,6 +225,7 @@ MemoryEstimate::Part MemoryEstimate::dominant() const {
                         {"buffers", buffer_bytes},
                         {"comm scratch", scratch_bytes},
                         {"pipeline sends", pipeline_send_bytes},
+                        {"outer state", outer_state_bytes},
                         {"runtime", runtime_bytes}};
   Part largest = parts[0];
   for (const Part& part : parts)

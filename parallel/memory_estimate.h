@@ -58,6 +58,10 @@
 //               for the largest gradient reduction: a bucket (MPI's
 //               temporary for the reduction, or the codec's payloads), with
 //               dp > 1 only;
+//   outer state parallel.dp_sync: diloco (parallel/diloco/diloco_sync.h): the
+//               outer weights and the outer momentum, two float32 copies of
+//               the stage's parameters, and one bucket of pseudo-gradient
+//               scratch (not part of state(): the optimizer does not count it);
 //   runtime     what a rank holds before the model exists (LibTorch, MPI,
 //               BLAS buffers): ~190 MiB measured (max RSS of a 120k-parameter
 //               run), counted as kRuntimeBytes.
@@ -121,6 +125,7 @@ struct MemoryEstimateInput {
   ActivationRecompute recompute = ActivationRecompute::kNone;
   int64_t recompute_layers = 0;    // full: the first this many blocks per stage (0: all)
   bool sequence_parallel = false;  // parallel.sequence_parallel (see activations)
+  bool diloco = false;             // parallel.dp_sync: diloco (see outer state)
 };
 
 // What a rank holds before the model exists (see runtime above).
@@ -128,7 +133,7 @@ constexpr long double kRuntimeBytes = 200.0L * (1 << 20);
 
 struct MemoryEstimate {
   long double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
-              buffer_bytes = 0, scratch_bytes = 0, pipeline_send_bytes = 0,
+              buffer_bytes = 0, scratch_bytes = 0, pipeline_send_bytes = 0, outer_state_bytes = 0,
               runtime_bytes = kRuntimeBytes;
   int stage = 0;       // the pipeline stage these are for
   int64_t layers = 0;  // the stage's layers
@@ -148,7 +153,7 @@ struct MemoryEstimate {
   Part dominant() const;
   long double total() const {
     return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + buffer_bytes +
-           scratch_bytes + pipeline_send_bytes + runtime_bytes;
+           scratch_bytes + pipeline_send_bytes + outer_state_bytes + runtime_bytes;
   }
 };
 

@@ -23,12 +23,13 @@ std::string memory_json(const parallel::MemoryEstimate& m) {
   std::snprintf(buf, sizeof buf,
                 "{\"stage\":%d,\"parameters_bytes\":%.0Lf,\"gradients_bytes\":%.0Lf,"
                 "\"optimizer_bytes\":%.0Lf,\"activation_bytes\":%.0Lf,\"buffer_bytes\":%.0Lf,"
-                "\"scratch_bytes\":%.0Lf,\"pipeline_send_bytes\":%.0Lf,\"runtime_bytes\":%.0Lf,"
+                "\"scratch_bytes\":%.0Lf,\"pipeline_send_bytes\":%.0Lf,\"outer_state_bytes\":%.0Lf,"
+                "\"runtime_bytes\":%.0Lf,"
                 "\"attention_score_bytes\":%.0Lf,\"state_bytes\":%.0Lf,\"total_bytes\":%.0Lf,"
                 "\"dominant\":\"%s\"}",
                 m.stage, m.parameter_bytes, m.gradient_bytes, m.optimizer_bytes, m.activation_bytes,
-                m.buffer_bytes, m.scratch_bytes, m.pipeline_send_bytes, m.runtime_bytes,
-                m.attention_score_bytes, m.state(), m.total(), m.dominant().name);
+                m.buffer_bytes, m.scratch_bytes, m.pipeline_send_bytes, m.outer_state_bytes,
+                m.runtime_bytes, m.attention_score_bytes, m.state(), m.total(), m.dominant().name);
   return buf;
 }
 
@@ -79,8 +80,11 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
          config::human_bytes(double(m.activation_bytes)) + ", buffers " +
          config::human_bytes(double(m.buffer_bytes)) + ", comm scratch " +
          config::human_bytes(double(m.scratch_bytes)) + ", pipeline sends " +
-         config::human_bytes(double(m.pipeline_send_bytes)) + ", runtime " +
-         config::human_bytes(double(m.runtime_bytes)) + " = " +
+         config::human_bytes(double(m.pipeline_send_bytes)) +
+         (m.outer_state_bytes > 0
+              ? ", DiLoCo outer state " + config::human_bytes(double(m.outer_state_bytes))
+              : std::string()) +
+         ", runtime " + config::human_bytes(double(m.runtime_bytes)) + " = " +
          config::human_bytes(double(m.total())) + " (largest: " + m.dominant().name +
          (m.attention_score_bytes > 0
               ? "; attention scores " + config::human_bytes(double(m.attention_score_bytes)) +
@@ -95,6 +99,14 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
            (p.tp_forward_sum == "compute" ? std::string("too (parallel.tp_forward_sum: compute)")
                                           : std::string("in float32")) +
            "\n";
+  if (p.dp_sync == "diloco")
+    out +=
+        "dp sync: diloco: no gradient crosses dp; the pseudo-gradients (role "
+        "pseudo_gradient) are averaged once every " +
+        std::to_string(p.sync_every) + " steps (" + std::to_string(p.fragments) + " fragment(s), " +
+        std::to_string(p.sync_every / p.fragments) +
+        " steps apart): the dp rows below are their per-step average; the outer weights "
+        "and momentum are two float32 copies of the parameters (memory: outer state)\n";
   if (p.stages.size() > 1)
     out += "pipeline balance: " + p.pipeline_balance + ", layers per stage " +
            parallel::stage_layers_text(p.stage_layers) + "\n";

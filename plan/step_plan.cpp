@@ -128,6 +128,9 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.preset = c.compression.preset;
   plan.precision = c.training.precision;
   plan.tp_forward_sum = c.parallel.tp_forward_sum;
+  plan.dp_sync = c.parallel.dp_sync;
+  plan.sync_every = c.parallel.diloco.sync_every;
+  plan.fragments = c.parallel.diloco.fragments;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = models::estimate_memory(c, dims);
@@ -246,10 +249,12 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
         }
         const double wire_seconds =
             sent * cost.ratio * 8 / (link.bits_per_second * efficiency / share);
+        // Calls per step on average (once every msg.every_steps steps).
+        const double calls = double(msg.calls) / double(msg.every_steps);
         const double latency =
-            double(msg.calls) * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
-        cost.seconds = latency + std::max(wire_seconds, cost.codec_seconds) +
-                       cost.fill_seconds * double(msg.calls);
+            calls * latency_rounds(msg.op, msg.group_size) * link.latency_seconds;
+        cost.seconds =
+            latency + std::max(wire_seconds, cost.codec_seconds) + cost.fill_seconds * calls;
         return cost;
       };
       std::string codec_name;
@@ -270,7 +275,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
       GroupCost& g = groups[msg.group];
       g.group = msg.group;
       g.locality = intra ? "intra" : "inter";
-      g.calls += msg.calls;
+      g.calls += (msg.calls + msg.every_steps - 1) / msg.every_steps;  // per step, rounded up
       g.raw_bytes += sent;
       g.wire_bytes += wire;
       g.seconds += seconds;

@@ -113,6 +113,9 @@ struct StepPlan {
   std::string preset;
   config::Precision precision = config::Precision::kFp32;  // training.precision
   std::string tp_forward_sum;  // parallel.tp_forward_sum: float32 or compute
+  // parallel.dp_sync and, under diloco, what decides its dp traffic.
+  std::string dp_sync = "every_step";
+  int64_t sync_every = 1, fragments = 1;
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;
   // parallel.pipeline_balance as set ("uniform", "auto" or "explicit") and

@@ -330,6 +330,7 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
   // on a pipeline end in buckets of its own, which only the first stage
   // reduces (the last takes the result over pp, below).
   const int zero = dims.zero_stage;
+  const bool diloco = c.parallel.dp_sync == "diloco";  // ZeRO 0 only
   const bool tied_here =
       c.model.tie_embeddings && dims.pp > 1 && (shape.has_embedding || shape.has_head);
   const bool tied_reduced_here = tied_here && shape.has_embedding;
@@ -420,6 +421,12 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
       grads.group_size = dp;
       grads.sent_fraction = scatter ? ring_share_fraction(dp) : allreduce_fraction(grads.bytes, dp);
       grads.overlaps_backward = c.training.overlap_grad_reduce;
+      if (diloco) {
+        // Between syncs nothing crosses dp; the sync runs after the step.
+        grads.role = Role::kPseudoGradient;
+        grads.overlaps_backward = false;
+        grads.every_steps = c.parallel.diloco.sync_every;
+      }
       add(grads);
       if (zero >= 1) {
         MessageClass weights{GroupKind::kZero, Op::kAllgather, Role::kWeight};
@@ -504,6 +511,13 @@ std::vector<MessageClass> step_traffic(const config::Config& c, const parallel::
         share.group_size = 2;
         share.sent_fraction = shape.has_embedding ? 1.0 : 0.0;  // the chain's root, or its end
         add(share);
+        if (diloco) {
+          // The summed pseudo-gradient of the table, handed over likewise.
+          share.role = Role::kPseudoGradient;
+          share.bytes = floats * int64_t(sizeof(float));
+          share.every_steps = c.parallel.diloco.sync_every;
+          add(share);
+        }
       }
     }
     MessageClass loss_bcast{GroupKind::kPp, Op::kBroadcast,

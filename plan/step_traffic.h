@@ -10,7 +10,12 @@
 // What a step sends (mirrors the trainer, parallel/ and models/):
 //   dp    gradient buckets (allreduce; ZeRO 2/3: reduce-scatter over zero),
 //         an untied token embedding's in buckets of its own (role
-//         embedding_gradient), the loss (one float);
+//         embedding_gradient), the loss (one float); under parallel.dp_sync:
+//         diloco no gradient crosses dp: the same buckets carry the
+//         pseudo-gradients (role pseudo_gradient) once every
+//         diloco.sync_every steps (every_steps; with F fragments 1/F of them
+//         every sync_every/F steps, the same average), and the tied table's
+//         share over pp again with them;
 //   zero  ZeRO 1/2: the updated weights (allgather); ZeRO 3: the weights
 //         gathered before forward;
 //   tp    per micro-batch: the vocab-parallel embedding's output (first
@@ -66,7 +71,13 @@ struct MessageClass {
   // backward, each prefetched while the previous layer computes, so only what
   // exceeds that compute is exposed.
   bool prefetched_per_layer = false;
-  double sent_bytes() const { return double(calls) * double(bytes) * sent_fraction; }
+  // Sent once every this many steps (DiLoCo's pseudo-gradients every
+  // parallel.diloco.sync_every steps): the per-step figures are the average,
+  // 1/every_steps of one occurrence.
+  int64_t every_steps = 1;
+  double sent_bytes() const {
+    return double(calls) * double(bytes) * sent_fraction / double(every_steps);
+  }
 };
 
 struct StageShape {

@@ -120,6 +120,13 @@ std::string MetricsLog::to_json(const StepRecord& r) {
     std::snprintf(buf, sizeof buf, ",\"eta_s\":%.1f", r.eta_seconds);
     out += buf;
   }
+  if (!r.outer_sync.empty()) {
+    out += ",\"outer_sync\":[";
+    for (size_t i = 0; i < r.outer_sync.size(); ++i)
+      out += (i ? "," : "") + std::to_string(r.outer_sync[i]);
+    std::snprintf(buf, sizeof buf, "],\"outer_sync_ms\":%.3f", r.outer_sync_ms);
+    out += buf;
+  }
   if (r.has_val_loss)
     out += ",\"val_loss\":" + json_number("%.9g", r.val_loss, "val_loss", nonfinite);
   if (r.has_val_loss && r.val_accuracy >= 0) {
@@ -168,6 +175,12 @@ std::string MetricsLog::progress_line(const StepRecord& r) {
                 r.grad_reduce_ms, r.grad_reduce_exposed_ms,
                 config::human_bytes(double(r.wire_bytes)).c_str());
   std::string line = buf;
+  if (!r.outer_sync.empty()) {
+    line += " | outer sync";
+    for (int f : r.outer_sync) line += " f" + std::to_string(f);
+    std::snprintf(buf, sizeof buf, " (%.1f ms)", r.outer_sync_ms);
+    line += buf;
+  }
   if (r.eta_seconds >= 0 && r.step < r.total_steps)
     line += " | ETA " + format_duration(r.eta_seconds);
   if (!r.skipped) return line;

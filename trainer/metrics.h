@@ -81,6 +81,10 @@ struct StepRecord {
   std::string groups_json;              // {"dp":{...},...} cumulative per-group stats
   std::string memory_json;              // {"parameters_bytes":...,...} or empty
   std::string auto_json;                // preset auto: trainer/auto_report.h; else empty
+  // parallel.dp_sync: diloco: the fragments synchronised after this step
+  // (empty: none) and the sync's time.
+  std::vector<int> outer_sync;
+  double outer_sync_ms = 0;
   // Per rank, from the model's FLOPs (trainer/flops_meter.h): model TFLOP/s,
   // MFU and HFU as fractions of the peak; negative: not counted (a ResNet;
   // MFU and HFU also when no peak is known).

@@ -273,6 +273,9 @@ StepRecord Trainer::Impl::record_step(int64_t step, const models::Outcome& outco
     r.images_per_second = double(config.training.global_batch) / timing.seconds;
   }
   record_step_traffic(r, timing.before, timing.after, model->optimizer());
+  const models::OuterSync sync = model->last_outer_sync();
+  r.outer_sync = sync.fragments;
+  r.outer_sync_ms = sync.seconds * 1e3;
   return r;
 }
 

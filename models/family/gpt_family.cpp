@@ -185,6 +185,7 @@ parallel::MemoryEstimateInput gpt_memory_estimate_input(const Config& c,
                                                        : parallel::ActivationRecompute::kNone;
   in.recompute_layers = c.training.recompute_layers;
   in.sequence_parallel = c.parallel.sequence_parallel;
+  in.diloco = c.parallel.dp_sync == "diloco";
   return in;
 }
 

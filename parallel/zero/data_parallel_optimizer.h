@@ -263,6 +263,11 @@ struct DataParallelOptimizerOptions {
   // Reduce buckets during the last backward, on a communication thread
   // (needs MPI_THREAD_MULTIPLE when dp > 1). false: all in step().
   bool overlap_grad_reduce = true;
+  // false: every dp rank is a replica of its own (DiLoCo's inner steps,
+  // parallel/diloco/): nothing is reduced over dp, the norm is this
+  // replica's (summed over tp and pp only) and AdamW steps on its own
+  // gradients, as if dp were 1. Stage 0 only.
+  bool reduce_over_dp = true;
   // What a parameter's gradient needs beyond this (sparse, late, counted on
   // another stage, tied across stages) is flagged on its ParamInfo.
   //

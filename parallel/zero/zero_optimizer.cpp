@@ -111,7 +111,17 @@ std::vector<size_t> unit_ends_of(const DataParallelOptimizerOptions& options) {
 const DataParallelOptimizerOptions& validated(const DataParallelOptimizerOptions& options) {
   validate(options.adamw);
   checked_stage(options.zero_stage);
+  if (!options.reduce_over_dp && options.zero_stage != 0)
+    throw std::invalid_argument(
+        "ZeRO stage " + std::to_string(options.zero_stage) +
+        " shards over dp, but replicas that do not reduce over dp (DiLoCo) hold everything");
   return options;
+}
+
+// The ranks gradients are reduced over: the dp group, or this rank alone when
+// every dp rank is a replica of its own.
+int reducing_ranks(const DataParallelOptimizerOptions& options, ProcessGroups& groups) {
+  return options.reduce_over_dp ? groups.dp().size() : 1;
 }
 
 std::vector<std::vector<int64_t>> shapes_of(const std::vector<ParamInfo>& params) {
@@ -144,9 +154,10 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       groups_(groups),
       stage_(options.zero_stage),
       per_layer_(gathers_per_layer(options)),
-      layout_(flat_params_of(params_, options, groups.tp().size() > 1), groups.dp().size(),
-              groups.dp().rank(), options.bucket_bytes, unit_ends_of(options)),
-      overlap_(overlaps(options, groups.dp().size())),
+      layout_(flat_params_of(params_, options, groups.tp().size() > 1),
+              reducing_ranks(options, groups), options.reduce_over_dp ? groups.dp().rank() : 0,
+              options.bucket_bytes, unit_ends_of(options)),
+      overlap_(overlaps(options, reducing_ranks(options, groups))),
       shard_only_(stage_ >= 2 && options.shard_gradient_memory),
       // Every zero-group collective goes through the one queue (see the header).
       queue_(per_layer_ || shard_only_ ? std::make_unique<OrderedCommQueue>(overlap_) : nullptr),

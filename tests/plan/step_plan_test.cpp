@@ -364,6 +364,45 @@ TEST(MemoryEstimate, StateMatchesWhatTheOptimizerHolds) {
   EXPECT_EQ(double(models::estimate_memory(c, layout(4, 1, 1)).pipeline_send_bytes), 0);
 }
 
+// parallel.dp_sync: diloco: no gradient crosses dp; the same buckets carry
+// the pseudo-gradients once every sync_every steps (the per-step average is
+// 1/H of every_step's gradient bytes, whatever the fragments), the dp time
+// shrinks with them, and a rank holds two more float32 copies of its
+// parameters (and one bucket) as the outer state.
+TEST(StepTraffic, DilocoSendsPseudoGradientsOnceEverySyncInterval) {
+  auto c = small_gpt();
+  const auto dims = layout(4, 1, 1);
+  const auto dp_bytes = [&](const config::Config& config, comm::Role role) {
+    double bytes = 0;
+    for (const MessageClass& m : step_traffic(config, dims, 0))
+      if (m.group == comm::GroupKind::kDp && m.role == role) bytes += m.sent_bytes();
+    return bytes;
+  };
+  const double gradients = dp_bytes(c, comm::Role::kGradient);
+  ASSERT_GT(gradients, 0);
+  EXPECT_EQ(dp_bytes(c, comm::Role::kPseudoGradient), 0);
+  auto d = c;
+  d.parallel.dp_sync = "diloco";
+  d.parallel.diloco.sync_every = 8;
+  EXPECT_EQ(dp_bytes(d, comm::Role::kGradient), 0);
+  EXPECT_DOUBLE_EQ(dp_bytes(d, comm::Role::kPseudoGradient), gradients / 8);
+  d.parallel.diloco.fragments = 4;
+  EXPECT_DOUBLE_EQ(dp_bytes(d, comm::Role::kPseudoGradient), gradients / 8);
+  d.parallel.diloco.fragments = 1;
+  const auto o = options(dims, 1);
+  CodecCostTable codecs;
+  const StepPlan every = plan_step(c, dims, o, codecs), diloco = plan_step(d, dims, o, codecs);
+  EXPECT_NEAR(group_seconds(diloco, 0, comm::GroupKind::kDp),
+              group_seconds(every, 0, comm::GroupKind::kDp) / 8,
+              0.02 * group_seconds(every, 0, comm::GroupKind::kDp));
+  const double p = double(models::estimate_memory(c, layout(1, 1, 1)).parameter_bytes);
+  EXPECT_EQ(double(models::estimate_memory(c, dims).outer_state_bytes), 0);
+  const auto memory = models::estimate_memory(d, dims);
+  EXPECT_NEAR(double(memory.outer_state_bytes), 2 * p + double(4 << 20), 1);
+  EXPECT_NEAR(double(memory.total() - models::estimate_memory(c, dims).total()),
+              double(memory.outer_state_bytes), 1);
+}
+
 // 16-bit compute halves the activations a middle stage keeps (blocks only)
 // and the gradient a stage holds after sending it back (16-bit words on the
 // wire), and leaves the float32 masters, gradients and moments, and the
