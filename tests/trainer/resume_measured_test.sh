@@ -24,14 +24,7 @@ small=(--set model.hidden=32 --set model.vocab_size=64 --set model.seq_len=16 --
        --set compression.sparse_embedding=auto --set compression.min_bytes=1KiB
        --set parallel.dp_bucket_bytes=16KiB
        --set log.every=1 --set run.dir="$work" --set checkpoint.every=10 --set checkpoint.keep_last=0)
-fail() { echo "FAIL: $1"; [ -f "${2:-}" ] && cat "$2"; exit 1; }
-# losses FILE FROM: "step loss" of every step >= FROM in metrics.jsonl.
-losses() {
-  python3 -c 'import json,sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r["step"] >= int(sys.argv[2]): print(r["step"], r["loss"])' "$1" "$2"
-}
+source "$(dirname "$0")/resume_check_lib.sh"
 run() {  # run NAME FORCED ARGS...
   local name="$1" forced="$2"; shift 2
   CMPI_TEST_FAULT="block_sparse:$forced" timeout 200 mpirun -np 4 --oversubscribe --bind-to none \
@@ -44,16 +37,6 @@ run dense dense
 [ "$(losses "$work/sparse/metrics.jsonl" 1)" != "$(losses "$work/dense/metrics.jsonl" 1)" ] ||
   fail "the block-sparse and the dense route gave the same losses: the test cannot tell them apart"
 run resumed dense --resume "$work/sparse/checkpoints/step_00000010"
-grep -q "checkpoint: resumed at step 10" "$work/resumed.txt" || fail "did not resume at step 10" \
-  "$work/resumed.txt"
-[ "$(losses "$work/resumed/metrics.jsonl" 11 | wc -l)" -eq 10 ] ||
-  fail "the resumed run did not log steps 11-20" "$work/resumed/metrics.jsonl"
-diff <(losses "$work/sparse/metrics.jsonl" 11) <(losses "$work/resumed/metrics.jsonl" 11) ||
-  fail "the resumed run's losses differ from the uninterrupted run's (it decided the route anew)"
-for rank in 0 1 2 3; do
-  shard="step_00000020/shard_0000$rank.bin"
-  cmp -s "$work/sparse/checkpoints/$shard" "$work/resumed/checkpoints/$shard" ||
-    fail "$shard of the resumed run differs from the uninterrupted run's"
-done
+expect_resumed_bit_exact sparse resumed 10 20 4
 echo "resumed at step 10 with the saved block-sparse decision: steps 11-20 and the step-20 shards bit for bit"
 echo PASS
