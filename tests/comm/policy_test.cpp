@@ -204,9 +204,11 @@ Expected expected_choice(const std::string& preset, GroupKind g, Op op, Role rol
   // sparse_embedding: auto (the default) tries block-sparse first.
   if (g == GroupKind::kDp && op == Op::kAllreduce && role == Role::kEmbeddingGradient)
     return {"block_sparse", "", false};
-  // An embedding's gradient is a gradient to the presets.
+  // An embedding's gradient and DiLoCo's pseudo-gradient are gradients to
+  // the presets (docs/policy.md).
   bool dp_gradient = (g == GroupKind::kDp || g == GroupKind::kZero) &&
-                     (role == Role::kGradient || role == Role::kEmbeddingGradient);
+                     (role == Role::kGradient || role == Role::kEmbeddingGradient ||
+                      role == Role::kPseudoGradient);
   // Context parallelism's ring carries activations as tp and pp do.
   bool model = g == GroupKind::kTp || g == GroupKind::kPp || g == GroupKind::kCp;
   if (preset == "mzhybrid") {
