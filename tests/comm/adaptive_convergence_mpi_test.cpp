@@ -27,17 +27,17 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "tests/comm/simulated_auto.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
 namespace {
 
 constexpr size_t kParams = 32 << 10;  // 128 KiB: compressed calls stay below link-sample size
-constexpr double kLinkBytesPerSecond = 10e6;
-constexpr uint64_t kSimulatedBytes = 64 << 20;
 constexpr double kLearningRate = 1.0;
 constexpr int64_t kWindow = 5;
-enum Candidate : int { kRaw, kZfp8Feedback, kBad };
+using namespace simulated_auto;
+constexpr int kBad = kThird;
 
 struct BadRoute {
   compress::CodecSpec codec;
@@ -51,20 +51,8 @@ PolicyConfig policy_with(const BadRoute* bad) {
   PolicyConfig config;
   config.min_bytes = 0;
   if (bad == nullptr) return config;
-  PolicyRule rule;
-  rule.match.groups = {GroupKind::kDp};
-  rule.match.ops = {Op::kAllreduce};
-  rule.match.roles = {Role::kGradient};
-  rule.candidates = {
-      AutoCandidate{std::nullopt, false},
-      AutoCandidate{compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", "8"}}), true},
-      AutoCandidate{bad->codec, false}};
-  rule.origin = "test: gradients";
-  config.rules = {rule};
-  config.auto_settings.max_rel_error = 10;  // only the convergence rule stands in topk's way
-  config.auto_settings.probe_every = 0;
-  config.auto_settings.trend_window = kWindow;
-  return config;
+  // The error budget lets topk in: only the convergence rule stands in its way.
+  return gradient_policy(bad->codec, kWindow);
 }
 
 int world_rank() {
@@ -115,12 +103,8 @@ TrainedRun train(const BadRoute* bad, int64_t steps, uint64_t seed) {
                                              comm.collective_locality());
     run.carriers.push_back(route != nullptr && route->auto_rule >= 0 ? route->candidate : -1);
     if (comm.adaptive() != nullptr && route != nullptr) {
-      AutoCallSample slow;  // the simulated link: 64 MiB through this route
-      slow.raw_bytes = kSimulatedBytes;
-      slow.wire_bytes = uint64_t(double(kSimulatedBytes) * wire_fraction[route->candidate]);
-      slow.seconds = double(slow.wire_bytes) / kLinkBytesPerSecond;
       comm.adaptive()->record(*route, Op::kAllreduce, Role::kGradient, comm.collective_locality(),
-                              slow);
+                              simulated_call(wire_fraction[route->candidate]));
     }
     for (size_t i = 0; i < kParams; ++i) g[i] = a[i] * (w[i] - target[i]) + noise(own);
     comm.allreduce(g.data(), kParams, Role::kGradient, /*buffer_key=*/1);

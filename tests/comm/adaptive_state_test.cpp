@@ -22,36 +22,22 @@
 #include <vector>
 
 #include "comm/adaptive_policy.h"
+#include "tests/comm/simulated_auto.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
 namespace {
 
+using namespace simulated_auto;
 constexpr size_t kFloats = 64 << 10;
-constexpr double kLinkBytesPerSecond = 10e6;
 constexpr int64_t kWindow = 4;
 constexpr int64_t kSteps = 36;
-enum Candidate : int { kRaw, kZfp8Feedback, kSign };
+constexpr int kSign = kThird;
 
 PolicyConfig config(bool with_sign) {
-  PolicyRule rule;
-  rule.match.groups = {GroupKind::kDp};
-  rule.match.ops = {Op::kAllreduce};
-  rule.match.roles = {Role::kGradient};
-  rule.candidates = {
-      AutoCandidate{std::nullopt, false},
-      AutoCandidate{compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", "8"}}), true}};
-  if (with_sign)
-    rule.candidates.push_back(
-        AutoCandidate{compress::CodecSpec("sign", {{"bucket", "512"}}), false});
-  rule.origin = "test: gradients";
-  PolicyConfig out;
-  out.min_bytes = 0;
-  out.rules = {rule};
-  out.auto_settings.max_rel_error = 10;  // sign is let in: the trend judges it
-  out.auto_settings.probe_every = 0;     // one probe: no timing after it
-  out.auto_settings.trend_window = kWindow;
-  return out;
+  std::optional<compress::CodecSpec> sign;
+  if (with_sign) sign = compress::CodecSpec("sign", {{"bucket", "512"}});
+  return gradient_policy(sign, kWindow);
 }
 
 // One group's policy on one rank, and the run's loss.
@@ -85,11 +71,8 @@ std::string run_step(SimRun& run, int64_t step, uint64_t seed) {
   run.adaptive->probe_if_due(*route, Op::kAllreduce, Role::kGradient, Locality::kInter, data.data(),
                              data.size());
   const double wire_fraction[] = {1.0, 0.25, 1.0 / 32};
-  AutoCallSample sample;
-  sample.raw_bytes = 64 << 20;
-  sample.wire_bytes = uint64_t(double(sample.raw_bytes) * wire_fraction[route->candidate]);
-  sample.seconds = double(sample.wire_bytes) / kLinkBytesPerSecond;
-  run.adaptive->record(*route, Op::kAllreduce, Role::kGradient, Locality::kInter, sample);
+  run.adaptive->record(*route, Op::kAllreduce, Role::kGradient, Locality::kInter,
+                       simulated_call(wire_fraction[route->candidate]));
   run.previous_loss = run.loss + noise(rng);
   run.loss -= route->candidate == kSign ? 0.0 : 0.05;
   std::string out = std::to_string(route->candidate);

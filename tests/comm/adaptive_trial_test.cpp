@@ -17,33 +17,19 @@
 #include <vector>
 
 #include "comm/adaptive_policy.h"
+#include "tests/comm/simulated_auto.h"
 #include "tests/support/test_seed.h"
 
 namespace cmpi::comm {
 namespace {
 
+using namespace simulated_auto;
 constexpr size_t kFloats = 64 << 10;
-constexpr double kLinkBytesPerSecond = 10e6;
 constexpr int64_t kWindow = 5;
-enum Candidate : int { kRaw, kZfp8Feedback, kSign };
+constexpr int kSign = kThird;
 
 PolicyConfig trial_config() {
-  PolicyRule rule;
-  rule.match.groups = {GroupKind::kDp};
-  rule.match.ops = {Op::kAllreduce};
-  rule.match.roles = {Role::kGradient};
-  rule.candidates = {
-      AutoCandidate{std::nullopt, false},
-      AutoCandidate{compress::CodecSpec("zfp", {{"mode", "rate"}, {"rate", "8"}}), true},
-      AutoCandidate{compress::CodecSpec("sign", {{"bucket", "512"}}), false}};
-  rule.origin = "test: gradients";
-  PolicyConfig config;
-  config.min_bytes = 0;
-  config.rules = {rule};
-  config.auto_settings.max_rel_error = 10;  // the budget lets sign in: the trend must judge it
-  config.auto_settings.probe_every = 0;
-  config.auto_settings.trend_window = kWindow;
-  return config;
+  return gradient_policy(compress::CodecSpec("sign", {{"bucket", "512"}}), kWindow);
 }
 
 struct Step {
@@ -79,11 +65,8 @@ std::vector<Step> simulate(int64_t steps, Fall fall, bool with_loss, uint64_t se
     for (float& x : data) x = gradient(rng);
     adaptive.probe_if_due(*route, Op::kAllreduce, Role::kGradient, Locality::kInter, data.data(),
                           data.size());
-    AutoCallSample sample;
-    sample.raw_bytes = 64 << 20;
-    sample.wire_bytes = uint64_t(double(sample.raw_bytes) * wire_fraction[s.carrier]);
-    sample.seconds = double(sample.wire_bytes) / kLinkBytesPerSecond;
-    adaptive.record(*route, Op::kAllreduce, Role::kGradient, Locality::kInter, sample);
+    adaptive.record(*route, Op::kAllreduce, Role::kGradient, Locality::kInter,
+                    simulated_call(wire_fraction[s.carrier]));
     previous_loss = loss + loss_noise(rng);
     loss -= fall(s.carrier);
     out.push_back(std::move(s));
