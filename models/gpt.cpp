@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/gpt_param_unit.h"
 #include "models/transformer_block.h"
 #include "parallel/low_precision_ops.h"
 #include "parallel/mesh/process_groups.h"
@@ -141,14 +142,9 @@ void GptImpl::fill_initial_values(size_t param, size_t offset, size_t length, fl
 }
 
 parallel::LayerSchedule GptImpl::layer_schedule() const {
-  const auto unit_of = [](const std::string& name) -> std::string {
-    if (name.rfind("block", 0) == 0) return name.substr(0, name.find('.'));
-    if (name.rfind("final_norm", 0) == 0 || name.rfind("output_head", 0) == 0) return "head";
-    return "embedding";
-  };
   parallel::LayerSchedule schedule;
   for (size_t i = 0; i < layouts_.size(); ++i) {
-    const std::string unit = unit_of(layouts_[i].name);
+    const std::string unit = gpt_param_unit(layouts_[i].name).name();
     if (schedule.unit_names.empty() || schedule.unit_names.back() != unit) {
       schedule.unit_names.push_back(unit);
       schedule.unit_ends.push_back(i + 1);

@@ -1,11 +1,15 @@
 // The GPT's architecture pieces alone (no MPI): the rotary embedding's
-// convention and its defining property, and the published init formulas.
+// convention and its defining property, the published init formulas, and
+// which unit (embedding, block, head) a parameter's name puts it in.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "models/gpt_options.h"
+#include "models/gpt_param_unit.h"
 #include "models/rotary_embedding.h"
 #include "tests/support/test_seed.h"
 
@@ -91,6 +95,29 @@ TEST(GptOptions, RotaryDimsRoundDownAndDropThePositionTable) {
   o.rotary_pct = 0.3;  // 4.8 -> 4
   EXPECT_EQ(o.rotary_dims(), 4);
   EXPECT_EQ(o.parameter_count(), learned - o.seq_len * o.hidden);
+}
+
+// The unit decides ZeRO-3's per-layer gathers and DiLoCo's fragments: a
+// block's layer must be read whole ("block12", not "block1"), the head's
+// parameters go together, and a malformed block name is refused by name.
+TEST(GptParamUnit, ReadsEmbeddingBlockAndHeadFromTheGlobalName) {
+  EXPECT_EQ(gpt_param_unit("token_embedding.weight").kind, GptParamUnit::Kind::kEmbedding);
+  EXPECT_EQ(gpt_param_unit("position_embedding.weight").name(), "embedding");
+  const GptParamUnit block = gpt_param_unit("block12.attention.qkv.weight");
+  EXPECT_EQ(block.kind, GptParamUnit::Kind::kBlock);
+  EXPECT_EQ(block.layer, 12);
+  EXPECT_EQ(block.name(), "block12");
+  EXPECT_EQ(gpt_param_unit("block0.ln_1.bias").layer, 0);
+  EXPECT_EQ(gpt_param_unit("final_norm.weight").name(), "head");
+  EXPECT_EQ(gpt_param_unit("output_head.weight").kind, GptParamUnit::Kind::kHead);
+  for (const std::string bad : {"block.ln_1.weight", "blockx.fc_in.weight", "block-1.ln_1.bias"}) {
+    try {
+      gpt_param_unit(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
