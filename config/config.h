@@ -106,12 +106,15 @@ struct ModelConfig {
 // Nesterov momentum on the pseudo-gradient (the weights' change since the
 // last sync) averaged over dp. fragments > 1 is the streaming variant: the
 // layers cut into that many fragments, fragment f synchronised at the steps
-// where (step - f * sync_every / fragments) % sync_every == 0.
+// where (step - f * sync_every / fragments) % sync_every == 0, counted from
+// the end of the warm-up: its first warmup_steps steps reduce gradients over
+// dp as every_step does, so the replicas leave together from a trained point.
 struct DilocoConfig {
   int64_t sync_every = 32;      // inner steps between two syncs of a fragment (H)
   double outer_lr = 0.7;        // the outer SGD's learning rate (the DiLoCo paper's)
   double outer_momentum = 0.9;  // its Nesterov momentum (the paper's)
   int64_t fragments = 1;        // 1: the whole model at once; F > 1: streaming
+  int64_t warmup_steps = 0;     // every-step dp reduction before the replicas go apart
 };
 
 struct ParallelConfig {

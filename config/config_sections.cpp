@@ -212,6 +212,7 @@ void diloco_fields(Fields& f, Section& diloco) {
   f.real("outer_lr", diloco.outer_lr, above(0.0));
   f.real("outer_momentum", diloco.outer_momentum, unit_interval_open_top());
   f.integer("fragments", diloco.fragments, positive());
+  f.integer("warmup_steps", diloco.warmup_steps, non_negative());
 }
 
 template <class Fields, class Section>

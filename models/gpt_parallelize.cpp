@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "models/family/gpt_family.h"
+#include "models/gpt_param_unit.h"
 #include "models/gpt_train_model.h"
 #include "parallel/diloco/diloco_sync.h"
 #include "parallel/mesh/process_groups.h"
@@ -56,16 +57,14 @@ std::vector<int> diloco_fragments(const std::vector<parallel::ParamInfo>& infos,
                                   int64_t fragments) {
   std::vector<int> out;
   for (const auto& info : infos) {
-    const std::string& name = info.name;
-    int fragment = 0;
-    if (info.tied_across_stages) {
+    const GptParamUnit unit = gpt_param_unit(info.name);
+    int fragment = 0;  // the embedding, and the tied table on either pipeline end
+    if (info.tied_across_stages)
       fragment = 0;
-    } else if (name.rfind("block", 0) == 0) {
-      const int64_t layer = std::stoll(name.substr(5, name.find('.') - 5));
-      fragment = parallel::SyncSchedule::fragment_of_layer(layer, layers, fragments);
-    } else if (name.rfind("final_norm", 0) == 0 || name.rfind("output_head", 0) == 0) {
+    else if (unit.kind == GptParamUnit::Kind::kBlock)
+      fragment = parallel::SyncSchedule::fragment_of_layer(unit.layer, layers, fragments);
+    else if (unit.kind == GptParamUnit::Kind::kHead)
       fragment = int(fragments - 1);
-    }
     out.push_back(fragment);
   }
   return out;
@@ -192,9 +191,10 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       gpt->fill_initial_values(param, offset, length, out);
     };
   }
-  // DiLoCo: every dp rank steps alone between syncs (no dp reduction).
+  // DiLoCo: every dp rank steps alone between syncs (no dp reduction); with
+  // a warm-up the optimizer reduces over dp until the train model stops it.
   const bool diloco = config.parallel.dp_sync == "diloco";
-  optimizer_options.reduce_over_dp = !diloco;
+  optimizer_options.reduce_over_dp = !diloco || config.parallel.diloco.warmup_steps > 0;
   parts.optimizer = parallel::make_data_parallel_optimizer(param_infos, optimizer_options, groups);
   model->set_layer_gate(parts.optimizer->layer_gate());
 
@@ -205,6 +205,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
     sync.outer = {d.outer_lr, d.outer_momentum};
     sync.sync_every = d.sync_every;
     sync.fragments = d.fragments;
+    sync.warmup_steps = d.warmup_steps;
     sync.fragment_of_param = diloco_fragments(param_infos, config.model.layers, d.fragments);
     sync.bucket_bytes = config.parallel.dp_bucket_bytes;
     if (tied_across_stages) {

@@ -61,6 +61,9 @@ std::string GptTrainModel::describe() const {
                   (long long)d.fragments, (long long)(d.sync_every / d.fragments),
                   double(parts_.diloco->state_bytes()) / 1e6);
     out += line;
+    if (d.warmup_steps > 0)
+      out += "; the first " + std::to_string(d.warmup_steps) +
+             " steps reduce gradients over dp every step (warm-up)";
   }
   const auto& t = config_.training;
   if (t.precision == config::Precision::kBf16)
@@ -91,12 +94,15 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // part of the sequences, so the mean over the group is the global mean.
   const int replicas = groups_.dp().size();
   // DiLoCo: each replica's gradient is the mean over its own micro-batches
-  // (nothing sums them over dp); its loss is averaged over dp below.
-  const int summed_replicas = parts_.diloco ? 1 : replicas;
+  // (nothing sums them over dp); its loss is averaged over dp below. Its
+  // warm-up steps are every-step ones (the optimizer reduces over dp).
+  auto& optimizer = *parts_.optimizer;
+  const bool replicas_apart = parts_.diloco && !parts_.diloco->in_warmup(step);
+  if (replicas_apart && parts_.diloco->warmup_steps() > 0) optimizer.stop_reducing_over_dp();
+  const int summed_replicas = replicas_apart ? 1 : replicas;
   const int64_t micro_batches = parts_.micro_batches;
   const double scale = 1.0 / double(micro_batches * summed_replicas);
-  auto& optimizer = *parts_.optimizer;
-  if (parts_.diloco) parts_.diloco->before_inner_step();
+  if (parts_.diloco) parts_.diloco->before_inner_step(step);
 
   // Dumped gradients are this rank's own (before the dp reduction and
   // clipping), so that step reduces nothing during backward.
@@ -133,7 +139,7 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
   // After step(): until then the optimizer's comm thread may be using dp.
   float loss_value = float(local_loss);
   if (replicas > 1) groups_.dp().allreduce(&loss_value, 1, comm::Role::kOther);
-  if (parts_.diloco) loss_value /= float(replicas);
+  if (replicas_apart) loss_value /= float(replicas);
   // Every rank sees the same skip (a global norm) and the same loss, so the
   // scalers stay equal. An overflow with a finite loss is what the scale
   // absorbs; a non-finite loss (the forward overflowed) is not.

@@ -9,8 +9,9 @@
 // loss scale before backward (models/loss_scaler.h) and has the optimizer
 // divide the float32 gradients by it; an overflow skips the step and backs
 // the scale off (counted by the non-finite guard as a skipped step). Under
-// parallel.dp_sync: diloco the step is an inner step of this replica, after
-// which DilocoSync synchronises the fragments due. Built by
+// parallel.dp_sync: diloco the step is an inner step of this replica (after
+// diloco.warmup_steps every-step ones), after which DilocoSync synchronises
+// the fragments due. Built by
 // parallelize_gpt (gpt_parallelize.h), which fills GptParts.
 #pragma once
 
@@ -44,7 +45,7 @@ struct GptParts {
   std::unique_ptr<parallel::PipelineTiedEmbedding> tied_embedding;  // pp > 1, tied only
   std::unique_ptr<parallel::DataParallelOptimizer> optimizer;
   // parallel.dp_sync: diloco only: the outer side (the optimizer then does
-  // not reduce over dp).
+  // not reduce over dp, or stops after the warm-up).
   std::unique_ptr<parallel::DilocoSync> diloco;
   // This rank's parameters against the global layout, in the optimizer's order.
   std::vector<checkpoint::CheckpointedParam> checkpointed;

@@ -106,7 +106,13 @@ std::string plan_table(const StepPlan& p, const PlanOptions& o, const std::strin
         std::to_string(p.sync_every) + " steps (" + std::to_string(p.fragments) + " fragment(s), " +
         std::to_string(p.sync_every / p.fragments) +
         " steps apart): the dp rows below are their per-step average; the outer weights "
-        "and momentum are two float32 copies of the parameters (memory: outer state)\n";
+        "and momentum are two float32 copies of the parameters (memory: outer state)" +
+        (p.diloco_warmup_steps > 0
+             ? "; the run's first " + std::to_string(p.diloco_warmup_steps) +
+                   " steps (diloco.warmup_steps) reduce gradients every step as dp_sync: "
+                   "every_step does, which the rows leave out"
+             : std::string()) +
+        "\n";
   if (p.stages.size() > 1)
     out += "pipeline balance: " + p.pipeline_balance + ", layers per stage " +
            parallel::stage_layers_text(p.stage_layers) + "\n";

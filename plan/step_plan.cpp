@@ -131,6 +131,7 @@ StepPlan plan_step(const config::Config& c, const parallel::ParallelDims& dims,
   plan.dp_sync = c.parallel.dp_sync;
   plan.sync_every = c.parallel.diloco.sync_every;
   plan.fragments = c.parallel.diloco.fragments;
+  plan.diloco_warmup_steps = c.parallel.diloco.warmup_steps;
   plan.dims = dims;
   plan.micro_batches = c.training.global_batch / (c.training.micro_batch * dims.dp);
   plan.memory = models::estimate_memory(c, dims);

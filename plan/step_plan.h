@@ -115,7 +115,7 @@ struct StepPlan {
   std::string tp_forward_sum;  // parallel.tp_forward_sum: float32 or compute
   // parallel.dp_sync and, under diloco, what decides its dp traffic.
   std::string dp_sync = "every_step";
-  int64_t sync_every = 1, fragments = 1;
+  int64_t sync_every = 1, fragments = 1, diloco_warmup_steps = 0;
   parallel::ParallelDims dims;
   int64_t micro_batches = 1;
   // parallel.pipeline_balance as set ("uniform", "auto" or "explicit") and

@@ -7,20 +7,18 @@
 #include "comm/clock.h"
 #include "comm/communicator.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/flat_param.h"
 
 namespace cmpi::parallel {
 namespace {
 
-// The flat parameter the sync's layout cuts: tp-replicated parameters apart
-// (summed exactly), the tied table apart (shared by the first stage).
-FlatParam flat_param_of(const ParamInfo& p, bool tp_replicas) {
-  FlatParam flat;
-  flat.name = p.name;
-  flat.numel = size_t(p.tensor.numel());
-  flat.tensor_parallel = p.tensor_parallel;
-  flat.weight_decay = p.weight_decay;
-  flat.tied_copy = p.tied_across_stages;
-  flat.exact = tp_replicas && !p.tensor_parallel && !flat.tied_copy;
+// The flat parameter the sync's layout cuts (flat_param.h: tp-replicated
+// parameters apart, summed exactly; the tied table apart, shared by the first
+// stage). A pseudo-gradient is dense even where the gradient is sparse, so
+// the sparse embedding shares buckets as any parameter does.
+FlatParam pseudo_gradient_param_of(const ParamInfo& param, bool tp_replicas) {
+  FlatParam flat = flat_param_of(param, tp_replicas);
+  flat.own_buckets = false;
   return flat;
 }
 
@@ -32,6 +30,9 @@ const DilocoSyncOptions& checked(const DilocoSyncOptions& options,
   if (!(options.outer.momentum >= 0 && options.outer.momentum < 1))
     throw std::invalid_argument("DiLoCo: the outer momentum must lie in [0, 1), got " +
                                 std::to_string(options.outer.momentum));
+  if (options.warmup_steps < 0)
+    throw std::invalid_argument("DiLoCo: warmup_steps must be >= 0, got " +
+                                std::to_string(options.warmup_steps));
   if (options.fragment_of_param.size() != params.size())
     throw std::invalid_argument("DiLoCo: " + std::to_string(options.fragment_of_param.size()) +
                                 " fragment indices for " + std::to_string(params.size()) +
@@ -70,7 +71,7 @@ DilocoSync::DilocoSync(std::vector<ParamInfo> params, DilocoSyncOptions options,
     for (size_t i = 0; i < params_.size(); ++i) {
       if (options_.fragment_of_param[i] != int(f)) continue;
       fragment.params.push_back(i);
-      flat.push_back(flat_param_of(params_[i], tp_replicas));
+      flat.push_back(pseudo_gradient_param_of(params_[i], tp_replicas));
     }
     if (!flat.empty()) {
       fragment.layout.emplace(std::move(flat), 1, 0, options_.bucket_bytes);
@@ -111,12 +112,14 @@ void DilocoSync::capture_outer() {
   outer_set_ = true;
 }
 
-void DilocoSync::before_inner_step() {
-  if (!outer_set_) capture_outer();
+void DilocoSync::before_inner_step(int64_t step) {
+  const int64_t warmup = options_.warmup_steps;
+  if (step < warmup) return;
+  if (!outer_set_ || (warmup > 0 && step == warmup)) capture_outer();
 }
 
 const std::vector<int>& DilocoSync::after_inner_step(int64_t steps_done) {
-  last_synced_ = schedule_.due(steps_done);
+  last_synced_ = schedule_.due(steps_done - options_.warmup_steps);
   last_sync_seconds_ = 0;
   if (last_synced_.empty()) return last_synced_;
   if (!outer_set_)

@@ -53,6 +53,10 @@ struct DilocoSyncOptions {
   OuterSgdSettings outer;
   int64_t sync_every = 32;
   int64_t fragments = 1;
+  // Steps 0 .. warmup_steps - 1 reduce gradients over dp (the optimizer does,
+  // built with reduce_over_dp); the outer weights are taken before step
+  // warmup_steps and the schedule counts from there.
+  int64_t warmup_steps = 0;
   // Per parameter (the order given), its fragment in [0, fragments).
   std::vector<int> fragment_of_param;
   int64_t bucket_bytes = 25LL << 20;  // per collective call
@@ -82,12 +86,21 @@ class DilocoSync {
   // settings, or a tied parameter without options.tied.
   DilocoSync(std::vector<ParamInfo> params, DilocoSyncOptions options, ProcessGroups& groups);
 
-  // Before every inner step: takes the outer weights from the parameters if
-  // nothing set them yet (the first step, or a checkpoint without them).
-  void before_inner_step();
-  // After the inner step that completes `steps_done` steps: synchronises the
-  // fragments due (collective over dp, and over the tied pair for fragment
-  // 0 when the table is tied across stages). Returns them (empty: none).
+  // Whether step `step` (0-based) is one of the warm-up's, whose gradients
+  // the optimizer reduces over dp: the replicas are one model until it ends.
+  bool in_warmup(int64_t step) const { return step < options_.warmup_steps; }
+  int64_t warmup_steps() const { return options_.warmup_steps; }
+
+  // Before every step (0-based `step`): after the warm-up, takes the outer
+  // weights from the parameters if nothing set them yet (the first inner
+  // step, or a checkpoint without them), and always at the first step after
+  // a warm-up (the weights every replica leaves from; a checkpoint saved
+  // during the warm-up holds no outer state worth keeping).
+  void before_inner_step(int64_t step);
+  // After the step that completes `steps_done` steps: synchronises the
+  // fragments due, counting steps from the end of the warm-up (collective
+  // over dp, and over the tied pair for fragment 0 when the table is tied
+  // across stages). Returns them (empty: none).
   const std::vector<int>& after_inner_step(int64_t steps_done);
 
   const SyncSchedule& schedule() const { return schedule_; }

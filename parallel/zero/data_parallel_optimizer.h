@@ -248,6 +248,13 @@ class DataParallelOptimizer {
   // checkpoints); nullptr without one. Call between steps.
   virtual PowerSgdReducer* powersgd_reducer() { return nullptr; }
   virtual int zero_stage() const = 0;
+  // DiLoCo's warm-up (parallel.diloco.warmup_steps) is over: from the next
+  // step on nothing is reduced over dp, as if built with reduce_over_dp =
+  // false (each dp rank a replica of its own). Idempotent. Throws
+  // std::logic_error unless the optimizer reduces over dp at ZeRO stage 0
+  // (where every rank holds the whole state, so nothing else changes). Call
+  // between steps.
+  virtual void stop_reducing_over_dp() = 0;
   // This rank's state, valid until the next call that changes it. Call
   // between steps.
   virtual OptimizerStateView state() const = 0;

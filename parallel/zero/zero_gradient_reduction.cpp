@@ -102,6 +102,9 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     const size_t bad = compress::first_nonfinite(flat + bucket.start, span);
     own_nonfinite_at_[b] = bad < span ? bucket.start + bad : kAllFinite;
   }
+  // DiLoCo after its warm-up: each replica keeps its own gradient (the tied
+  // table is still shared between the pipeline's ends, as at dp = 1).
+  if (!reducing_over_dp_) return;
   if (!reduced_here(bucket)) return;  // share_tied_gradient() brings the reduced values
   if (bucket.exact) {
     reduce_exactly(bucket, flat);

@@ -42,6 +42,7 @@
 
 #include "comm/communicator.h"
 #include "parallel/mesh/process_groups.h"
+#include "parallel/zero/flat_param.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -74,16 +75,7 @@ std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
       throw std::invalid_argument("optimizer parameters " + tied + " and " + p.name +
                                   " are both tied_across_stages; at most one may be");
     if (p.tied_across_stages) tied = p.name;
-    FlatParam f;
-    f.name = p.name;
-    f.numel = size_t(t.numel());
-    f.tensor_parallel = p.tensor_parallel;
-    f.weight_decay = p.weight_decay;
-    f.counted_on_other_stage = p.counted_on_other_stage;
-    f.own_buckets = p.sparse_gradient;
-    f.tied_copy = p.tied_across_stages;
-    f.exact = tp_replicas && !p.tensor_parallel && !f.tied_copy;
-    flat.push_back(f);
+    flat.push_back(flat_param_of(p, tp_replicas));
   }
   if (options.tied_gradient && tied.empty())
     throw std::invalid_argument(
@@ -354,6 +346,15 @@ void ZeroOptimizer::on_gradient_accumulated(size_t i) {
     grad = view;
   }
   reducer_->param_ready(i);
+}
+
+void ZeroOptimizer::stop_reducing_over_dp() {
+  if (stage_ != 0 || !options_.reduce_over_dp)
+    throw std::logic_error(
+        "stop_reducing_over_dp: only an optimizer that reduces over dp at ZeRO stage 0 can stop "
+        "(DiLoCo's warm-up), this one is at stage " +
+        std::to_string(stage_) + (options_.reduce_over_dp ? "" : " and never reduced over dp"));
+  reducing_over_dp_ = false;
 }
 
 void ZeroOptimizer::set_gradient_scale(double scale) {

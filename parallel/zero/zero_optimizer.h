@@ -92,6 +92,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   LayerGate* layer_gate() override { return store_->layer_gate(); }
   PowerSgdReducer* powersgd_reducer() override { return powersgd_.get(); }
   int zero_stage() const override { return stage_; }
+  void stop_reducing_over_dp() override;
   OptimizerStateView state() const override;
   void load_state(int64_t steps, const StateSource& source) override;
 
@@ -183,6 +184,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
   std::vector<bool> sparse_allreduce_;
   bool last_step_skipped_ = false;
+  // false: no bucket crosses dp (built so, or after stop_reducing_over_dp).
+  bool reducing_over_dp_ = true;
   double gradient_scale_ = 1;  // loss scaling: the gradients' factor
   NonfiniteGradients last_nonfinite_;
   // Per bucket, from its last reduction over dp: the flat index of the first

@@ -24,13 +24,15 @@ TEST_F(ConfigTest, DilocoKeysAreReadWithTheirDefaults) {
   EXPECT_DOUBLE_EQ(c.parallel.diloco.outer_lr, 0.7);
   EXPECT_DOUBLE_EQ(c.parallel.diloco.outer_momentum, 0.9);
   EXPECT_EQ(c.parallel.diloco.fragments, 1);
+  EXPECT_EQ(c.parallel.diloco.warmup_steps, 0);
   const Config set = load_checked_config(
       write(kDiloco + "  diloco:\n    sync_every: 8\n    outer_lr: 1\n    outer_momentum: 0\n"
-                      "    fragments: 4\n"));
+                      "    fragments: 4\n    warmup_steps: 20\n"));
   EXPECT_EQ(set.parallel.diloco.sync_every, 8);
   EXPECT_DOUBLE_EQ(set.parallel.diloco.outer_lr, 1.0);
   EXPECT_DOUBLE_EQ(set.parallel.diloco.outer_momentum, 0.0);
   EXPECT_EQ(set.parallel.diloco.fragments, 4);
+  EXPECT_EQ(set.parallel.diloco.warmup_steps, 20);
   // --set reaches the nested keys, and the resolved config reads back the same.
   const Config overridden = load_checked_config(write(kDiloco), {"parallel.diloco.sync_every=5"});
   EXPECT_EQ(overridden.parallel.diloco.sync_every, 5);
@@ -38,6 +40,7 @@ TEST_F(ConfigTest, DilocoKeysAreReadWithTheirDefaults) {
   EXPECT_EQ(again.parallel.dp_sync, "diloco");
   EXPECT_EQ(again.parallel.diloco.sync_every, 8);
   EXPECT_EQ(again.parallel.diloco.fragments, 4);
+  EXPECT_EQ(again.parallel.diloco.warmup_steps, 20);
   EXPECT_DOUBLE_EQ(again.parallel.diloco.outer_lr, 1.0);
 }
 
@@ -48,6 +51,8 @@ TEST_F(ConfigTest, BadDilocoSettingsNameTheKey) {
                   "0");
   expect_error_at(kDiloco + "  diloco:\n    outer_momentum: 1\n", "outer_momentum",
                   "parallel.diloco.outer_momentum", "1");
+  expect_error_at(kDiloco + "  diloco:\n    warmup_steps: -1\n", "warmup_steps",
+                  "parallel.diloco.warmup_steps", "-1");
   expect_error_at(kDiloco + "  diloco:\n    sync_every: 64\n    fragments: 5\n", "fragments",
                   "parallel.diloco.fragments", "at most model.layers (4), got 5");
   expect_error_at(kDiloco + "  diloco:\n    sync_every: 2\n    fragments: 3\n", "fragments",

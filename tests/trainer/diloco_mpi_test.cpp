@@ -2,9 +2,10 @@
 // between syncs and hold the same bits after each, through lossy
 // pseudo-gradient routes too; the streaming fragments sync at their staggered
 // steps; H = 1, outer lr 1 without momentum is "an inner step per replica,
-// then the replicas' weights averaged", computed here independently; a run
-// resumed mid-interval continues bit for bit and its metrics say when a sync
-// happened.
+// then the replicas' weights averaged", computed here independently; a
+// warm-up's steps are every-step ones, bit for bit, before the schedule
+// starts; a run resumed mid-interval or inside the warm-up continues bit for
+// bit and its metrics say when a sync happened.
 //
 // Layouts (the test's rank count): dp2 on 2 ranks; dp2 x tp2 (tp-replicated
 // parameters summed exactly) and dp2 x pp2 (the tied table shared between
@@ -181,21 +182,35 @@ int fragment_of(const std::string& key, int64_t layers, int64_t fragments) {
 }
 
 // Trains `steps` steps and checks after each that exactly the fragments the
-// schedule names hold the same bits on every replica.
-void check_sync_equality(const parallel::ParallelDims& dims, const config::Config& config,
-                         const comm::PolicyConfig& policy, int64_t steps, const std::string& what) {
+// schedule names hold the same bits on every replica (all of them during the
+// warm-up, whose steps reduce gradients over dp); returns the losses.
+std::vector<double> check_sync_equality(const parallel::ParallelDims& dims,
+                                        const config::Config& config,
+                                        const comm::PolicyConfig& policy, int64_t steps,
+                                        const std::string& what) {
   parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, policy);
   auto model = models::parallelize_gpt(config, groups, {});
   const parallel::SyncSchedule schedule(config.parallel.diloco.sync_every,
                                         config.parallel.diloco.fragments);
+  const int64_t warmup = config.parallel.diloco.warmup_steps;
+  std::vector<double> losses;
   for (int64_t step = 0; step < steps; ++step) {
     const uint64_t dp_bytes_before = groups.dp().stats().total().raw_bytes;
     const auto outcome = model->train_step(step, config.training.lr, config.training.grad_clip, "");
-    ASSERT_TRUE(std::isfinite(outcome.loss)) << what;
-    const std::vector<int> due = schedule.due(step + 1);
+    losses.push_back(outcome.loss);
+    EXPECT_TRUE(std::isfinite(outcome.loss)) << what << " step " << step + 1;
+    const std::vector<int> due = schedule.due(step + 1 - warmup);
     EXPECT_EQ(model->last_outer_sync().fragments, due) << what << " after step " << step + 1;
     const uint64_t dp_bytes = groups.dp().stats().total().raw_bytes - dp_bytes_before;
     const auto mine = weights_of(*model);
+    if (step < warmup) {
+      EXPECT_GT(dp_bytes, 1000u) << what << ": no gradient crossed dp in warm-up step " << step + 1;
+      const Comparison c = compare(mine, groups.coord().dp);
+      for (const auto& [key, same] : c.across_replicas_equal)
+        EXPECT_TRUE(same) << what << ": " << key << " differs between replicas in warm-up step "
+                          << step + 1;
+      continue;
+    }
     bool holds_due = false;  // a pipeline stage may hold none of the fragments due
     for (const auto& kv : mine)
       holds_due =
@@ -208,7 +223,7 @@ void check_sync_equality(const parallel::ParallelDims& dims, const config::Confi
     else
       EXPECT_GT(dp_bytes, 1000u) << what << ": no pseudo-gradient at step " << step + 1;
     const Comparison c = compare(mine, groups.coord().dp);
-    ASSERT_GT(c.keys_held_twice, 0) << what;
+    EXPECT_GT(c.keys_held_twice, 0) << what;
     EXPECT_TRUE(c.within_replica_equal)
         << what << ": copies inside one replica differ after step " << step + 1;
     int equal = 0, differ = 0;
@@ -227,6 +242,7 @@ void check_sync_equality(const parallel::ParallelDims& dims, const config::Confi
       EXPECT_GT(differ, 0) << what << ": replicas equal after inner step " << step + 1
                            << ", which synchronised " << due.size() << " fragment(s)";
   }
+  return losses;
 }
 
 TEST(Diloco, ReplicasDifferBetweenSyncsAndAreBitEqualAfterEach) {
@@ -251,6 +267,32 @@ TEST(Diloco, StreamingFragmentsSyncAtStaggeredSteps) {
     // Across two stages an untied head (in the last fragment); on one the tied table.
     config.model.tie_embeddings = dims.pp == 1;
     check_sync_equality(dims, config, preset("zhybrid"), 9, name_of(dims) + " H4 F2 zhybrid");
+  }
+}
+
+// A warm-up of W steps is every-step training (the same losses, bit for bit,
+// as dp_sync: every_step) with the replicas one model; then they go apart and
+// the schedule counts from W: syncs after steps W + H, W + 2H.
+TEST(Diloco, WarmupStepsAreEveryStepStepsThenTheScheduleStarts) {
+  ASSERT_FALSE(layouts().empty()) << "run this test on 2 or 4 ranks";
+  for (const auto& dims : layouts()) {
+    config::Config config = diloco_config(dims, 2);
+    config.parallel.diloco.warmup_steps = 3;
+    const std::string what = name_of(dims) + " H2 warm-up 3 zhybrid";
+    const std::vector<double> losses =
+        check_sync_equality(dims, config, preset("zhybrid"), 7, what);
+    config::Config every_step = config;
+    every_step.parallel.dp_sync = "every_step";
+    parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, preset("zhybrid"));
+    auto reference = models::parallelize_gpt(every_step, groups, {});
+    for (int64_t step = 0; step < 5; ++step) {
+      const double loss =
+          reference->train_step(step, config.training.lr, config.training.grad_clip, "").loss;
+      if (step < 3)
+        EXPECT_EQ(losses[size_t(step)], loss) << what << ": warm-up step " << step + 1;
+      else if (step == 4)  // after the first inner step, on each replica's own gradients
+        EXPECT_NE(losses[size_t(step)], loss) << what << ": step " << step + 1;
+    }
   }
 }
 
@@ -311,11 +353,11 @@ TEST(Diloco, RateOneWithoutMomentumIsInnerStepsThenAveragedWeights) {
   EXPECT_LT(worst, 1e-5) << "weights after " << steps << " steps";
 }
 
-// A run saved mid-interval (step 4 of H = 3) and resumed continues as the
-// uninterrupted run does, bit for bit, under a lossy route with error
-// feedback; metrics.jsonl names the syncs.
-TEST(Diloco, ResumesMidIntervalBitForBit) {
-  ASSERT_FALSE(layouts().empty()) << "run this test on 2 or 4 ranks";
+// Trains 8 steps of H = 3 under a lossy route with error feedback, saving
+// at `saved_at`, and resumes from there: the resumed run continues as the
+// uninterrupted one, bit for bit; metrics.jsonl names the syncs, `synced`.
+void expect_resumed_bit_for_bit(int64_t warmup_steps, int64_t saved_at,
+                                const std::vector<int>& synced_steps, const std::string& what) {
   const parallel::ParallelDims dims = layouts().front();
   const std::string root = std::filesystem::temp_directory_path().string() + "/cmpi_diloco_" +
                            std::to_string(testing::test_seed() % 100000) + "_" +
@@ -323,8 +365,9 @@ TEST(Diloco, ResumesMidIntervalBitForBit) {
   if (world_rank() == 0) std::filesystem::remove_all(root);
   MPI_Barrier(MPI_COMM_WORLD);
   config::Config config = diloco_config(dims, 3);
+  config.parallel.diloco.warmup_steps = warmup_steps;
   config.training.steps = 8;
-  config.checkpoint.every = 4;
+  config.checkpoint.every = saved_at;
   config.checkpoint.keep_last = 0;
   config.compression = preset("zhybrid");
   const auto run = [&](const std::string& name, const std::string& resume) {
@@ -340,24 +383,39 @@ TEST(Diloco, ResumesMidIntervalBitForBit) {
   };
   const std::vector<double> whole = run("whole", "");
   const std::vector<double> resumed =
-      run("resumed", root + "/whole/" + checkpoint::checkpoint_name(4));
-  ASSERT_EQ(whole.size(), 8u);
-  ASSERT_EQ(resumed.size(), 4u);
-  for (size_t i = 0; i < 4; ++i)
-    EXPECT_EQ(whole[4 + i], resumed[i]) << "step " << 5 + i << " after resuming at step 4";
+      run("resumed", root + "/whole/" + checkpoint::checkpoint_name(saved_at));
+  ASSERT_EQ(whole.size(), 8u) << what;
+  ASSERT_EQ(resumed.size(), size_t(8 - saved_at)) << what;
+  for (size_t i = 0; i < resumed.size(); ++i)
+    EXPECT_EQ(whole[size_t(saved_at) + i], resumed[i])
+        << what << ": step " << saved_at + int64_t(i) + 1 << " after resuming at step " << saved_at;
   if (world_rank() == 0) {
     testing::expect_same_checkpoint_state(root + "/whole/" + checkpoint::checkpoint_name(8),
                                           root + "/resumed/" + checkpoint::checkpoint_name(8),
-                                          "DiLoCo resumed");
+                                          what);
     std::ifstream metrics(root + "/whole_run/metrics.jsonl");
     std::string line;
     std::vector<int> synced;
     for (int step = 1; std::getline(metrics, line); ++step)
       if (line.find("\"outer_sync\":[0]") != std::string::npos) synced.push_back(step);
-    EXPECT_EQ(synced, (std::vector<int>{3, 6}));
+    EXPECT_EQ(synced, synced_steps) << what;
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (world_rank() == 0) std::filesystem::remove_all(root);
+}
+
+// Saved mid-interval (step 4 of H = 3).
+TEST(Diloco, ResumesMidIntervalBitForBit) {
+  ASSERT_FALSE(layouts().empty()) << "run this test on 2 or 4 ranks";
+  expect_resumed_bit_for_bit(0, 4, {3, 6}, "DiLoCo resumed at step 4");
+}
+
+// Saved inside a warm-up of 3 steps (after step 2): the checkpoint holds no
+// outer state worth keeping, so the resumed run must take the outer weights
+// where the warm-up ends, as the uninterrupted run does; syncs at 3 + 3.
+TEST(Diloco, ResumesInsideTheWarmupBitForBit) {
+  ASSERT_FALSE(layouts().empty()) << "run this test on 2 or 4 ranks";
+  expect_resumed_bit_for_bit(3, 2, {6}, "DiLoCo resumed inside its warm-up at step 2");
 }
 
 }  // namespace
