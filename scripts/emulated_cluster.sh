@@ -209,7 +209,20 @@ cmd_up() {
 cmd_down() {
   require_root_and_tools
   local ns
-  for ns in $(ip netns list | awk '{print $1}' | grep "^${NS_PREFIX}[0-9]*$" || true); do
+  # Deleting a namespace does not end the processes inside it: a job whose
+  # launcher was killed (a benchmark stopped mid-cell) would leave its ranks
+  # running on the host's cores. End them first, TERM then KILL.
+  local namespaces pids
+  namespaces=$(ip netns list | awk '{print $1}' | grep "^${NS_PREFIX}[0-9]*$" || true)
+  for ns in $namespaces; do
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -z $pids ]] || kill -TERM $pids 2>/dev/null || true
+  done
+  for ns in $namespaces; do
+    local tries=0
+    while [[ -n $(ip netns pids "$ns" 2>/dev/null) ]] && ((tries++ < 20)); do sleep 0.1; done
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -z $pids ]] || kill -KILL $pids 2>/dev/null || true
     ip netns delete "$ns"
   done
   # veths normally vanish with their namespace; remove any left by a broken up.
