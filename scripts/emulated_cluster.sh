@@ -23,8 +23,9 @@
 #            HTB class on both sides of each link, and the netem leaf
 #            changed, added or removed; running jobs keep their connections
 #            (to emulate a link that slows down or recovers mid-run).
-#   down     ends the processes left in the nodes (TERM, then KILL), deletes the namespaces (their veth ends go with them), the bridge
-#            and the state directory; safe to call when nothing is up.
+#   down     ends the processes left in the nodes (TERM, then KILL), deletes
+#            the namespaces (their veth ends go with them), the bridge and the
+#            state directory; safe to call when nothing is up.
 #   session  up, run, down in one go; the teardown runs on any exit (trap).
 #   check    runs emulated_cluster_whereami.c (built with mpicc) on every
 #            node: each rank's namespace and address, gathered over MPI; then
