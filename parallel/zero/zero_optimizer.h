@@ -184,7 +184,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // Stage 1, per bucket: allreduced over dp after all, block-sparse (see the constructor).
   std::vector<bool> sparse_allreduce_;
   bool last_step_skipped_ = false;
-  // false: no bucket crosses dp (built so, or after stop_reducing_over_dp).
+  // false after stop_reducing_over_dp (DiLoCo's warm-up is over): no bucket
+  // crosses dp. One built with reduce_over_dp = false needs no flag: its
+  // layout has dp() == 1, so nothing is reduced over dp anyway.
   bool reducing_over_dp_ = true;
   double gradient_scale_ = 1;  // loss scaling: the gradients' factor
   NonfiniteGradients last_nonfinite_;

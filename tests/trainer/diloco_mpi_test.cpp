@@ -183,22 +183,21 @@ int fragment_of(const std::string& key, int64_t layers, int64_t fragments) {
 
 // Trains `steps` steps and checks after each that exactly the fragments the
 // schedule names hold the same bits on every replica (all of them during the
-// warm-up, whose steps reduce gradients over dp); returns the losses.
-std::vector<double> check_sync_equality(const parallel::ParallelDims& dims,
-                                        const config::Config& config,
-                                        const comm::PolicyConfig& policy, int64_t steps,
-                                        const std::string& what) {
+// warm-up, whose steps reduce gradients over dp); the losses go to `losses`
+// when given.
+void check_sync_equality(const parallel::ParallelDims& dims, const config::Config& config,
+                         const comm::PolicyConfig& policy, int64_t steps, const std::string& what,
+                         std::vector<double>* losses = nullptr) {
   parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, policy);
   auto model = models::parallelize_gpt(config, groups, {});
   const parallel::SyncSchedule schedule(config.parallel.diloco.sync_every,
                                         config.parallel.diloco.fragments);
   const int64_t warmup = config.parallel.diloco.warmup_steps;
-  std::vector<double> losses;
   for (int64_t step = 0; step < steps; ++step) {
     const uint64_t dp_bytes_before = groups.dp().stats().total().raw_bytes;
     const auto outcome = model->train_step(step, config.training.lr, config.training.grad_clip, "");
-    losses.push_back(outcome.loss);
-    EXPECT_TRUE(std::isfinite(outcome.loss)) << what << " step " << step + 1;
+    if (losses) losses->push_back(outcome.loss);
+    ASSERT_TRUE(std::isfinite(outcome.loss)) << what << " step " << step + 1;
     const std::vector<int> due = schedule.due(step + 1 - warmup);
     EXPECT_EQ(model->last_outer_sync().fragments, due) << what << " after step " << step + 1;
     const uint64_t dp_bytes = groups.dp().stats().total().raw_bytes - dp_bytes_before;
@@ -223,7 +222,7 @@ std::vector<double> check_sync_equality(const parallel::ParallelDims& dims,
     else
       EXPECT_GT(dp_bytes, 1000u) << what << ": no pseudo-gradient at step " << step + 1;
     const Comparison c = compare(mine, groups.coord().dp);
-    EXPECT_GT(c.keys_held_twice, 0) << what;
+    ASSERT_GT(c.keys_held_twice, 0) << what;
     EXPECT_TRUE(c.within_replica_equal)
         << what << ": copies inside one replica differ after step " << step + 1;
     int equal = 0, differ = 0;
@@ -242,7 +241,6 @@ std::vector<double> check_sync_equality(const parallel::ParallelDims& dims,
       EXPECT_GT(differ, 0) << what << ": replicas equal after inner step " << step + 1
                            << ", which synchronised " << due.size() << " fragment(s)";
   }
-  return losses;
 }
 
 TEST(Diloco, ReplicasDifferBetweenSyncsAndAreBitEqualAfterEach) {
@@ -279,8 +277,9 @@ TEST(Diloco, WarmupStepsAreEveryStepStepsThenTheScheduleStarts) {
     config::Config config = diloco_config(dims, 2);
     config.parallel.diloco.warmup_steps = 3;
     const std::string what = name_of(dims) + " H2 warm-up 3 zhybrid";
-    const std::vector<double> losses =
-        check_sync_equality(dims, config, preset("zhybrid"), 7, what);
+    std::vector<double> losses;
+    check_sync_equality(dims, config, preset("zhybrid"), 7, what, &losses);
+    ASSERT_EQ(losses.size(), 7u) << what;
     config::Config every_step = config;
     every_step.parallel.dp_sync = "every_step";
     parallel::ProcessGroups groups(MPI_COMM_WORLD, dims, preset("zhybrid"));
