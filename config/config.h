@@ -32,6 +32,10 @@ struct RunConfig {
   // What MFU divides by, per rank: auto (the GEMM rate measured at start-up),
   // a device (a100, h100, ...) or FLOP/s (plan/peak_flops.h).
   std::string peak_flops = "auto";
+  // Where the model's parameters, optimizer state, batches and activations
+  // live: cpu, cuda (a GPU per rank by its rank on the node; refused where
+  // none is visible) or auto (cuda where visible, else cpu).
+  RunDevice device = RunDevice::kCpu;
 };
 
 struct ModelConfig {
@@ -66,6 +70,10 @@ struct ModelConfig {
   // > 0: attention scores in blocks of this many keys with an online softmax
   // (models/blocked_attention.h); 0: the plain [T, T] scores.
   int64_t attention_block_size = 0;
+  // The attention core's kernel: auto (LibTorch's fused scaled-dot-product
+  // attention on a CUDA device, the unfused softmax on the CPU), fused or
+  // unfused. Attention dropout in training always runs unfused.
+  AttentionBackend attention_backend = AttentionBackend::kAuto;
   bool parallel_residual = false;  // x + attn(ln1(x)) + mlp(ln2(x))
   // gelu | gelu_tanh | swiglu (Llama's gated MLP: down(silu(gate(x)) · up(x)))
   std::string mlp_activation = "gelu";

@@ -49,6 +49,19 @@ enum class Normalization { kLayerNorm, kRmsNorm };
 inline constexpr EnumSpelling<Normalization> kNormalizationSpellings[] = {
     {Normalization::kLayerNorm, "layernorm"}, {Normalization::kRmsNorm, "rmsnorm"}};
 
+// run.device: where the model's tensors live. auto: a CUDA device where one
+// is visible to the rank, else the CPU (trainer/device_choice.h).
+enum class RunDevice { kCpu, kCuda, kAuto };
+inline constexpr EnumSpelling<RunDevice> kRunDeviceSpellings[] = {
+    {RunDevice::kCpu, "cpu"}, {RunDevice::kCuda, "cuda"}, {RunDevice::kAuto, "auto"}};
+
+// model.attention_backend: the attention core's kernel (models/gpt_options.h).
+enum class AttentionBackend { kAuto, kFused, kUnfused };
+inline constexpr EnumSpelling<AttentionBackend> kAttentionBackendSpellings[] = {
+    {AttentionBackend::kAuto, "auto"},
+    {AttentionBackend::kFused, "fused"},
+    {AttentionBackend::kUnfused, "unfused"}};
+
 template <class Enum, size_t N>
 const char* spelling_of(Enum value, const EnumSpelling<Enum> (&spellings)[N]) {
   for (const auto& s : spellings)
@@ -86,6 +99,12 @@ inline const char* name_of(PipelineSchedule v) {
 }
 inline const char* name_of(Normalization v) {
   return spelling_of(v, kNormalizationSpellings);
+}
+inline const char* name_of(AttentionBackend v) {
+  return spelling_of(v, kAttentionBackendSpellings);
+}
+inline const char* name_of(RunDevice v) {
+  return spelling_of(v, kRunDeviceSpellings);
 }
 inline const char* name_of(DataKind v) {
   return spelling_of(v, kDataKindSpellings);

@@ -143,6 +143,7 @@ void run_fields(Fields& f, Section& run) {
   f.real_or_auto("timeout", run.timeout, at_least(0.0), RunConfig::kAutoTimeout);
   f.real("timeout_floor", run.timeout_floor, above(0.0));
   f.text("peak_flops", run.peak_flops);
+  f.choice("device", run.device, kRunDeviceSpellings);
 }
 
 template <class Fields, class Section>
@@ -162,6 +163,7 @@ void model_fields(Fields& f, Section& model) {
   f.real("rotary_pct", model.rotary_pct, RealRange{0.0, 1.0, true, false});
   f.real("rotary_base", model.rotary_base, above(1.0));
   f.integer("attention_block_size", model.attention_block_size, non_negative());
+  f.choice("attention_backend", model.attention_backend, kAttentionBackendSpellings);
   f.flag("parallel_residual", model.parallel_residual);
   f.word("mlp_activation", model.mlp_activation, {"gelu", "gelu_tanh", "swiglu"});
   f.word("init", model.init, {"gpt2", "neox"});

@@ -29,6 +29,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const GptOptions& options, comm
       attn_dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)),
       future_mask_(std::move(future_mask)),
       block_size_(options.attention_block_size),
+      backend_(options.attention_backend),
       sequence_parallel_(options.sequence_parallel),
       context_(context),
       buffer_key_(buffer_key) {
@@ -168,9 +169,27 @@ torch::Tensor CausalSelfAttentionImpl::forward_cached(const torch::Tensor& x, Kv
   return merge_heads(parallel::mixed_matmul(weights, repeat_for_groups(cached_values)));
 }
 
+void CausalSelfAttentionImpl::to(torch::Device device, bool non_blocking) {
+  torch::nn::Module::to(device, non_blocking);
+  if (future_mask_.defined()) future_mask_ = future_mask_.to(device);
+  if (rotary_) rotary_->to(device);
+}
+
+bool CausalSelfAttentionImpl::fused_for(const torch::Tensor& q) const {
+  if (is_training() && attn_dropout_ > 0) return false;  // its dropout cannot be replayed
+  if (backend_ == AttentionBackend::kAuto) return q.is_cuda();
+  return backend_ == AttentionBackend::kFused;
+}
+
 torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                               const torch::Tensor& v) {
   const int64_t time = q.size(2);
+  if (fused_for(q)) {
+    // Causal over the whole sequence (query t sees keys 0..t), scale 1/√hd:
+    // the explicit path's mask and scale.
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                            /*is_causal=*/true);
+  }
   if (block_size_ > 0 && block_size_ < time) {
     // The blocked path computes in float32 (a 16-bit run widens q, k, v
     // exactly and rounds the result once).
@@ -193,7 +212,13 @@ torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torc
 torch::Tensor dropout_drawn_from(const torch::Tensor& x, double p, at::Generator& generator) {
   if (p <= 0) return x;
   return parallel::in_float32(x, [p, &generator](const torch::Tensor& in) {
-    auto keep = torch::empty_like(in).bernoulli_(1.0 - p, generator);
+    // The generators are CPU generators (checkpointed, replayed by
+    // recomputation): a device tensor's mask is drawn on the CPU and moved,
+    // the same mask the CPU run draws.
+    auto keep = in.is_cpu() ? torch::empty_like(in).bernoulli_(1.0 - p, generator)
+                            : torch::empty(in.sizes(), in.options().device(torch::kCPU))
+                                  .bernoulli_(1.0 - p, generator)
+                                  .to(in.device());
     return in * keep / (1.0 - p);
   });
 }

@@ -77,6 +77,10 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
                           std::optional<uint64_t> stream_dropout_seed = std::nullopt);
   // [B, T, H] -> [B, T, H]; sequence parallel: [B, T/tp, H] -> [B, T/tp, H].
   torch::Tensor forward(const torch::Tensor& x);
+  // Module::to, and the causal mask and rotary tables that are no
+  // parameters or buffers along with them.
+  using torch::nn::Module::to;
+  void to(torch::Device device, bool non_blocking = false) override;
   // Inference (eval mode): x [B, T, H] holds the positions cache.length() ..
   // + T - 1; appends their keys and values to block `layer` of the cache
   // (the caller advances it once every block has) and returns [B, T, H].
@@ -119,6 +123,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::Tensor merge_heads(const torch::Tensor& attended);
   // q, k, v [B, nh, T, hd] -> softmax(mask(q kᵀ / √hd)) (dropped out) · v.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+  // Whether attend() runs LibTorch's fused kernel for q (AttentionBackend).
+  bool fused_for(const torch::Tensor& q) const;
 
   int64_t local_kv_heads_;
   int64_t group_;  // query heads per key/value head
@@ -131,6 +137,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::nn::Dropout resid_dropout_{nullptr};
   torch::Tensor future_mask_;  // [seq_len, seq_len] bool, true above the diagonal
   int64_t block_size_;         // options.attention_block_size
+  AttentionBackend backend_;   // options.attention_backend
   bool sequence_parallel_;
   parallel::ContextGroup context_;
   uint64_t buffer_key_;

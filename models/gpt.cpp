@@ -216,8 +216,9 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   const auto local_tokens = context_part(tokens);
   const int64_t time = local_tokens.size(1);
   // The global positions of this rank's tokens.
-  const auto positions =
-      context_.active() ? context_shard_->positions() : torch::arange(time, torch::kLong);
+  const auto positions = context_.active()
+                             ? context_shard_->positions()
+                             : torch::arange(time, local_tokens.options().dtype(torch::kLong));
   parallel::enter_use(gate_, 0, torch::Tensor());
   auto embedded = token_embedding_->forward(local_tokens);
   // Rotary positions enter in every attention instead (models/rotary_embedding.h).
@@ -316,8 +317,8 @@ torch::Tensor GptImpl::forward_cached(const torch::Tensor& tokens, KvCache& cach
   // `start`; rotary positions enter in every attention instead.
   auto embedded = token_embedding_->forward(tokens);
   if (position_embedding_)
-    embedded =
-        embedded + position_embedding_->forward(torch::arange(start, start + time, torch::kLong));
+    embedded = embedded + position_embedding_->forward(torch::arange(
+                              start, start + time, tokens.options().dtype(torch::kLong)));
   auto x = embedded.to(compute_dtype());
   for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward_cached(x, cache, int64_t(i));
   cache.advance(time);

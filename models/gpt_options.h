@@ -48,6 +48,15 @@ enum class Recompute { kNone, kSelective, kFull };
 // every use; see parallel/low_precision_ops.h for what runs in float32.
 enum class ComputePrecision { kFp32, kBf16, kFp16 };
 
+// The attention core's kernel. kAuto: LibTorch's scaled-dot-product
+// attention (its flash / memory-efficient kernels) on a CUDA device, the
+// explicit softmax (or the blocked one, attention_block_size) on the CPU.
+// kFused and kUnfused force one (tests hold the two to each other on the
+// CPU). The fused kernel draws dropout from its device's own generator,
+// which recomputation cannot replay: with attention dropout in training
+// the explicit path runs whatever this says.
+enum class AttentionBackend { kAuto, kFused, kUnfused };
+
 struct GptOptions {
   int64_t vocab_size = 256;
   // The tables' rows are padded to a multiple of vocab_multiple x tp
@@ -90,6 +99,7 @@ struct GptOptions {
   // > 0: the attention core in blocks of this many keys with an online
   // softmax (models/blocked_attention.h), when the sequence is longer.
   int64_t attention_block_size = 0;
+  AttentionBackend attention_backend = AttentionBackend::kAuto;
   // kFull: the first this many blocks of each pipeline stage are recomputed
   // (0: all of them), as Megatron's recompute_num_layers.
   int64_t recompute_layers = 0;

@@ -26,9 +26,10 @@ void broadcast_over_dp(const std::vector<parallel::ParamInfo>& infos,
   torch::NoGradGuard no_grad;
   for (const auto& info : infos) {
     auto p = info.tensor;
-    auto contiguous = p.contiguous();
-    groups.dp().broadcast(contiguous.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
-    p.copy_(contiguous);
+    // A device's parameters travel through host memory.
+    auto host = p.is_cpu() ? p.contiguous() : p.cpu();
+    groups.dp().broadcast(host.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
+    p.copy_(host);
   }
 }
 
@@ -117,6 +118,12 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
       Gpt(model_options, groups,
           StagePlan{stage.first_layer, stage.end_layer, stage.has_embedding, stage.has_head});
   auto& model = parts.model;
+  // Initialised on the CPU above (the CPU run's weights, bit for bit), then
+  // moved whole: parameters and the attention's tables (GptImpl::to).
+  if (options.cuda_device >= 0) {
+    parts.device = torch::Device(torch::kCUDA, int8_t(options.cuda_device));
+    model->to(parts.device);
+  }
 
   // 3-4. The pipeline over pp and the tied table across its ends.
   const bool tied = config.model.tie_embeddings;

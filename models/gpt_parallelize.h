@@ -6,7 +6,8 @@
 //   2. the model: the stage's layers, tensor-parallel over tp (column- and
 //      row-parallel linears, vocab-parallel embedding and loss); under
 //      per-layer ZeRO-3 the parameters are stand-ins, so no rank ever builds
-//      a whole tensor;
+//      a whole tensor; initialised on the CPU, then moved to the run's
+//      device (GptBuildOptions::cuda_device) with the attention's tables;
 //   3. the pipeline engine over pp (pp > 1): the schedule, and the shape of
 //      the activations it sends;
 //   4. the tied embedding across the pipeline's ends (pp > 1, tied): the
@@ -46,6 +47,11 @@ struct GptBuildOptions {
   // data section here (collective over the world).
   std::shared_ptr<const data::TokenSource> source;
   bool dump_tensors = false;  // --dump-tensors: needs the whole model on one rank (pp = 1)
+  // Where the parameters, optimizer state, batches and activations live: the
+  // index of a CUDA device, -1 for the CPU. The model is initialised on the
+  // CPU and then moved, so that it starts from the CPU run's weights bit for
+  // bit.
+  int cuda_device = -1;
 };
 
 std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,

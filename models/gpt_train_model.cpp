@@ -162,6 +162,9 @@ Outcome GptTrainModel::train_step(int64_t step, double lr, double clip,
     last_outer_sync_.fragments = parts_.diloco->after_inner_step(step + 1);
     last_outer_sync_.seconds = parts_.diloco->last_sync_seconds();
   }
+  // On a GPU the update's kernels may still run: the step ends when they do,
+  // so that its time (metrics.jsonl's step_ms) is the whole step's.
+  if (parts_.device.is_cuda()) torch::cuda::synchronize(parts_.device.index());
   return Outcome{double(loss_value), -1};
 }
 
@@ -173,7 +176,7 @@ torch::Tensor GptTrainModel::sample_micro_batch(data::Split split, int64_t step,
   const int64_t first = (int64_t(groups_.coord().dp) * parts_.micro_batches + m) * micro_batch;
   for (int64_t b = 0; b < micro_batch; ++b)
     parts_.source->sample(split, step, first + b, tokens + b * (seq + 1), seq + 1);
-  return batch;
+  return batch.to(parts_.device);
 }
 
 // What this stage does with micro-batch m of `batch`: the first stage embeds
@@ -324,7 +327,8 @@ void GptTrainModel::dump_tensors(int64_t step, const std::string& dump_dir) {
       parts_.source->sample(data::Split::kTrain, step, b, &tokens[size_t(b * (seq + 1))], seq + 1);
     auto batch =
         torch::from_blob(tokens.data(), {config_.training.micro_batch, seq + 1}, torch::kLong)
-            .narrow(1, 0, seq);
+            .narrow(1, 0, seq)
+            .to(parts_.device);
     parts_.model->forward(batch, &activations);
   }
   if (groups_.world_rank() != 0) return;
@@ -365,8 +369,9 @@ void GptTrainModel::dump_forward(const std::string& dump_dir) {
   write_f32(dump_dir + "/forward_logits.f32", parts_.model->forward(inputs));
   const double loss = parts_.model->loss(inputs, targets).item<double>();
   parts_.model->train();
-  io::write_file_atomically(dump_dir + "/forward_tokens.i64", batch.data_ptr<int64_t>(),
-                            size_t(batch.numel()) * sizeof(int64_t));
+  const auto host_batch = batch.cpu();
+  io::write_file_atomically(dump_dir + "/forward_tokens.i64", host_batch.data_ptr<int64_t>(),
+                            size_t(host_batch.numel()) * sizeof(int64_t));
   char text[64];
   std::snprintf(text, sizeof text, "%.9g\n", loss);
   io::write_file_atomically(dump_dir + "/forward_loss.txt", std::string(text));

@@ -50,6 +50,8 @@ struct GptParts {
   // This rank's parameters against the global layout, in the optimizer's order.
   std::vector<checkpoint::CheckpointedParam> checkpointed;
   int64_t micro_batches = 1;  // per rank per step
+  // Where the model's tensors live; batches are moved there as they are drawn.
+  torch::Device device = torch::Device(torch::kCPU);
 };
 
 class GptTrainModel : public TrainModel {

@@ -17,6 +17,9 @@ std::unique_ptr<TrainModel> parallelize_model(const config::Config& config,
         throw std::invalid_argument(
             "model.kind resnet: --dump-tensors writes a GPT's gradients and transformer-block "
             "activations, the codec benchmark's data sets; a ResNet has none of those");
+      if (options.cuda_device >= 0)
+        throw std::invalid_argument(
+            "model.kind resnet trains on the CPU only; run.device asks for a CUDA device");
       return parallelize_resnet(config, groups);
   }
   throw std::logic_error("parallelize_model: a model family without a case");

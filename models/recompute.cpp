@@ -120,7 +120,11 @@ variable_list recompute_in_backward(RecomputedForward forward, const variable_li
   // The Function joins the graph only when an input requires gradients; the
   // parameters inside need it to, so a placeholder leaf stands in (a stage's
   // first block on a tensor that needs no gradient).
-  if (!any_requires_grad) with_placeholder.push_back(torch::zeros({1}).requires_grad_());
+  if (!any_requires_grad)
+    with_placeholder.push_back(
+        torch::zeros({1}, inputs.empty() ? torch::TensorOptions()
+                                         : torch::TensorOptions().device(inputs[0].device()))
+            .requires_grad_());
   return RecomputeFunction::apply(at::TensorList(with_placeholder), std::move(replay));
 }
 

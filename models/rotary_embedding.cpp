@@ -65,4 +65,9 @@ torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x, int64_t first_posit
   return torch::cat(parts, -1);
 }
 
+void RotaryEmbedding::to(const torch::Device& device) {
+  cos_ = cos_.to(device);
+  sin_ = sin_.to(device);
+}
+
 }  // namespace cmpi::models

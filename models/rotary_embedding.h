@@ -35,6 +35,8 @@ class RotaryEmbedding {
   torch::Tensor apply(const torch::Tensor& x, int64_t first_position = 0) const;
 
   int64_t dims() const { return dims_; }
+  // Moves the angle tables to the device of the tensors apply() turns.
+  void to(const torch::Device& device);
 
  private:
   int64_t head_dim_;

@@ -8,7 +8,7 @@
 namespace cmpi::models {
 
 void write_f32(const std::string& path, const torch::Tensor& values) {
-  auto flat = values.to(torch::kFloat).contiguous();
+  auto flat = values.to(torch::kCPU, torch::kFloat).contiguous();
   io::TensorHeader header;
   header.dtype = io::TensorDtype::kFloat32;
   header.shape = flat.sizes().vec();

@@ -31,12 +31,25 @@ struct LeafSavingLinear : torch::autograd::Function<LeafSavingLinear> {
   }
 };
 
+// a [M, K] · b [K, N] of one 16-bit dtype with float32 accumulation and a
+// float32 result: on a CUDA device one 16-bit GEMM (the tensor cores);
+// elsewhere a float32 GEMM of the exactly widened inputs (LibTorch's CPU
+// GEMMs have no 16-bit-in, float32-out form).
+torch::Tensor mm_float32_out(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.is_cuda()) return at::mm(a, b, torch::kFloat);
+  return torch::mm(a.to(torch::kFloat), b.to(torch::kFloat));
+}
+
 }  // namespace
 
 torch::Tensor linear_products(const torch::Tensor& x, const torch::Tensor& weight) {
   if (!is_low_precision(x)) return torch::nn::functional::linear(x, weight);
   // Float32 products of 16-bit inputs (see low_precision_ops.h).
-  return torch::nn::functional::linear(x.to(torch::kFloat), rounded_like(weight, x));
+  if (!x.is_cuda())
+    return torch::nn::functional::linear(x.to(torch::kFloat), rounded_like(weight, x));
+  auto shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  return mm_float32_out(x.reshape({-1, x.size(-1)}), weight.to(x.scalar_type()).t()).view(shape);
 }
 
 LinearGradients linear_gradients(const torch::Tensor& x, const torch::Tensor& weight,
@@ -46,6 +59,14 @@ LinearGradients linear_gradients(const torch::Tensor& x, const torch::Tensor& we
   if (!is_low_precision(x)) {
     if (want_dx) g.dx = torch::matmul(dy, weight);
     if (want_dw) g.dw = dy.reshape({-1, out}).t().mm(x.reshape({-1, in}));
+    return g;
+  }
+  if (x.is_cuda()) {
+    // The same products as below, each one 16-bit GEMM with float32 output.
+    const auto dy16 = dy.to(x.scalar_type()).reshape({-1, out});
+    if (want_dx)
+      g.dx = mm_float32_out(dy16, weight.to(x.scalar_type())).to(x.scalar_type()).view(x.sizes());
+    if (want_dw) g.dw = mm_float32_out(dy16.t(), x.reshape({-1, in}));
     return g;
   }
   // The output gradient as a 16-bit kernel receives it, widened exactly.

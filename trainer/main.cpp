@@ -38,6 +38,8 @@
 #include "trainer/allocator_settings.h"
 #include "trainer/blas_probe.h"
 #include "trainer/cli_args.h"
+#include "trainer/device_choice.h"
+#include "trainer/device_gemm.h"
 #include "trainer/injected_kill.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
@@ -251,6 +253,23 @@ int main(int argc, char** argv) {
     error = e.what();
   }
   if (!all_ranks_ok(error, rank)) return 2;
+  // run.device: each rank's device, agreed before anything is allocated (a
+  // rank without the GPU it was asked for ends the job naming itself).
+  torch::Device device(torch::kCPU);
+  trainer::DeviceContext device_context;
+  try {
+    device_context =
+        trainer::probe_device_context(MPI_COMM_WORLD, config.run.device != config::RunDevice::kCpu);
+    device = trainer::choose_device(config.run.device, device_context);
+    if (device.is_cuda()) error = trainer::device_layout_refusal(config);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!all_ranks_ok(error, rank)) return 2;
+  if (rank == 0 && config.log.every > 0 && config.run.device != config::RunDevice::kCpu) {
+    std::printf("%s\n", trainer::describe_device(device, device_context).c_str());
+    std::fflush(stdout);
+  }
   if (rank == 0)
     for (const std::string& warning : launch::config_warnings(config))
       std::fprintf(stderr, "%s: warning: %s\n", kProgram, warning.c_str());
@@ -267,7 +286,13 @@ int main(int argc, char** argv) {
       const auto peak = plan::resolve_peak_flops(config.run.peak_flops, config.training.precision);
       options.peak_flops = peak.flops_per_second;
       options.peak_source = peak.source;
-      if (peak.flops_per_second <= 0) {
+      if (peak.flops_per_second <= 0 && device.is_cuda()) {
+        // A GPU run: the GPU's GEMM, not the host's.
+        options.peak_flops = trainer::device_gemm_flops(device, config.training.precision);
+        options.peak_source = std::string("measured ") +
+                              config::name_of(config.training.precision) + " GEMM on " +
+                              device.str();
+      } else if (peak.flops_per_second <= 0) {
         options.peak_flops = blas.run_precision_gflops() * 1e9;
         options.peak_source =
             std::string("measured ") + config::name_of(config.training.precision) + " GEMM, " +
@@ -284,6 +309,7 @@ int main(int argc, char** argv) {
     options.resolved_config = config::to_yaml(config);
     options.dump_tensors_dir = args.dump_tensors_dir;
     options.source = tokens;
+    options.cuda_device = device.is_cuda() ? int(device.index()) : -1;
     options.resume_path = resume_path;
     options.resume_requested = args.resume;
     options.watchdog = &mpi.watchdog();

@@ -58,18 +58,27 @@ long long max_rss_bytes() {
 // set: what the planner's memory column projects (docs/planner.md).
 std::string memory_by_stage_json(parallel::ProcessGroups& groups, const TrainResult& result) {
   const int stages = groups.dims().pp;
-  std::vector<int64_t> most(size_t(2 * stages), 0);
-  const int stage = groups.coord().pp;
-  most[size_t(2 * stage)] = result.peak_state_bytes;
-  most[size_t(2 * stage + 1)] = max_rss_bytes();
+  constexpr size_t kFields = 3;
+  std::vector<int64_t> most(kFields * size_t(stages), 0);
+  const size_t stage = size_t(groups.coord().pp);
+  most[kFields * stage] = result.peak_state_bytes;
+  most[kFields * stage + 1] = max_rss_bytes();
+  most[kFields * stage + 2] = result.peak_device_allocated_bytes;
   groups.world().control_allreduce(most.data(), most.size(), comm::ControlReduce::kMax);
   std::string json = ",\"memory\":{\"stages\":[";
-  char buf[160];
-  for (int s = 0; s < stages; ++s) {
+  char buf[224];
+  for (size_t s = 0; s < size_t(stages); ++s) {
     std::snprintf(buf, sizeof buf,
-                  "%s{\"stage\":%d,\"peak_state_bytes\":%lld,\"max_rss_bytes\":%lld}", s ? "," : "",
-                  s, (long long)most[size_t(2 * s)], (long long)most[size_t(2 * s + 1)]);
+                  "%s{\"stage\":%zu,\"peak_state_bytes\":%lld,\"max_rss_bytes\":%lld", s ? "," : "",
+                  s, (long long)most[kFields * s], (long long)most[kFields * s + 1]);
     json += buf;
+    // A GPU run: the CUDA caching allocator's peak on the stage's devices.
+    if (most[kFields * s + 2] > 0) {
+      std::snprintf(buf, sizeof buf, ",\"max_device_allocated_bytes\":%lld",
+                    (long long)most[kFields * s + 2]);
+      json += buf;
+    }
+    json += "}";
   }
   return json + "]}";
 }

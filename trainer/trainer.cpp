@@ -1,4 +1,5 @@
 #include "trainer/trainer.h"
+#include "trainer/device_memory.h"
 
 #include <chrono>
 #include <csignal>
@@ -142,6 +143,7 @@ Trainer::Trainer(const config::Config& config, parallel::ProcessGroups& groups,
   models::ModelBuildOptions build;
   build.source = s.options.source;
   build.dump_tensors = !s.options.dump_tensors_dir.empty();
+  build.cuda_device = s.options.cuda_device;
   s.model = models::parallelize_model(config, groups, std::move(build));
   const auto& t = config.training;
   s.schedule.peak = t.lr;
@@ -421,6 +423,9 @@ TrainResult Trainer::run() {
   result.utilization.peak_source = s.options.peak_source;
   result.peak_gathered_parameter_bytes = model.optimizer().peak_gathered_parameter_bytes();
   result.peak_state_bytes = model.optimizer().peak_bytes();
+  const DeviceMemoryPeak device_peak = device_memory_peak(s.options.cuda_device);
+  result.peak_device_allocated_bytes = device_peak.allocated_bytes;
+  result.peak_device_reserved_bytes = device_peak.reserved_bytes;
   log.close();
   if (!s.options.dump_tensors_dir.empty()) model.dump_parameters(s.options.dump_tensors_dir);
   if (is_root && !s.options.run_dir.empty()) {

@@ -72,6 +72,9 @@ struct TrainerOptions {
   // The launch asked for --resume: the run directory's attempt history
   // (trainer/attempt_log.h) continues instead of starting anew.
   bool resume_requested = false;
+  // Where the model trains (run.device, resolved by trainer/device_choice.h):
+  // the index of its CUDA device, -1 for the CPU.
+  int cuda_device = -1;
 };
 
 // Per rank over a run's steps (trainer/flops_meter.h); negative: not counted.
@@ -127,6 +130,11 @@ struct TrainResult {
   // buffers since the start (the optimizer's peak_bytes(); metrics.jsonl's
   // memory.peak_bytes). 0 where the trainer does not count it.
   int64_t peak_state_bytes = 0;
+  // On a CUDA device (TrainerOptions::cuda_device), the caching allocator's
+  // peak allocated and reserved bytes on it (trainer/device_memory.h); 0 on
+  // the CPU.
+  int64_t peak_device_allocated_bytes = 0;
+  int64_t peak_device_reserved_bytes = 0;
   // The files rank 0 wrote in the run directory ("config.yaml", ...).
   std::vector<std::string> run_files;
   RunUtilization utilization;

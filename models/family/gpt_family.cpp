@@ -131,6 +131,10 @@ GptOptions gpt_options(const config::ModelConfig& m) {
   o.rotary_pct = m.rotary_pct;
   o.rotary_base = m.rotary_base;
   o.attention_block_size = m.attention_block_size;
+  o.attention_backend =
+      m.attention_backend == config::AttentionBackend::kFused     ? AttentionBackend::kFused
+      : m.attention_backend == config::AttentionBackend::kUnfused ? AttentionBackend::kUnfused
+                                                                  : AttentionBackend::kAuto;
   o.parallel_residual = m.parallel_residual;
   o.activation = m.mlp_activation == "gelu_tanh" ? MlpActivation::kGeluTanh
                  : m.mlp_activation == "swiglu"  ? MlpActivation::kSwiGlu

@@ -68,10 +68,17 @@ struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossE
 
 void check_inputs(const torch::Tensor& logits, const torch::Tensor& targets,
                   const comm::Communicator& tp, int64_t vocab_size) {
-  if (logits.scalar_type() != torch::kFloat || !logits.device().is_cpu())
-    throw std::invalid_argument("vocab_parallel_cross_entropy: logits must be float32 on the CPU");
+  if (logits.scalar_type() != torch::kFloat)
+    throw std::invalid_argument("vocab_parallel_cross_entropy: logits must be float32");
   if (targets.scalar_type() != torch::kLong)
     throw std::invalid_argument("vocab_parallel_cross_entropy: targets must be int64 token ids");
+  if (targets.device() != logits.device())
+    throw std::invalid_argument("vocab_parallel_cross_entropy: targets on " +
+                                targets.device().str() + ", logits on " + logits.device().str());
+  if (!logits.device().is_cpu() && tp.size() > 1)
+    throw std::invalid_argument(
+        "vocab_parallel_cross_entropy: logits on " + logits.device().str() +
+        " with tp > 1: the tp group's statistics travel from host memory only so far");
   if (logits.dim() != targets.dim() + 1 ||
       logits.sizes().slice(0, size_t(targets.dim())) != targets.sizes())
     throw std::invalid_argument("vocab_parallel_cross_entropy: logits " + c10::str(logits.sizes()) +

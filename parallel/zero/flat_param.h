@@ -5,6 +5,10 @@
 // pseudo-gradient buckets (parallel/diloco/diloco_sync.cpp).
 #pragma once
 
+#include <torch/torch.h>
+
+#include <vector>
+
 #include "parallel/param_info.h"
 #include "parallel/zero/zero_layout.h"
 
@@ -15,5 +19,9 @@ namespace cmpi::parallel {
 // in buckets of its own kind; the tied table (tied_across_stages) is apart
 // from those, as the first stage reduces it and hands it to the last.
 FlatParam flat_param_of(const ParamInfo& param, bool tp_replicas);
+
+// The one device every defined parameter lives on (the CPU for none);
+// throws std::invalid_argument naming the first parameter on another.
+torch::Device device_of_parameters(const std::vector<ParamInfo>& params);
 
 }  // namespace cmpi::parallel

@@ -21,7 +21,7 @@ torch::Tensor ZeroOptimizer::grad_view(size_t i) const {
 
 void ZeroOptimizer::attach_gradients() {
   if (!flat_grads_.defined()) {
-    flat_grads_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
+    flat_grads_ = torch::zeros({int64_t(layout_.padded())}, float_options_);
     note_memory();
   }
   // Stage 3 between steps, gathering per model: nothing to attach to. Per

@@ -93,6 +93,15 @@ void ZeroOptimizer::reduce_gradients() {
   }
 }
 
+void ZeroOptimizer::reduce_bucket_staged(size_t b) {
+  const auto& bucket = layout_.buckets()[b];
+  const auto start = int64_t(bucket.start), span = int64_t(bucket.piece * size_t(dp()));
+  auto host = host_grads_.narrow(0, start, span);
+  host.copy_(flat_grads_.narrow(0, start, span));  // waits for the device's gradients
+  reduce_bucket(b, host_grads_.data_ptr<float>());
+  flat_grads_.narrow(0, start, span).copy_(host);
+}
+
 void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
   const auto& bucket = layout_.buckets()[b];
   const size_t span = bucket.piece * size_t(dp());

@@ -63,8 +63,6 @@ std::vector<FlatParam> flat_params_of(const std::vector<ParamInfo>& params,
       throw std::invalid_argument("optimizer parameter " + p.name + " is " +
                                   std::string(c10::toString(t.scalar_type())) +
                                   "; only float32 is supported");
-    if (!t.device().is_cpu())
-      throw std::invalid_argument("optimizer parameter " + p.name + " is not on the CPU");
     if (!seen.insert(t.unsafeGetTensorImpl()).second)
       throw std::invalid_argument("optimizer parameter " + p.name + " is listed twice");
     if (p.tied_across_stages && !options.tied_gradient)
@@ -149,7 +147,11 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       layout_(flat_params_of(params_, options, groups.tp().size() > 1),
               reducing_ranks(options, groups), options.reduce_over_dp ? groups.dp().rank() : 0,
               options.bucket_bytes, unit_ends_of(options)),
-      overlap_(overlaps(options, reducing_ranks(options, groups))),
+      float_options_(
+          torch::TensorOptions().dtype(torch::kFloat).device(device_of_parameters(params_))),
+      // On a device the buckets are staged on the step's own thread.
+      overlap_(float_options_.device().is_cpu() &&
+               overlaps(options, reducing_ranks(options, groups))),
       shard_only_(stage_ >= 2 && options.shard_gradient_memory),
       // Every zero-group collective goes through the one queue (see the header).
       queue_(per_layer_ || shard_only_ ? std::make_unique<OrderedCommQueue>(overlap_) : nullptr),
@@ -158,7 +160,22 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
                                                   [this] { note_memory(); })),
       adamw_(options.adamw, layout_,
              stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
-             stage_ == 0 ? layout_.padded() : layout_.shard_size(), torch::kFloat) {
+             stage_ == 0 ? layout_.padded() : layout_.shard_size(), float_options_) {
+  // Off the CPU the step runs as tensor operations (ShardedAdamW's, the
+  // non-finite search's): stage 0 over a dp group that is the whole world,
+  // its buckets staged through host memory (reduce_bucket_staged); the
+  // stage 1-3 buffers and the other groups' collectives take host pointers.
+  if (!float_options_.device().is_cpu() &&
+      (stage_ != 0 || groups.world().size() != groups.dp().size() || !options.reduce_over_dp))
+    throw std::invalid_argument(
+        "ZeRO optimizer: parameters on " + float_options_.device().str() +
+        " are trained at ZeRO stage 0 with data parallelism alone so far (stage " +
+        std::to_string(stage_) + ", " + std::to_string(groups.dp().size()) + " dp of " +
+        std::to_string(groups.world().size()) + " ranks" +
+        (options.reduce_over_dp ? "" : ", replicas apart") + ")");
+  if (!float_options_.device().is_cpu() && dp() > 1)
+    host_grads_ = torch::zeros({int64_t(layout_.padded())},
+                               torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
   powersgd_ = make_powersgd_reducer();
   // ZeRO-1 updates only its pieces, so it needs only their sum: a
   // reduce-scatter sends half an allreduce's bytes. PowerSGD sums low-rank
@@ -183,7 +200,7 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
     }
   if (groups.zero().size() != groups.dp().size() || groups.zero().rank() != groups.dp().rank())
     throw std::logic_error("ZeRO: the zero group is not a duplicate of the dp group");
-  if (stage_ >= 2) grad_shard_ = torch::zeros({int64_t(layout_.shard_size())}, torch::kFloat);
+  if (stage_ >= 2) grad_shard_ = torch::zeros({int64_t(layout_.shard_size())}, float_options_);
   if (reduction_ == Reduction::kScatterInPlace) scattered_.assign(layout_.largest_piece(), 0.0f);
   own_nonfinite_at_.assign(layout_.buckets().size(), kAllFinite);
   set_up_reduction();
@@ -236,7 +253,12 @@ void ZeroOptimizer::set_up_reduction() {
   reducer_options.every_backward = shard_only_;
   reducer_options.what =
       reduction_ == Reduction::kAllreduce ? "allreduce over dp" : "reduce-scatter over zero";
-  GradientBucketReducer::RunBucket run = [this](size_t b) { reduce_bucket(b, reduce_flat_); };
+  GradientBucketReducer::RunBucket run = [this](size_t b) {
+    if (host_grads_.defined())
+      reduce_bucket_staged(b);
+    else
+      reduce_bucket(b, reduce_flat_);
+  };
   if (per_layer_) {
     run = [this](size_t b) {
       float* flat = reduce_flat_;
@@ -255,8 +277,8 @@ void ZeroOptimizer::set_up_reduction() {
     unpacked_buckets_ = buckets_per_param_;
     const size_t span = layout_.largest_piece() * size_t(dp());
     packed_.resize(std::min<size_t>(2, buckets.size()));
-    for (auto& p : packed_) p.data = torch::zeros({int64_t(span)}, torch::kFloat);
-    if (dp() > 1) received_ = torch::zeros({int64_t(layout_.largest_piece())}, torch::kFloat);
+    for (auto& p : packed_) p.data = torch::zeros({int64_t(span)}, float_options_);
+    if (dp() > 1) received_ = torch::zeros({int64_t(layout_.largest_piece())}, float_options_);
   }
   reducer_ = std::make_unique<GradientBucketReducer>(std::move(params_of_bucket), params_.size(),
                                                      std::move(launch_order), late, std::move(run),
@@ -414,14 +436,21 @@ OptimizerStateView ZeroOptimizer::state() const {
   OptimizerStateView view;
   view.steps = adamw_.steps();
   view.replicated_over_dp = stage_ == 0;
-  const float* exp_avg = adamw_.exp_avg().data_ptr<float>();
-  const float* exp_avg_sq = adamw_.exp_avg_sq().data_ptr<float>();
+  const bool on_host = float_options_.device().is_cpu();
+  if (!on_host) {
+    // Stage 0 on one rank (the constructor's check): the values are flat.
+    host_values_ = store_->values().data.cpu();
+    host_exp_avg_ = adamw_.exp_avg().cpu();
+    host_exp_avg_sq_ = adamw_.exp_avg_sq().cpu();
+  }
+  const float* exp_avg = (on_host ? adamw_.exp_avg() : host_exp_avg_).data_ptr<float>();
+  const float* exp_avg_sq = (on_host ? adamw_.exp_avg_sq() : host_exp_avg_sq_).data_ptr<float>();
   for (const auto& s : adamw_.runs()) {
     OptimizerStateRun run;
     run.param = s.param;
     run.offset = s.flat_offset - layout_.offsets()[s.param];
     run.length = s.length;
-    run.values = store_->values_of(s);
+    run.values = on_host ? store_->values_of(s) : host_values_.data_ptr<float>() + s.flat_offset;
     run.exp_avg = exp_avg + s.shard_offset;
     run.exp_avg_sq = exp_avg_sq + s.shard_offset;
     view.runs.push_back(run);
@@ -434,12 +463,20 @@ void ZeroOptimizer::load_state(int64_t steps, const StateSource& source) {
   if (queue_) queue_->wait_all();
   adamw_.set_steps(steps);
   store_->load(source, adamw_.runs());
-  float* exp_avg = adamw_.exp_avg().data_ptr<float>();
-  float* exp_avg_sq = adamw_.exp_avg_sq().data_ptr<float>();
+  // On a device the moments are read into host copies, then moved.
+  const bool on_host = float_options_.device().is_cpu();
+  auto exp_avg = on_host ? adamw_.exp_avg() : adamw_.exp_avg().cpu();
+  auto exp_avg_sq = on_host ? adamw_.exp_avg_sq() : adamw_.exp_avg_sq().cpu();
   for (const auto& s : adamw_.runs()) {
     const size_t offset = s.flat_offset - layout_.offsets()[s.param];
-    source(s.param, StateKind::kExpAvg, offset, s.length, exp_avg + s.shard_offset);
-    source(s.param, StateKind::kExpAvgSq, offset, s.length, exp_avg_sq + s.shard_offset);
+    source(s.param, StateKind::kExpAvg, offset, s.length,
+           exp_avg.data_ptr<float>() + s.shard_offset);
+    source(s.param, StateKind::kExpAvgSq, offset, s.length,
+           exp_avg_sq.data_ptr<float>() + s.shard_offset);
+  }
+  if (!on_host) {
+    adamw_.exp_avg().copy_(exp_avg);
+    adamw_.exp_avg_sq().copy_(exp_avg_sq);
   }
 }
 

@@ -120,6 +120,10 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // Runs bucket b's collective on `flat` (the flat gradients): on the comm
   // thread with overlap, touching no member that the main thread changes.
   void reduce_bucket(size_t b, float* flat);
+  // Bucket b of a device's flat gradients through host memory: its span is
+  // copied to host_grads_, reduced there as reduce_bucket does, and copied
+  // back (the pinned-host staging transport of a dp group on a GPU).
+  void reduce_bucket_staged(size_t b);
   // An exact bucket's reduction (the Communicator's exact sums, same
   // collective as reduce_bucket's for the stage).
   void reduce_exactly(const ZeroBucket& bucket, float* flat);
@@ -164,6 +168,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int stage_;
   bool per_layer_;  // stage 3 gathering per layer
   ZeroLayout layout_;
+  // float32 on the parameters' device: every buffer of the flat layout.
+  torch::TensorOptions float_options_;
   bool overlap_ = false;     // reduce on the comm thread during backward
   bool shard_only_ = false;  // shard-only gradient memory (see the file comment)
   // Per layer or shard-only: every zero-group collective, gathers and reductions.
@@ -171,6 +177,8 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   std::unique_ptr<ZeroParameterStore> store_;
   ShardedAdamW adamw_;
 
+  // On a device, state() hands out pointers into host copies taken here.
+  mutable torch::Tensor host_values_, host_exp_avg_, host_exp_avg_sq_;
   torch::Tensor flat_grads_;  // undefined while released (stages 2/3) or before the first backward
   torch::Tensor grad_shard_;  // stages 2/3
   // How gradients are summed over dp (see the constructor).
@@ -212,6 +220,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // The pre hooks, by accumulator (same order as accumulators_).
   std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
   float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
+  torch::Tensor host_grads_;      // on a device with dp > 1: the staged buckets
   std::vector<std::shared_ptr<torch::autograd::Node>>
       accumulators_;  // kept alive: hooks live on them
   std::vector<uintptr_t> hook_keys_;

@@ -6,6 +6,7 @@
 
 #include "comm/communicator.h"
 #include "parallel/unmaterialised.h"
+#include "parallel/zero/flat_param.h"
 
 namespace cmpi::parallel {
 
@@ -21,13 +22,15 @@ ZeroParameterStore::ZeroParameterStore(std::vector<ParamInfo>& params,
       options_(options),
       zero_(zero),
       stage_(options.zero_stage),
-      on_memory_change_(std::move(on_memory_change)) {
+      on_memory_change_(std::move(on_memory_change)),
+      float_options_(
+          torch::TensorOptions().dtype(torch::kFloat).device(device_of_parameters(params))) {
   torch::NoGradGuard no_grad;
   const bool per_layer = stage_ == 3 && !options.layer_schedule.empty();
   if (per_layer && queue == nullptr)
     throw std::logic_error("ZeRO-3 per layer: the parameter store needs the zero-group queue");
   if (!per_layer) {
-    flat_ = torch::zeros({int64_t(layout_.padded())}, torch::kFloat);
+    flat_ = torch::zeros({int64_t(layout_.padded())}, float_options_);
     for (size_t i = 0; i < params_.size(); ++i) {
       auto parameter_view = view(i);
       parameter_view.copy_(params_[i].tensor.detach());
@@ -143,9 +146,13 @@ const float* ZeroParameterStore::values_of(const ZeroSegment& run) const {
 
 void ZeroParameterStore::load(const StateSource& source, const std::vector<ZeroSegment>& runs) {
   if (flat_.defined()) {
-    float* flat = flat_.data_ptr<float>();
+    // On a device the values are read into a host copy, then moved.
+    auto host =
+        flat_.is_cpu() ? flat_ : torch::empty(flat_.sizes(), flat_.options().device(torch::kCPU));
+    float* flat = host.data_ptr<float>();
     for (size_t i = 0; i < params_.size(); ++i)
       source(i, StateKind::kValues, 0, layout_.params()[i].numel, flat + layout_.offsets()[i]);
+    if (!flat_.is_cpu()) flat_.copy_(host);
     if (stage_ == 3) copy_flat_to_shard();
     return;
   }

@@ -92,11 +92,12 @@ class ZeroParameterStore {
   comm::Communicator& zero_;
   int stage_;
   std::function<void()> on_memory_change_;
-  torch::Tensor flat_;               // undefined while released (stage 3)
-  torch::Tensor shard_;              // stage 3
-  std::vector<float> staging_;       // stages 1/2: this rank's piece during an allgather
-  std::vector<size_t> counts_;       // per-rank counts of one bucket's gather
-  int64_t peak_gathered_bytes_ = 0;  // whole-model gathers (per layer: the gatherer's)
+  torch::TensorOptions float_options_;  // float32 on the parameters' device
+  torch::Tensor flat_;                  // undefined while released (stage 3)
+  torch::Tensor shard_;                 // stage 3
+  std::vector<float> staging_;          // stages 1/2: this rank's piece during an allgather
+  std::vector<size_t> counts_;          // per-rank counts of one bucket's gather
+  int64_t peak_gathered_bytes_ = 0;     // whole-model gathers (per layer: the gatherer's)
   std::unique_ptr<LayerParameterGatherer> gatherer_;
 };
 

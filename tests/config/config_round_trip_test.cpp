@@ -24,6 +24,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.run.timeout, b.run.timeout);
   EXPECT_EQ(a.run.timeout_floor, b.run.timeout_floor);
   EXPECT_EQ(a.run.peak_flops, b.run.peak_flops);
+  EXPECT_EQ(a.run.device, b.run.device);
   EXPECT_EQ(a.model.vocab_size, b.model.vocab_size);
   EXPECT_EQ(a.model.seq_len, b.model.seq_len);
   EXPECT_EQ(a.model.layers, b.model.layers);
@@ -113,7 +114,7 @@ void expect_same_config(const Config& a, const Config& b) {
 TEST_F(ConfigTest, ToYamlRoundTripsAConfigWithEveryValueChanged) {
   const std::string text = R"(
 run: {name: "null", dir: "runs: #1", seed: 18446744073709551615, memory_check: false,
-      timeout: 7.5, timeout_floor: 4.5, peak_flops: a100}
+      timeout: 7.5, timeout_floor: 4.5, peak_flops: a100, device: auto}
 model: {vocab_size: 1000, seq_len: 33, layers: 5, hidden: 120, heads: 10, mlp_ratio: 3,
         dropout: 0.1, init_std: 0.017, tie_embeddings: false, position: rotary,
         rotary_pct: 0.5, rotary_base: 500.5, parallel_residual: true,
@@ -168,6 +169,7 @@ TEST_F(ConfigTest, ToYamlWritesEveryKeyOfTheDefaults) {
                           "timeout: auto",
                           "timeout_floor:",
                           "peak_flops: auto",
+                          "device: cpu",
                           "model:",
                           "vocab_size:",
                           "init_std:",

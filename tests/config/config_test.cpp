@@ -54,6 +54,19 @@ TEST_F(ConfigTest, TimeoutIsAutoOrSeconds) {
   EXPECT_NE(text.find("timeout_floor: 3\n"), std::string::npos) << text;
 }
 
+// run.device: cpu (the default), cuda or auto; anything else is refused
+// naming the key, its file and line, and the spellings.
+TEST_F(ConfigTest, DeviceIsCpuCudaOrAuto) {
+  EXPECT_EQ(load_checked_config(write("{}")).run.device, RunDevice::kCpu);
+  EXPECT_EQ(load_checked_config(write("run: {device: cuda}\n")).run.device, RunDevice::kCuda);
+  EXPECT_EQ(load_checked_config(write("run: {device: auto}\n")).run.device, RunDevice::kAuto);
+  const std::string path = write("run:\n  device: gpu\n");
+  const std::string message = error_of([&] { load_checked_config(path); });
+  EXPECT_NE(message.find("run.device"), std::string::npos) << message;
+  EXPECT_NE(message.find(path + ":2"), std::string::npos) << message;
+  EXPECT_NE(message.find("cuda"), std::string::npos) << message;
+}
+
 TEST_F(ConfigTest, KeysLeftOutKeepTheirDefaultsAndEmptySectionsAreAllowed) {
   const std::string text = "model:\n  layers: 3\nlog:\ntraining:\n  lr: 0.01\n";
   const std::string path = write(text);

@@ -128,6 +128,8 @@ TinyGptRun train_tiny_gpt(MPI_Comm comm, const config::Config& config,
   parallel::ProcessGroups groups(comm, dims, policy);
   trainer::TrainerOptions options;
   options.print_every = 0;
+  // run.device: cuda takes the first GPU (the tests share one).
+  options.cuda_device = config.run.device == config::RunDevice::kCuda ? 0 : -1;
   trainer::Trainer trainer(config, groups, options);
   TinyGptRun run;
   const trainer::TrainResult result = trainer.run();

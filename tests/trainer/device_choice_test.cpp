@@ -1,0 +1,88 @@
+// run.device: which device each rank takes, the one-line refusal of cuda
+// where none is visible, and the layouts a device run is refused.
+#include <gtest/gtest.h>
+
+#include "trainer/device_choice.h"
+
+namespace cmpi::trainer {
+namespace {
+
+DeviceContext node(int local_rank, int local_size, int visible_cuda) {
+  DeviceContext context;
+  context.world_rank = 8 + local_rank;
+  context.host = "gpu-node-3";
+  context.local_rank = local_rank;
+  context.local_size = local_size;
+  context.visible_cuda = visible_cuda;
+  context.visible_list = "(unset)";
+  return context;
+}
+
+TEST(DeviceChoice, CpuIsTheCpuWhateverIsVisible) {
+  EXPECT_TRUE(choose_device(config::RunDevice::kCpu, node(0, 1, 0)).is_cpu());
+  EXPECT_TRUE(choose_device(config::RunDevice::kCpu, node(1, 4, 4)).is_cpu());
+}
+
+TEST(DeviceChoice, AutoTakesCudaOnlyWhereADeviceIsVisible) {
+  EXPECT_TRUE(choose_device(config::RunDevice::kAuto, node(0, 2, 0)).is_cpu());
+  const auto device = choose_device(config::RunDevice::kAuto, node(1, 2, 2));
+  EXPECT_TRUE(device.is_cuda());
+  EXPECT_EQ(device.index(), 1);
+}
+
+TEST(DeviceChoice, EachRankTakesTheGpuOfItsRankOnTheNodeModuloTheVisibleOnes) {
+  // 4 ranks on a node with 4 GPUs: one each.
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(choose_device(config::RunDevice::kCuda, node(r, 4, 4)).index(), r);
+  // 4 ranks sharing 2 GPUs: 0,1,0,1; a launcher that shows each rank one GPU: all 0.
+  EXPECT_EQ(choose_device(config::RunDevice::kCuda, node(2, 4, 2)).index(), 0);
+  EXPECT_EQ(choose_device(config::RunDevice::kCuda, node(3, 4, 2)).index(), 1);
+  EXPECT_EQ(choose_device(config::RunDevice::kCuda, node(3, 4, 1)).index(), 0);
+}
+
+TEST(DeviceChoice, CudaWithoutAVisibleDeviceIsOneErrorNamingRankHostAndKey) {
+  try {
+    choose_device(config::RunDevice::kCuda, node(1, 2, 0));
+    FAIL() << "run.device: cuda without a device was accepted";
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("rank 9 on host gpu-node-3"), std::string::npos) << message;
+    EXPECT_NE(message.find("run.device is cuda"), std::string::npos) << message;
+    EXPECT_NE(message.find("CUDA_VISIBLE_DEVICES=(unset)"), std::string::npos) << message;
+  }
+}
+
+TEST(DeviceChoice, RanksSharingAGpuAreCountedPerDevice) {
+  // 5 ranks on 2 GPUs: GPU 0 takes local ranks 0, 2, 4; GPU 1 takes 1, 3.
+  EXPECT_EQ(ranks_sharing(torch::Device(torch::kCUDA, 0), node(0, 5, 2)), 3);
+  EXPECT_EQ(ranks_sharing(torch::Device(torch::kCUDA, 1), node(1, 5, 2)), 2);
+  EXPECT_EQ(ranks_sharing(torch::Device(torch::kCPU), node(1, 5, 2)), 1);
+  const std::string line = describe_device(torch::Device(torch::kCUDA, 0), node(0, 5, 2));
+  EXPECT_NE(line.find("cuda:0"), std::string::npos) << line;
+  EXPECT_NE(line.find("shared by 3 ranks"), std::string::npos) << line;
+  EXPECT_EQ(describe_device(torch::Device(torch::kCPU), node(0, 1, 0)), "device: cpu");
+}
+
+TEST(DeviceChoice, LayoutsWithoutADevicePathAreRefusedNamingTheirKey) {
+  config::Config config;
+  EXPECT_EQ(device_layout_refusal(config), "");
+  config.parallel.data = 4;  // data parallelism alone: built
+  EXPECT_EQ(device_layout_refusal(config), "");
+  config.parallel.tensor = 2;
+  EXPECT_NE(device_layout_refusal(config).find("parallel.tensor is 2"), std::string::npos);
+  config.parallel.tensor = 1;
+  config.parallel.pipeline = 2;
+  EXPECT_NE(device_layout_refusal(config).find("parallel.pipeline is 2"), std::string::npos);
+  config.parallel.pipeline = 1;
+  config.parallel.zero_stage = 1;
+  EXPECT_NE(device_layout_refusal(config).find("parallel.zero_stage"), std::string::npos);
+  config.parallel.zero_stage = 0;
+  config.parallel.dp_sync = "diloco";
+  EXPECT_NE(device_layout_refusal(config).find("diloco"), std::string::npos);
+  config.parallel.dp_sync = "every_step";
+  config.model.kind = config::ModelFamily::kResnet;
+  EXPECT_NE(device_layout_refusal(config).find("model.kind is resnet"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmpi::trainer

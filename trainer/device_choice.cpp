@@ -1,0 +1,86 @@
+#include "trainer/device_choice.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "comm/node_grouping.h"
+
+namespace cmpi::trainer {
+namespace {
+
+std::string rank_on_host(const DeviceContext& context) {
+  return "rank " + std::to_string(context.world_rank) + " on host " + context.host;
+}
+
+}  // namespace
+
+torch::Device choose_device(config::RunDevice wanted, const DeviceContext& context) {
+  if (wanted == config::RunDevice::kCpu) return torch::Device(torch::kCPU);
+  if (context.visible_cuda <= 0) {
+    if (wanted == config::RunDevice::kAuto) return torch::Device(torch::kCPU);
+    throw std::runtime_error(rank_on_host(context) +
+                             ": run.device is cuda, but no CUDA device is visible to it "
+                             "(LibTorch sees 0; CUDA_VISIBLE_DEVICES=" +
+                             context.visible_list + "); set run.device: cpu or auto");
+  }
+  if (context.local_rank < 0 || context.local_size <= 0 || context.local_rank >= context.local_size)
+    throw std::logic_error(rank_on_host(context) + ": rank " + std::to_string(context.local_rank) +
+                           " of " + std::to_string(context.local_size) + " on its node");
+  return torch::Device(torch::kCUDA, int8_t(context.local_rank % context.visible_cuda));
+}
+
+int ranks_sharing(const torch::Device& device, const DeviceContext& context) {
+  if (!device.is_cuda() || context.visible_cuda <= 0) return 1;
+  // Local ranks r with r mod visible == index.
+  const int index = device.index(), visible = context.visible_cuda;
+  return context.local_size / visible + (index < context.local_size % visible ? 1 : 0);
+}
+
+DeviceContext probe_device_context(MPI_Comm world, bool count_cuda) {
+  DeviceContext context;
+  MPI_Comm_rank(world, &context.world_rank);
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  context.host.assign(name, size_t(length));
+  MPI_Comm node = comm::node_communicator(world);
+  MPI_Comm_rank(node, &context.local_rank);
+  MPI_Comm_size(node, &context.local_size);
+  MPI_Comm_free(&node);
+  context.visible_cuda = count_cuda ? int(torch::cuda::device_count()) : 0;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  context.visible_list = visible ? std::string("'") + visible + "'" : "(unset)";
+  return context;
+}
+
+std::string device_layout_refusal(const config::Config& config) {
+  const std::string head = "run.device: training on a CUDA device is built for the GPT ";
+  if (config.model.kind != config::ModelFamily::kGpt)
+    return head + "only; model.kind is " + config::name_of(config.model.kind) +
+           " (set run.device: cpu)";
+  const auto& p = config.parallel;
+  for (const auto& [key, size] : {std::pair<const char*, int64_t>{"parallel.tensor", p.tensor},
+                                  {"parallel.pipeline", p.pipeline},
+                                  {"parallel.context", p.context},
+                                  {"parallel.spatial", p.spatial}})
+    if (size > 1)
+      return head + "with data parallelism alone so far: " + key + " is " + std::to_string(size) +
+             ", and only the dp group's device tensors travel yet (set " + key +
+             ": 1, or run.device: cpu)";
+  if (p.zero_stage != 0)
+    return head + "at parallel.zero_stage 0 so far, not " + std::to_string(p.zero_stage) +
+           " (set parallel.zero_stage: 0)";
+  if (p.dp_sync != "every_step")
+    return head + "with parallel.dp_sync every_step so far, not " + p.dp_sync;
+  return "";
+}
+
+std::string describe_device(const torch::Device& device, const DeviceContext& context) {
+  if (!device.is_cuda()) return "device: cpu";
+  const int sharing = ranks_sharing(device, context);
+  return "device: " + device.str() + " (" + std::to_string(context.visible_cuda) +
+         " visible to rank " + std::to_string(context.world_rank) + ")" +
+         (sharing > 1 ? ", shared by " + std::to_string(sharing) + " ranks of the node" : "");
+}
+
+}  // namespace cmpi::trainer
