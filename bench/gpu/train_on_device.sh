@@ -58,14 +58,14 @@ export LD_LIBRARY_PATH="$CARRY/lib:$CARRY/ompi/usr/lib/x86_64-linux-gnu:$TORCH_L
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1
-run1() { orterun -np 1 "$@"; }
+one_rank=(orterun -np 1)  # singleton MPI_Init would need orted on the PATH the same way
 
 echo "== GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 cmpi-train --version | tee "$OUT/version.txt"
 
 # 1. The CUDA tests (ctest label cuda), and the attention backends on the CPU.
-step cuda_tests_np1 150 run1 "$CARRY/bin/cmpi_device_mpi_tests"
+step cuda_tests_np1 150 "${one_rank[@]}" "$CARRY/bin/cmpi_device_mpi_tests"
 step cuda_tests_np2 150 orterun -np 2 "$CARRY/bin/cmpi_device_mpi_tests" \
   --gtest_filter='DeviceDataParallel.*'
 
@@ -73,8 +73,8 @@ step cuda_tests_np2 150 orterun -np 2 "$CARRY/bin/cmpi_device_mpi_tests" \
 scaled=(--config "$ROOT/configs/neox-scaled.yaml" --set parallel.data=1 --set parallel.zero_stage=0
   --set training.steps=50 --set training.threads=16 --set eval.every=25 --set log.every=10
   --set data.paths="$CARRY/data/kjv_bytes" --set run.dir="$WORK")
-step neox_scaled_cpu 200 run1 cmpi-train "${scaled[@]}" --set run.name=cpu --set run.device=cpu
-step neox_scaled_cuda 120 run1 cmpi-train "${scaled[@]}" --set run.name=cuda --set run.device=cuda
+step neox_scaled_cpu 200 "${one_rank[@]}" cmpi-train "${scaled[@]}" --set run.name=cpu --set run.device=cpu
+step neox_scaled_cuda 120 "${one_rank[@]}" cmpi-train "${scaled[@]}" --set run.name=cuda --set run.device=cuda
 "$PY" - "$WORK" "$OUT/neox_scaled_cpu_vs_cuda.csv" <<'EOF'
 import json, sys
 work, out = sys.argv[1], sys.argv[2]
@@ -101,7 +101,7 @@ EOF
 big=(--config "$ROOT/bench/gpu/neox-1.4b.yaml" --set run.dir="$WORK")
 cmpi-train "${big[@]}" --print-config >"$WORK/neox-1.4b.resolved.yaml" 2>"$OUT/print_config.log"
 for round in 1 2; do
-  step "cmpi_1.4b_round$round" 180 run1 cmpi-train "${big[@]}" --set run.name="big$round"
+  step "cmpi_1.4b_round$round" 180 "${one_rank[@]}" cmpi-train "${big[@]}" --set run.name="big$round"
   step "eager_1.4b_round$round" 120 "$PY" "$ROOT/bench/gpu/eager_neox.py" \
     --config "$WORK/neox-1.4b.resolved.yaml" --steps 10 --warmup 2 --peak 989.4e12 \
     --out "$WORK/eager$round.json"
@@ -135,14 +135,18 @@ with open(out, "w") as f:
 print(open(out).read())
 EOF
 
-# 4. A checkpoint saved on the GPU resumed on the CPU, and one saved on the CPU resumed on the GPU.
+# 4. A checkpoint saved on the GPU resumed on the CPU: the same 8-step run
+# twice on the GPU (checkpoints at steps 4 and 8); the second's step-8
+# checkpoint is removed and it resumes from step 4 on the CPU. Steps 5-8 of
+# both are compared.
 tiny=(--config "$ROOT/configs/neox-scaled.yaml" --set parallel.data=1 --set parallel.zero_stage=0
-  --set training.steps=8 --set training.threads=16 --set eval.every=0 --set log.every=1
-  --set data.paths="$CARRY/data/kjv_bytes" --set run.dir="$WORK" --set checkpoint.every=4)
-step ckpt_whole_cuda 90 run1 cmpi-train "${tiny[@]}" --set run.name=whole_cuda --set run.device=cuda
-step ckpt_gpu_part 90 run1 cmpi-train "${tiny[@]}" --set run.name=gpu_to_cpu --set run.device=cuda \
-  --set training.steps=4
-step ckpt_resumed_on_cpu 90 run1 cmpi-train "${tiny[@]}" --set run.name=gpu_to_cpu --set run.device=cpu \
+  --set training.steps=8 --set training.warmup_steps=2 --set training.threads=16
+  --set eval.every=0 --set log.every=1 --set data.paths="$CARRY/data/kjv_bytes"
+  --set run.dir="$WORK" --set checkpoint.every=4 --set checkpoint.keep_last=0)
+step ckpt_whole_cuda 90 "${one_rank[@]}" cmpi-train "${tiny[@]}" --set run.name=whole_cuda --set run.device=cuda
+step ckpt_saved_on_cuda 90 "${one_rank[@]}" cmpi-train "${tiny[@]}" --set run.name=gpu_to_cpu --set run.device=cuda
+rm -rf "$WORK"/gpu_to_cpu/checkpoints/step_00000008
+step ckpt_resumed_on_cpu 90 "${one_rank[@]}" cmpi-train "${tiny[@]}" --set run.name=gpu_to_cpu --set run.device=cpu \
   --resume auto
 "$PY" - "$WORK" <<'EOF' | tee "$OUT/checkpoint_gpu_to_cpu.txt"
 import json, sys
@@ -154,7 +158,7 @@ def last(name):
 whole, resumed = last("whole_cuda"), last("gpu_to_cpu")
 for step in sorted(whole):
     if step in resumed:
-        print(f"step {step}: uninterrupted cuda {whole[step]:.6f}, saved on cuda at 4 / resumed on cpu "
+        print(f"step {step}: uninterrupted cuda {whole[step]:.6f}, saved on cuda at 4, resumed on cpu: "
               f"{resumed[step]:.6f}, relative {abs(whole[step] - resumed[step]) / whole[step]:.2e}")
 EOF
 
