@@ -141,6 +141,7 @@ std::unique_ptr<TrainModel> parallelize_gpt(const config::Config& config,
         std::vector<int64_t>{t.micro_batch, positions, config.model.hidden});
     // Stage outputs hold compute-dtype values: they cross at its word size.
     parts.pipeline->set_wire_dtype(model->compute_dtype());
+    parts.pipeline->set_device(parts.device);
     if (tied)
       parts.tied_embedding =
           std::make_unique<parallel::PipelineTiedEmbedding>(groups.pp(), groups.policy());

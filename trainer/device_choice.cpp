@@ -59,14 +59,11 @@ std::string device_layout_refusal(const config::Config& config) {
     return head + "only; model.kind is " + config::name_of(config.model.kind) +
            " (set run.device: cpu)";
   const auto& p = config.parallel;
-  for (const auto& [key, size] : {std::pair<const char*, int64_t>{"parallel.tensor", p.tensor},
-                                  {"parallel.pipeline", p.pipeline},
-                                  {"parallel.context", p.context},
+  for (const auto& [key, size] : {std::pair<const char*, int64_t>{"parallel.context", p.context},
                                   {"parallel.spatial", p.spatial}})
     if (size > 1)
-      return head + "with data parallelism alone so far: " + key + " is " + std::to_string(size) +
-             ", and only the dp group's device tensors travel yet (set " + key +
-             ": 1, or run.device: cpu)";
+      return head + "with data, tensor (and sequence) and pipeline parallelism so far: " + key +
+             " is " + std::to_string(size) + " (set " + key + ": 1, or run.device: cpu)";
   if (p.zero_stage != 0)
     return head + "at parallel.zero_stage 0 so far, not " + std::to_string(p.zero_stage) +
            " (set parallel.zero_stage: 0)";

@@ -8,9 +8,9 @@
 # only its share; the script goes on and says which failed):
 #   0. the GPU, cmpi-train --version;
 #   1. the CUDA tests (ctest label cuda): one rank on the GPU against the
-#      same run on the CPU (fp32, bf16), dp2 on the one GPU against the
-#      CPU's dp2 (none, zhybrid), and the fused attention against the
-#      unfused on the CPU;
+#      same run on the CPU (fp32, bf16), dp2 (none, zhybrid), tp2 and pp2
+#      on the one GPU against the CPU runs of their layouts, and the fused
+#      attention against the unfused on the CPU;
 #   2. (a) configs/neox-scaled.yaml, 50 steps on one rank, on the CPU and on
 #      the GPU: both loss curves in neox_scaled_cpu_vs_cuda.csv;
 #   3. (b) GPT-NeoX at Pythia-1.4B's shape (bench/gpu/neox-1.4b.yaml), bf16,
@@ -67,7 +67,7 @@ cmpi-train --version | tee "$OUT/version.txt"
 # 1. The CUDA tests (ctest label cuda), and the attention backends on the CPU.
 step cuda_tests_np1 150 "${one_rank[@]}" "$CARRY/bin/cmpi_device_mpi_tests"
 step cuda_tests_np2 150 orterun -np 2 "$CARRY/bin/cmpi_device_mpi_tests" \
-  --gtest_filter='DeviceDataParallel.*'
+  --gtest_filter='DeviceLayouts.*'
 
 # 2. (a) neox-scaled, 50 steps, one rank: CPU then GPU.
 scaled=(--config "$ROOT/configs/neox-scaled.yaml" --set parallel.data=1 --set parallel.zero_stage=0

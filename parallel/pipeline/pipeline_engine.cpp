@@ -4,6 +4,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "parallel/host_staging.h"
 #include "parallel/tensor_words.h"
 
 namespace cmpi::parallel {
@@ -70,11 +71,11 @@ torch::Tensor PipelineEngine::receive(int64_t micro_batch, int from, bool gradie
   auto tensor = torch::empty(gradient ? output_shape_ : input_shape_, wire_dtype_);
   if (wire_dtype_ == torch::kFloat) {
     pp_.recv(tensor.data_ptr<float>(), size_t(tensor.numel()), from, tag_of(micro_batch), role);
-    return tensor;
+    return on_device(tensor, device_);
   }
   pp_.recv(words_of(tensor), size_t(tensor.numel()), word_type_of(wire_dtype_, "pipeline receive"),
            from, tag_of(micro_batch), role);
-  return tensor.to(torch::kFloat);  // exact
+  return on_device(tensor, device_).to(torch::kFloat);  // exact
 }
 
 void PipelineEngine::send(const torch::Tensor& tensor, int64_t micro_batch, int to, bool gradient,
@@ -84,7 +85,8 @@ void PipelineEngine::send(const torch::Tensor& tensor, int64_t micro_batch, int 
   const auto role = gradient ? comm::Role::kActivationGrad : comm::Role::kActivation;
   const uint64_t key = gradient ? kActivationGradKey : kActivationKey;
   // Narrowing to a 16-bit wire dtype is exact (set_wire_dtype).
-  auto contiguous = tensor.detach().to(wire_dtype_).contiguous();
+  // A device's tensor travels from a host copy, kept until the send is done.
+  auto contiguous = host_contiguous(tensor.detach().to(wire_dtype_));
   if (wire_dtype_ == torch::kFloat)
     pending.request = pp_.isend(contiguous.data_ptr<float>(), size_t(contiguous.numel()), to,
                                 tag_of(micro_batch), role, key);

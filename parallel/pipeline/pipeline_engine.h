@@ -86,6 +86,10 @@ class PipelineEngine {
   // for the wire exact. Throws std::invalid_argument for any other dtype.
   void set_wire_dtype(torch::ScalarType dtype);
   torch::ScalarType wire_dtype() const { return wire_dtype_; }
+  // Where the stage's tensors live (the CPU by default): a received tensor
+  // is handed to the stage there; a device's tensors travel through host
+  // memory (parallel/host_staging.h).
+  void set_device(const torch::Device& device) { device_ = device; }
 
   // Forward and backward of `micro_batches` micro-batches; returns
   // Σ_m loss_m · loss_scale from the last stage, on every stage. Collective
@@ -125,6 +129,7 @@ class PipelineEngine {
   std::unique_ptr<PipelineSchedule> schedule_;
   std::vector<int64_t> input_shape_, output_shape_;
   torch::ScalarType wire_dtype_ = torch::kFloat;
+  torch::Device device_ = torch::Device(torch::kCPU);
   int stage_ = 0;
   int stages_ = 1;
   int64_t peak_in_flight_ = 0;

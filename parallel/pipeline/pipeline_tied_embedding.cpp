@@ -7,6 +7,7 @@
 
 #include "comm/communicator.h"
 #include "comm/policy.h"
+#include "parallel/host_staging.h"
 
 namespace cmpi::parallel {
 namespace {
@@ -64,9 +65,10 @@ void PipelineTiedEmbedding::gather_to_first_stage(const torch::Tensor& weight) {
   if (reduces()) {
     received_.resize(n);
     group_->recv(received_.data(), n, 1, kGradientTag, comm::Role::kGradient);
-    grad.add_(torch::from_blob(received_.data(), grad.sizes(), torch::kFloat));
+    grad.add_(
+        on_device(torch::from_blob(received_.data(), grad.sizes(), torch::kFloat), grad.device()));
   } else {
-    const auto contiguous = grad.contiguous();
+    const auto contiguous = host_contiguous(grad);  // through host memory from a device
     group_->send(contiguous.data_ptr<float>(), n, 0, kGradientTag, comm::Role::kGradient,
                  kTiedGradientKey);
   }

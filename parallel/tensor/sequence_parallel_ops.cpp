@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/host_staging.h"
 #include "parallel/leaf_saving_linear.h"
 #include "parallel/tensor/tensor_parallel_ops.h"
 #include "parallel/tensor/tp_autograd_context.h"
@@ -104,9 +105,9 @@ struct SumGradientOverTp : torch::autograd::Function<SumGradientOverTp> {
     return parameter.detach().clone();
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto sum = grads[0].to(torch::kFloat).contiguous().clone();
+    auto sum = host_copy(grads[0].to(torch::kFloat));  // through host memory from a device
     remembered_tp_group(ctx).exact_allreduce(sum.data_ptr<float>(), size_t(sum.numel()));
-    return {sum.to(grads[0].scalar_type()), torch::Tensor()};
+    return {on_device(sum, grads[0].device()).to(grads[0].scalar_type()), torch::Tensor()};
   }
 };
 
@@ -132,10 +133,9 @@ torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communica
   require_sequence_tensor(x, "sequence-parallel reduce-scatter");
   const int parts = tp.size();
   const int64_t shard = sequence_shard(x.size(kSequenceDim), tp).count;
-  const auto blocks = x.detach()
-                          .unflatten(kSequenceDim, {int64_t(parts), shard})
-                          .movedim(kSequenceDim, 0)
-                          .contiguous();
+  // A device tensor travels through host memory.
+  const auto blocks = host_contiguous(
+      x.detach().unflatten(kSequenceDim, {int64_t(parts), shard}).movedim(kSequenceDim, 0));
   std::vector<int64_t> local_shape(x.sizes().begin(), x.sizes().end());
   local_shape[kSequenceDim] = shard;
   auto out = torch::empty(local_shape, blocks.options());
@@ -149,7 +149,7 @@ torch::Tensor tp_reduce_scatter_sequence(const torch::Tensor& x, comm::Communica
                       word_type_of(x.scalar_type(), "sequence-parallel reduce-scatter"), role,
                       buffer_key);
   }
-  return out;
+  return on_device(out, x.device());
 }
 
 torch::Tensor sequence_gathered_linear(const torch::Tensor& x, const torch::Tensor& weight,

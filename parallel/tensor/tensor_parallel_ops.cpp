@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "parallel/host_staging.h"
 #include "parallel/tensor/tp_autograd_context.h"
 #include "parallel/tensor_words.h"
 
@@ -15,7 +16,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-void require_float_cpu(const torch::Tensor& x, const char* op) {
+void require_travelling(const torch::Tensor& x, const char* op) {
   require_travelling_tensor(x, op, 1, "at least one dim");
 }
 
@@ -71,8 +72,8 @@ struct ScatterToRegion : torch::autograd::Function<ScatterToRegion> {
 
 torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                uint64_t buffer_key) {
-  require_float_cpu(x, "tensor-parallel allreduce");
-  auto out = x.detach().clone(torch::MemoryFormat::Contiguous);
+  require_travelling(x, "tensor-parallel allreduce");
+  auto out = host_copy(x.detach());  // a device tensor travels through host memory
   if (x.scalar_type() == torch::kFloat) {
     tp.allreduce(out.data_ptr<float>(), size_t(out.numel()), role, buffer_key);
   } else {
@@ -81,12 +82,12 @@ torch::Tensor tp_allreduce_sum(const torch::Tensor& x, comm::Communicator& tp, c
     tp.allreduce(words_of(out), size_t(out.numel()),
                  word_type_of(x.scalar_type(), "tensor-parallel allreduce"), role, buffer_key);
   }
-  return out;
+  return on_device(out, x.device());
 }
 
 torch::Tensor tp_allgather_along(const torch::Tensor& x, int64_t dim, comm::Communicator& tp,
                                  comm::Role role, uint64_t buffer_key, const char* what) {
-  const auto local = x.detach().contiguous();
+  const auto local = host_contiguous(x.detach());  // a device tensor travels through host memory
   const int parts = tp.size();
   auto gathered = torch::empty({int64_t(parts) * local.numel()}, local.options());
   const std::vector<size_t> counts(size_t(parts), size_t(local.numel()));
@@ -101,17 +102,17 @@ torch::Tensor tp_allgather_along(const torch::Tensor& x, int64_t dim, comm::Comm
   for (int64_t s : local.sizes()) stacked.push_back(s);
   std::vector<int64_t> joined(local.sizes().begin(), local.sizes().end());
   joined[size_t(dim)] *= parts;
-  return gathered.view(stacked).movedim(0, dim).reshape(joined);
+  return on_device(gathered.view(stacked).movedim(0, dim).reshape(joined), x.device());
 }
 
 torch::Tensor tp_allgather_last_dim(const torch::Tensor& x, comm::Communicator& tp, comm::Role role,
                                     uint64_t buffer_key) {
-  require_float_cpu(x, "tensor-parallel allgather");
+  require_travelling(x, "tensor-parallel allgather");
   return tp_allgather_along(x, x.dim() - 1, tp, role, buffer_key, "tensor-parallel allgather");
 }
 
 torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communicator& tp) {
-  require_float_cpu(x, "tensor-parallel split");
+  require_travelling(x, "tensor-parallel split");
   const int64_t width = x.size(-1);
   if (width % tp.size() != 0)
     throw std::invalid_argument("tensor-parallel split: last dim " + std::to_string(width) +
@@ -124,7 +125,7 @@ torch::Tensor tp_own_slice_last_dim(const torch::Tensor& x, const comm::Communic
 torch::Tensor copy_to_tp_region(const torch::Tensor& x, comm::Communicator& tp,
                                 uint64_t buffer_key) {
   if (tp.size() == 1) return x;
-  require_float_cpu(x, "copy_to_tp_region");
+  require_travelling(x, "copy_to_tp_region");
   return CopyToRegion::apply(x, &tp, buffer_key);
 }
 

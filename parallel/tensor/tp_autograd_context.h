@@ -36,10 +36,9 @@ inline void require_travelling_tensor(const torch::Tensor& x, const char* op, in
                                       const char* expected_shape) {
   if (!x.defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor");
   const auto type = x.scalar_type();
-  if ((type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf) ||
-      !x.device().is_cpu())
+  if (type != torch::kFloat && type != torch::kBFloat16 && type != torch::kHalf)
     throw std::invalid_argument(std::string(op) +
-                                ": expects a float32, bfloat16 or half CPU tensor, got " +
+                                ": expects a float32, bfloat16 or half tensor, got " +
                                 std::string(c10::toString(type)) + " on " + x.device().str());
   if (x.dim() < min_dims)
     throw std::invalid_argument(std::string(op) + ": expects " + expected_shape + ", got " +

@@ -75,10 +75,6 @@ void check_inputs(const torch::Tensor& logits, const torch::Tensor& targets,
   if (targets.device() != logits.device())
     throw std::invalid_argument("vocab_parallel_cross_entropy: targets on " +
                                 targets.device().str() + ", logits on " + logits.device().str());
-  if (!logits.device().is_cpu() && tp.size() > 1)
-    throw std::invalid_argument(
-        "vocab_parallel_cross_entropy: logits on " + logits.device().str() +
-        " with tp > 1: the tp group's statistics travel from host memory only so far");
   if (logits.dim() != targets.dim() + 1 ||
       logits.sizes().slice(0, size_t(targets.dim())) != targets.sizes())
     throw std::invalid_argument("vocab_parallel_cross_entropy: logits " + c10::str(logits.sizes()) +

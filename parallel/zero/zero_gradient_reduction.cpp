@@ -187,6 +187,15 @@ void ZeroOptimizer::share_tied_gradient() {
                                     bucket.piece);
       continue;
     }
+    if (host_grads_.defined()) {
+      // A device's table through host memory (stage 0: the whole bucket).
+      const auto start = int64_t(bucket.start), span = int64_t(bucket.piece * size_t(dp()));
+      auto host = host_grads_.narrow(0, start, span);
+      host.copy_(flat_grads_.narrow(0, start, span));
+      options_.tied_gradient->share(part++, host.data_ptr<float>(), size_t(span));
+      flat_grads_.narrow(0, start, span).copy_(host);
+      continue;
+    }
     float* flat = flat_grads_.data_ptr<float>();
     if (reduction_ == Reduction::kScatterInPlace)
       options_.tied_gradient->share(

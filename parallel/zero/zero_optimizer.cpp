@@ -162,18 +162,16 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
              stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
              stage_ == 0 ? layout_.padded() : layout_.shard_size(), float_options_) {
   // Off the CPU the step runs as tensor operations (ShardedAdamW's, the
-  // non-finite search's): stage 0 over a dp group that is the whole world,
-  // its buckets staged through host memory (reduce_bucket_staged); the
-  // stage 1-3 buffers and the other groups' collectives take host pointers.
-  if (!float_options_.device().is_cpu() &&
-      (stage_ != 0 || groups.world().size() != groups.dp().size() || !options.reduce_over_dp))
-    throw std::invalid_argument(
-        "ZeRO optimizer: parameters on " + float_options_.device().str() +
-        " are trained at ZeRO stage 0 with data parallelism alone so far (stage " +
-        std::to_string(stage_) + ", " + std::to_string(groups.dp().size()) + " dp of " +
-        std::to_string(groups.world().size()) + " ranks" +
-        (options.reduce_over_dp ? "" : ", replicas apart") + ")");
-  if (!float_options_.device().is_cpu() && dp() > 1)
+  // non-finite search's) at stage 0, the buckets and the tied table's shared
+  // parts staged through host memory (reduce_bucket_staged,
+  // share_tied_gradient); the stage 1-3 buffers take host pointers.
+  if (!float_options_.device().is_cpu() && (stage_ != 0 || !options.reduce_over_dp))
+    throw std::invalid_argument("ZeRO optimizer: parameters on " + float_options_.device().str() +
+                                " are trained at ZeRO stage 0 with every-step reduction so far "
+                                "(stage " +
+                                std::to_string(stage_) +
+                                (options.reduce_over_dp ? "" : ", replicas apart") + ")");
+  if (!float_options_.device().is_cpu() && (dp() > 1 || options.tied_gradient))
     host_grads_ = torch::zeros({int64_t(layout_.padded())},
                                torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
   powersgd_ = make_powersgd_reducer();

@@ -220,7 +220,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // The pre hooks, by accumulator (same order as accumulators_).
   std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
   float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
-  torch::Tensor host_grads_;      // on a device with dp > 1: the staged buckets
+  torch::Tensor host_grads_;      // on a device (dp > 1, or a tied table): the staged buckets
   std::vector<std::shared_ptr<torch::autograd::Node>>
       accumulators_;  // kept alive: hooks live on them
   std::vector<uintptr_t> hook_keys_;

@@ -66,14 +66,13 @@ TEST(DeviceChoice, RanksSharingAGpuAreCountedPerDevice) {
 TEST(DeviceChoice, LayoutsWithoutADevicePathAreRefusedNamingTheirKey) {
   config::Config config;
   EXPECT_EQ(device_layout_refusal(config), "");
-  config.parallel.data = 4;  // data parallelism alone: built
-  EXPECT_EQ(device_layout_refusal(config), "");
+  config.parallel.data = 2;  // data, tensor and pipeline parallelism: built
   config.parallel.tensor = 2;
-  EXPECT_NE(device_layout_refusal(config).find("parallel.tensor is 2"), std::string::npos);
-  config.parallel.tensor = 1;
   config.parallel.pipeline = 2;
-  EXPECT_NE(device_layout_refusal(config).find("parallel.pipeline is 2"), std::string::npos);
-  config.parallel.pipeline = 1;
+  EXPECT_EQ(device_layout_refusal(config), "");
+  config.parallel.context = 2;
+  EXPECT_NE(device_layout_refusal(config).find("parallel.context is 2"), std::string::npos);
+  config.parallel.context = 1;
   config.parallel.zero_stage = 1;
   EXPECT_NE(device_layout_refusal(config).find("parallel.zero_stage"), std::string::npos);
   config.parallel.zero_stage = 0;

@@ -4,11 +4,11 @@
 //    a CUDA run takes by default, follows the unfused softmax on the CPU
 //    step by step (float32; multi-head with rotary, and grouped-query):
 //    the same causal mask and scale, summed in another order;
-//  * DeviceTraining, DeviceDataParallel (label cuda; skipped, saying why,
-//    where LibTorch sees no CUDA device): one rank on the GPU follows the
-//    same run on the CPU, float32 and bf16, and dp2 with both ranks on one
-//    GPU follows the CPU's dp2, without compression and under zhybrid,
-//    within the tolerances below.
+//  * DeviceTraining, DeviceLayouts (label cuda; skipped, saying why, where
+//    LibTorch sees no CUDA device): one rank on the GPU follows the same
+//    run on the CPU, float32 and bf16; two ranks sharing the GPU as dp2
+//    (without compression and under zhybrid), tp2 and pp2 follow the CPU
+//    runs of their layouts; within the tolerances below.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -91,32 +91,43 @@ TEST(DeviceTraining, OneRankOnTheGpuFollowsTheCpuInBf16) {
   device_follows_cpu("bf16", kDeviceBf16Tolerance);
 }
 
-// dp2 with both ranks on the one GPU (label cuda, 2 ranks): the dp buckets
-// staged through host memory, reduced as on the CPU. Without compression the
-// run follows the CPU's dp2 as one rank follows it; under zhybrid (zfp on
-// the gradients) within the codec's effect on slightly other gradients.
+// Two ranks sharing the one GPU (label cuda): each group's tensors staged
+// through host memory and reduced as on the CPU. dp2 (without compression
+// and under zhybrid), tp2 and pp2 each follow the CPU run of the same
+// layout; under zhybrid (zfp on the gradients) within the codec's effect on
+// slightly other gradients.
 constexpr double kDeviceZhybridTolerance = 1e-2;
 
-TEST(DeviceDataParallel, Dp2SharingOneGpuFollowsTheCpuDp2) {
+void layout_follows_cpu(const cmpi::testing::TinyGptRun& cpu, config::Config config,
+                        const parallel::ParallelDims& dims, const comm::PolicyConfig& policy,
+                        double tolerance, const std::string& what) {
+  config.run.device = config::RunDevice::kCuda;
+  const auto cuda = cmpi::testing::train_in_groups_of(2, config, dims, policy);
+  expect_same_trajectory(cpu.losses, cuda.losses, tolerance, what + " cuda vs cpu");
+}
+
+TEST(DeviceLayouts, TwoRanksSharingOneGpuFollowTheCpuRunOfTheirLayout) {
   if (torch::cuda::device_count() == 0)
     GTEST_SKIP() << "no CUDA device visible to LibTorch: the device run has nothing to run on";
   ASSERT_EQ(cmpi::testing::world_size() % 2, 0) << "run this test on 2 ranks";
   const uint64_t seed = cmpi::testing::test_seed() % 100000;
+  const std::string at_seed = " (seed " + std::to_string(seed) + ")";
+  const auto config = cmpi::testing::tiny_neox_config(seed);
   for (const std::string preset : {"none", "zhybrid"}) {
     comm::PolicyConfig policy;
     policy.preset = preset;
     policy.preset_locality = "any";
     policy.min_bytes = 0;
-    auto config = cmpi::testing::tiny_neox_config(seed);
-    const auto cpu =
-        cmpi::testing::train_in_groups_of(2, config, cmpi::testing::dims_of(2), policy);
-    config.run.device = config::RunDevice::kCuda;
-    const auto cuda =
-        cmpi::testing::train_in_groups_of(2, config, cmpi::testing::dims_of(2), policy);
-    expect_same_trajectory(cpu.losses, cuda.losses,
-                           preset == "none" ? kDeviceFloat32Tolerance : kDeviceZhybridTolerance,
-                           "dp2 " + preset + " cuda vs cpu (seed " + std::to_string(seed) + ")");
+    const auto dims = cmpi::testing::dims_of(2);
+    layout_follows_cpu(cmpi::testing::train_in_groups_of(2, config, dims, policy), config, dims,
+                       policy, preset == "none" ? kDeviceFloat32Tolerance : kDeviceZhybridTolerance,
+                       "dp2 " + preset + at_seed);
   }
+  for (const auto& [name, dims] :
+       {std::pair<std::string, parallel::ParallelDims>{"tp2", cmpi::testing::dims_of(1, 2)},
+        {"pp2", cmpi::testing::dims_of(1, 1, 2)}})
+    layout_follows_cpu(cmpi::testing::train_in_groups_of(2, config, dims), config, dims, {},
+                       kDeviceFloat32Tolerance, name + at_seed);
 }
 
 }  // namespace
