@@ -64,9 +64,9 @@ std::string device_layout_refusal(const config::Config& config) {
     if (size > 1)
       return head + "with data, tensor (and sequence) and pipeline parallelism so far: " + key +
              " is " + std::to_string(size) + " (set " + key + ": 1, or run.device: cpu)";
-  if (p.zero_stage != 0)
-    return head + "at parallel.zero_stage 0 so far, not " + std::to_string(p.zero_stage) +
-           " (set parallel.zero_stage: 0)";
+  if (p.zero_stage > 1)
+    return head + "at parallel.zero_stage 0 or 1 so far, not " + std::to_string(p.zero_stage) +
+           " (set parallel.zero_stage: 1)";
   if (p.dp_sync != "every_step")
     return head + "with parallel.dp_sync every_step so far, not " + p.dp_sync;
   return "";

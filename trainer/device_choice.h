@@ -47,9 +47,9 @@ DeviceContext probe_device_context(MPI_Comm world, bool count_cuda);
 
 // Empty when `config` trains on a CUDA device as built so far; else why
 // not, naming the key: the GPT with data, tensor (and sequence) and
-// pipeline parallelism (cp and spatial 1) at ZeRO stage 0 with every-step dp
-// reduction, every group's tensors staged through host memory
-// (parallel/host_staging.h; ZeRO 1-3 and the ring attention are not built
+// pipeline parallelism (cp and spatial 1) at ZeRO stage 0 or 1 with
+// every-step dp reduction, every group's tensors staged through host memory
+// (parallel/host_staging.h; ZeRO 2-3 and the ring attention are not built
 // for a device).
 std::string device_layout_refusal(const config::Config& config);
 

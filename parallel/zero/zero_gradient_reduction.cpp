@@ -188,12 +188,17 @@ void ZeroOptimizer::share_tied_gradient() {
       continue;
     }
     if (host_grads_.defined()) {
-      // A device's table through host memory (stage 0: the whole bucket).
-      const auto start = int64_t(bucket.start), span = int64_t(bucket.piece * size_t(dp()));
-      auto host = host_grads_.narrow(0, start, span);
-      host.copy_(flat_grads_.narrow(0, start, span));
-      options_.tied_gradient->share(part++, host.data_ptr<float>(), size_t(span));
-      flat_grads_.narrow(0, start, span).copy_(host);
+      // A device's table through host memory: the part held reduced (the
+      // whole bucket after an allreduce, this rank's piece after a
+      // reduce-scatter in place).
+      const bool piece_only = reduction_ == Reduction::kScatterInPlace;
+      const auto start =
+          int64_t(bucket.start + (piece_only ? size_t(layout_.dp_rank()) * bucket.piece : 0));
+      const auto length = int64_t(piece_only ? bucket.piece : bucket.piece * size_t(dp()));
+      auto host = host_grads_.narrow(0, start, length);
+      host.copy_(flat_grads_.narrow(0, start, length));
+      options_.tied_gradient->share(part++, host.data_ptr<float>(), size_t(length));
+      flat_grads_.narrow(0, start, length).copy_(host);
       continue;
     }
     float* flat = flat_grads_.data_ptr<float>();

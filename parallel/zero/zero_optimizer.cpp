@@ -162,12 +162,13 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
              stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
              stage_ == 0 ? layout_.padded() : layout_.shard_size(), float_options_) {
   // Off the CPU the step runs as tensor operations (ShardedAdamW's, the
-  // non-finite search's) at stage 0, the buckets and the tied table's shared
-  // parts staged through host memory (reduce_bucket_staged,
-  // share_tied_gradient); the stage 1-3 buffers take host pointers.
-  if (!float_options_.device().is_cpu() && (stage_ != 0 || !options.reduce_over_dp))
+  // non-finite search's) at stages 0 and 1, the buckets, the tied table's
+  // shared parts and stage 1's updated pieces staged through host memory
+  // (reduce_bucket_staged, share_tied_gradient, ZeroParameterStore::
+  // allgather_updated_staged); stages 2-3's shard buffers take host pointers.
+  if (!float_options_.device().is_cpu() && (stage_ > 1 || !options.reduce_over_dp))
     throw std::invalid_argument("ZeRO optimizer: parameters on " + float_options_.device().str() +
-                                " are trained at ZeRO stage 0 with every-step reduction so far "
+                                " are trained at ZeRO stages 0-1 with every-step reduction so far "
                                 "(stage " +
                                 std::to_string(stage_) +
                                 (options.reduce_over_dp ? "" : ", replicas apart") + ")");

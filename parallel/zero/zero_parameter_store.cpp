@@ -122,6 +122,10 @@ void ZeroParameterStore::release() {
 
 void ZeroParameterStore::allgather_updated() {
   if (dp() == 1) return;
+  if (!flat_.is_cpu()) {
+    allgather_updated_staged();
+    return;
+  }
   float* flat = flat_.data_ptr<float>();
   for (size_t b = 0; b < layout_.buckets().size(); ++b) {
     const auto& bucket = layout_.buckets()[b];
@@ -131,6 +135,30 @@ void ZeroParameterStore::allgather_updated() {
     zero_.allgather(staging_.data(), flat + bucket.start, counts_, comm::Role::kWeight,
                     kWeightKeyBase + b);
     std::memcpy(own, staging_.data(), bucket.piece * sizeof(float));
+  }
+}
+
+// A device's flat buffer: each bucket's own piece copied to the host, the
+// allgather into a host span, the span copied back (the same collective, so
+// the same bits, as the host path).
+void ZeroParameterStore::allgather_updated_staged() {
+  const size_t largest = layout_.largest_piece() * size_t(dp());
+  if (!host_span_.defined() || size_t(host_span_.numel()) < largest)
+    host_span_ = torch::empty({int64_t(largest)}, torch::TensorOptions().dtype(torch::kFloat));
+  for (size_t b = 0; b < layout_.buckets().size(); ++b) {
+    const auto& bucket = layout_.buckets()[b];
+    const auto own = int64_t(bucket.start + size_t(layout_.dp_rank()) * bucket.piece);
+    auto piece = host_span_.narrow(0, 0, int64_t(bucket.piece));
+    piece.copy_(flat_.narrow(0, own, int64_t(bucket.piece)));
+    std::memcpy(staging_.data(), piece.data_ptr<float>(), bucket.piece * sizeof(float));
+    std::fill(counts_.begin(), counts_.end(), bucket.piece);
+    const auto span = int64_t(bucket.piece * size_t(dp()));
+    zero_.allgather(staging_.data(), host_span_.data_ptr<float>(), counts_, comm::Role::kWeight,
+                    kWeightKeyBase + b);
+    // As the host path: the own piece is what staging_ holds after the call.
+    std::memcpy(host_span_.data_ptr<float>() + size_t(layout_.dp_rank()) * bucket.piece,
+                staging_.data(), bucket.piece * sizeof(float));
+    flat_.narrow(0, int64_t(bucket.start), span).copy_(host_span_.narrow(0, 0, span));
   }
 }
 

@@ -82,8 +82,9 @@ class ZeroParameterStore {
 
  private:
   int dp() const { return layout_.dp(); }
-  void fill_shard_per_layer();  // from options.initial_values or the parameters
-  void copy_flat_to_shard();    // stage 3: the own pieces of the flat buffer
+  void fill_shard_per_layer();      // from options.initial_values or the parameters
+  void copy_flat_to_shard();        // stage 3: the own pieces of the flat buffer
+  void allgather_updated_staged();  // allgather_updated through host memory (a device)
 
   std::vector<ParamInfo>& params_;
   const std::vector<std::vector<int64_t>>& shapes_;
@@ -96,6 +97,7 @@ class ZeroParameterStore {
   torch::Tensor flat_;                  // undefined while released (stage 3)
   torch::Tensor shard_;                 // stage 3
   std::vector<float> staging_;          // stages 1/2: this rank's piece during an allgather
+  torch::Tensor host_span_;             // stage 1 on a device: one bucket's gathered span
   std::vector<size_t> counts_;          // per-rank counts of one bucket's gather
   int64_t peak_gathered_bytes_ = 0;     // whole-model gathers (per layer: the gatherer's)
   std::unique_ptr<LayerParameterGatherer> gatherer_;

@@ -1,5 +1,5 @@
 // The step's device-generic paths (run.device, models/attention.cpp's
-// backends), one rank:
+// backends):
 //  * AttentionBackend: LibTorch's fused scaled-dot-product attention, which
 //    a CUDA run takes by default, follows the unfused softmax on the CPU
 //    step by step (float32; multi-head with rotary, and grouped-query):
@@ -7,8 +7,8 @@
 //  * DeviceTraining, DeviceLayouts (label cuda; skipped, saying why, where
 //    LibTorch sees no CUDA device): one rank on the GPU follows the same
 //    run on the CPU, float32 and bf16; two ranks sharing the GPU as dp2
-//    (without compression and under zhybrid), tp2 and pp2 follow the CPU
-//    runs of their layouts; within the tolerances below.
+//    (without compression and under zhybrid), tp2, pp2 and dp2 ZeRO-1
+//    follow the CPU runs of their layouts; within the tolerances below.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -93,7 +93,7 @@ TEST(DeviceTraining, OneRankOnTheGpuFollowsTheCpuInBf16) {
 
 // Two ranks sharing the one GPU (label cuda): each group's tensors staged
 // through host memory and reduced as on the CPU. dp2 (without compression
-// and under zhybrid), tp2 and pp2 each follow the CPU run of the same
+// and under zhybrid), tp2, pp2 and dp2 ZeRO-1 each follow the CPU run of the same
 // layout; under zhybrid (zfp on the gradients) within the codec's effect on
 // slightly other gradients.
 constexpr double kDeviceZhybridTolerance = 1e-2;
@@ -128,6 +128,10 @@ TEST(DeviceLayouts, TwoRanksSharingOneGpuFollowTheCpuRunOfTheirLayout) {
         {"pp2", cmpi::testing::dims_of(1, 1, 2)}})
     layout_follows_cpu(cmpi::testing::train_in_groups_of(2, config, dims), config, dims, {},
                        kDeviceFloat32Tolerance, name + at_seed);
+  const auto zero1 = cmpi::testing::with_zero(config, 1);
+  const auto zero1_dims = cmpi::testing::dims_of(2, 1, 1, 1);
+  layout_follows_cpu(cmpi::testing::train_in_groups_of(2, zero1, zero1_dims), zero1, zero1_dims, {},
+                     kDeviceFloat32Tolerance, "dp2 zero1" + at_seed);
 }
 
 }  // namespace
