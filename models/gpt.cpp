@@ -217,7 +217,7 @@ torch::Tensor GptImpl::embed(const torch::Tensor& tokens) {
   const int64_t time = local_tokens.size(1);
   // The global positions of this rank's tokens.
   const auto positions = context_.active()
-                             ? context_shard_->positions()
+                             ? context_shard_->positions().to(local_tokens.device())
                              : torch::arange(time, local_tokens.options().dtype(torch::kLong));
   parallel::enter_use(gate_, 0, torch::Tensor());
   auto embedded = token_embedding_->forward(local_tokens);

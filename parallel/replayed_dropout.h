@@ -14,6 +14,13 @@ namespace cmpi::parallel {
 // Inverted dropout's mask for `like`: 1 / (1 - p) where kept, 0 where dropped.
 inline torch::Tensor dropout_keep_mask(const torch::Tensor& like, double dropout,
                                        at::Generator& generator) {
+  // The generators are CPU generators (checkpointed, replayed): a device
+  // tensor's mask is drawn on the CPU, the CPU run's mask, and moved.
+  if (!like.is_cpu())
+    return torch::empty(like.sizes(), like.options().device(torch::kCPU))
+        .bernoulli_(1.0 - dropout, generator)
+        .div_(1.0 - dropout)
+        .to(like.device());
   return torch::empty_like(like).bernoulli_(1.0 - dropout, generator).div_(1.0 - dropout);
 }
 

@@ -59,11 +59,9 @@ std::string device_layout_refusal(const config::Config& config) {
     return head + "only; model.kind is " + config::name_of(config.model.kind) +
            " (set run.device: cpu)";
   const auto& p = config.parallel;
-  for (const auto& [key, size] : {std::pair<const char*, int64_t>{"parallel.context", p.context},
-                                  {"parallel.spatial", p.spatial}})
-    if (size > 1)
-      return head + "with data, tensor (and sequence) and pipeline parallelism so far: " + key +
-             " is " + std::to_string(size) + " (set " + key + ": 1, or run.device: cpu)";
+  if (p.spatial > 1)
+    return head + "without spatial parallelism (the ResNet's): parallel.spatial is " +
+           std::to_string(p.spatial);
   if (p.zero_stage > 1)
     return head + "at parallel.zero_stage 0 or 1 so far, not " + std::to_string(p.zero_stage) +
            " (set parallel.zero_stage: 1)";

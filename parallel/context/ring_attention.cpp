@@ -3,6 +3,7 @@
 // masks that backward draws (from the generator state saved at forward) are
 // forward's.
 #include "parallel/context/ring_attention.h"
+#include "parallel/host_staging.h"
 
 #include <cmath>
 #include <limits>
@@ -34,7 +35,7 @@ struct Transfer {
 Transfer post_send(comm::Communicator& cp, const torch::Tensor& tensor, int dest, int tag,
                    comm::Role role, uint64_t key) {
   Transfer t;
-  t.buffer = tensor.contiguous();
+  t.buffer = host_contiguous(tensor);  // a device's tensor travels from a host copy
   const size_t n = size_t(t.buffer.numel());
   if (t.buffer.scalar_type() == torch::kFloat)
     t.request = cp.isend(t.buffer.data_ptr<float>(), n, dest, tag, role, key);
@@ -47,7 +48,9 @@ Transfer post_send(comm::Communicator& cp, const torch::Tensor& tensor, int dest
 Transfer post_recv(comm::Communicator& cp, const torch::Tensor& like, int source, int tag,
                    comm::Role role) {
   Transfer t;
-  t.buffer = torch::empty(like.sizes(), like.options().memory_format(at::MemoryFormat::Contiguous));
+  // Into host memory; the caller moves it to its device (on_device).
+  t.buffer = torch::empty(
+      like.sizes(), like.options().device(torch::kCPU).memory_format(at::MemoryFormat::Contiguous));
   const size_t n = size_t(t.buffer.numel());
   if (t.buffer.scalar_type() == torch::kFloat)
     t.request = cp.irecv(t.buffer.data_ptr<float>(), n, source, tag, role);
@@ -117,7 +120,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     const Geometry g{shard->chunk(), options.query_group, 1.0 / std::sqrt(double(q.size(3)))};
     const double dropout = options.training ? options.dropout : 0.0;
     record_dropout(ctx, dropout, generator);
-    const auto future = torch::ones({g.chunk, g.chunk}, torch::kBool).triu(1);
+    const auto future = torch::ones({g.chunk, g.chunk}, q.options().dtype(torch::kBool)).triu(1);
     // Contiguous q, k and v are what backward keeps: views into the fused
     // projection would keep all of it alive beside the rotated copies.
     const auto queries = q.contiguous();
@@ -165,8 +168,8 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
         cp->wait(recv_v.request);
         cp->wait(send_k.request);
         cp->wait(send_v.request);
-        keys = recv_k.buffer;
-        values = recv_v.buffer;
+        keys = on_device(recv_k.buffer, q.device());
+        values = on_device(recv_v.buffer, q.device());
       }
     }
     auto out = acc.div_(row_sum);
@@ -190,7 +193,7 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
     const uint64_t key = uint64_t(ctx->saved_data["key"].toInt());
     ReplayedDropout replay(ctx);
     const double dropout = replay.dropout();
-    const auto future = torch::ones({g.chunk, g.chunk}, torch::kBool).triu(1);
+    const auto future = torch::ones({g.chunk, g.chunk}, q.options().dtype(torch::kBool)).triu(1);
     const auto qf = q.to(torch::kFloat);
     const auto d_out = grads[0].to(torch::kFloat);
     const auto row_dot = (d_out * out).sum(-1, true);  // D
@@ -246,11 +249,11 @@ struct RingAttention : torch::autograd::Function<RingAttention> {
       for (Transfer* t :
            {&recv_k, &recv_v, &recv_dk, &recv_dv, &send_k, &send_v, &send_dk, &send_dv})
         if (t->request.pending()) cp->wait(t->request);
-      dk = recv_dk.buffer;
-      dv = recv_dv.buffer;
+      dk = on_device(recv_dk.buffer, q.device());
+      dv = on_device(recv_dv.buffer, q.device());
       if (step + 1 < ring.size) {
-        keys = recv_k.buffer;
-        values = recv_v.buffer;
+        keys = on_device(recv_k.buffer, q.device());
+        values = on_device(recv_v.buffer, q.device());
       }
     }
     return {dq.to(q.scalar_type()), dk.to(k.scalar_type()), dv.to(v.scalar_type()), torch::Tensor(),

@@ -71,8 +71,11 @@ TEST(DeviceChoice, LayoutsWithoutADevicePathAreRefusedNamingTheirKey) {
   config.parallel.pipeline = 2;
   EXPECT_EQ(device_layout_refusal(config), "");
   config.parallel.context = 2;
-  EXPECT_NE(device_layout_refusal(config).find("parallel.context is 2"), std::string::npos);
+  EXPECT_EQ(device_layout_refusal(config), "") << "context parallelism is built";
   config.parallel.context = 1;
+  config.parallel.spatial = 2;
+  EXPECT_NE(device_layout_refusal(config).find("parallel.spatial is 2"), std::string::npos);
+  config.parallel.spatial = 1;
   config.parallel.zero_stage = 1;
   EXPECT_EQ(device_layout_refusal(config), "") << "ZeRO-1 is built";
   config.parallel.zero_stage = 3;

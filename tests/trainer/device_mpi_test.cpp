@@ -7,7 +7,7 @@
 //  * DeviceTraining, DeviceLayouts (label cuda; skipped, saying why, where
 //    LibTorch sees no CUDA device): one rank on the GPU follows the same
 //    run on the CPU, float32 and bf16; two ranks sharing the GPU as dp2
-//    (without compression and under zhybrid), tp2, pp2 and dp2 ZeRO-1
+//    (without compression and under zhybrid), tp2, pp2, dp2 ZeRO-1 and cp2
 //    follow the CPU runs of their layouts; within the tolerances below.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -93,7 +93,7 @@ TEST(DeviceTraining, OneRankOnTheGpuFollowsTheCpuInBf16) {
 
 // Two ranks sharing the one GPU (label cuda): each group's tensors staged
 // through host memory and reduced as on the CPU. dp2 (without compression
-// and under zhybrid), tp2, pp2 and dp2 ZeRO-1 each follow the CPU run of the same
+// and under zhybrid), tp2, pp2, dp2 ZeRO-1 and cp2 each follow the CPU run of the same
 // layout; under zhybrid (zfp on the gradients) within the codec's effect on
 // slightly other gradients.
 constexpr double kDeviceZhybridTolerance = 1e-2;
@@ -132,6 +132,12 @@ TEST(DeviceLayouts, TwoRanksSharingOneGpuFollowTheCpuRunOfTheirLayout) {
   const auto zero1_dims = cmpi::testing::dims_of(2, 1, 1, 1);
   layout_follows_cpu(cmpi::testing::train_in_groups_of(2, zero1, zero1_dims), zero1, zero1_dims, {},
                      kDeviceFloat32Tolerance, "dp2 zero1" + at_seed);
+  auto context = config;  // the ring attention's chunks through host memory
+  context.parallel.context = 2;
+  parallel::ParallelDims context_dims;
+  context_dims.cp = 2;
+  layout_follows_cpu(cmpi::testing::train_in_groups_of(2, context, context_dims), context,
+                     context_dims, {}, kDeviceFloat32Tolerance, "cp2" + at_seed);
 }
 
 }  // namespace
