@@ -3,7 +3,6 @@
 // masks that backward draws (from the generator state saved at forward) are
 // forward's.
 #include "parallel/context/ring_attention.h"
-#include "parallel/host_staging.h"
 
 #include <cmath>
 #include <limits>
@@ -13,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/host_staging.h"
 #include "parallel/replayed_dropout.h"
 #include "parallel/tensor_words.h"
 

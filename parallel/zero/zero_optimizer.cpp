@@ -437,7 +437,7 @@ OptimizerStateView ZeroOptimizer::state() const {
   view.replicated_over_dp = stage_ == 0;
   const bool on_host = float_options_.device().is_cpu();
   if (!on_host) {
-    // Stage 0 on one rank (the constructor's check): the values are flat.
+    // Stages 0-1 (the constructor's check): the values are the flat buffer.
     host_values_ = store_->values().data.cpu();
     host_exp_avg_ = adamw_.exp_avg().cpu();
     host_exp_avg_sq_ = adamw_.exp_avg_sq().cpu();
