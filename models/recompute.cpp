@@ -21,7 +21,7 @@ using torch::autograd::variable_list;
 
 struct Replay : torch::CustomClassHolder {
   RecomputedForward forward;
-  std::vector<at::Generator> generators;  // the default CPU generator first
+  std::vector<at::Generator> generators;  // the default CPU (and device) generator first
   std::vector<at::Tensor> states;         // theirs before the first forward
   size_t input_count = 0;                 // the caller's inputs (a placeholder may follow)
 };
@@ -112,6 +112,10 @@ variable_list recompute_in_backward(RecomputedForward forward, const variable_li
   auto replay = c10::make_intrusive<Replay>();
   replay->forward = std::move(forward);
   replay->generators.push_back(at::detail::getDefaultCPUGenerator());
+  // On a device the torch::nn::Dropout layers draw from its default
+  // generator: replayed too, so the recomputed masks are the first forward's.
+  if (!inputs.empty() && !inputs[0].is_cpu())
+    replay->generators.push_back(at::globalContext().defaultGenerator(inputs[0].device()));
   for (auto& generator : generators) replay->generators.push_back(std::move(generator));
   replay->input_count = inputs.size();
   variable_list with_placeholder = inputs;

@@ -62,9 +62,11 @@ std::string device_layout_refusal(const config::Config& config) {
   if (p.spatial > 1)
     return head + "without spatial parallelism (the ResNet's): parallel.spatial is " +
            std::to_string(p.spatial);
-  if (p.zero_stage > 1)
-    return head + "at parallel.zero_stage 0 or 1 so far, not " + std::to_string(p.zero_stage) +
-           " (set parallel.zero_stage: 1)";
+  if (p.zero_stage > 2)
+    return head + "at parallel.zero_stage 0 to 2 so far, not " + std::to_string(p.zero_stage) +
+           " (set parallel.zero_stage: 2)";
+  if (p.zero_stage == 2 && p.zero_gradient_memory == "shard")
+    return head + "with parallel.zero_gradient_memory full_buffer so far, not shard";
   if (p.dp_sync != "every_step")
     return head + "with parallel.dp_sync every_step so far, not " + p.dp_sync;
   return "";

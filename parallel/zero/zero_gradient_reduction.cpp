@@ -99,7 +99,17 @@ void ZeroOptimizer::reduce_bucket_staged(size_t b) {
   auto host = host_grads_.narrow(0, start, span);
   host.copy_(flat_grads_.narrow(0, start, span));  // waits for the device's gradients
   reduce_bucket(b, host_grads_.data_ptr<float>());
+  if (reduction_ == Reduction::kScatterToShard) {
+    // Stage 2: the reduced piece landed in the host shard.
+    const auto at = int64_t(bucket.shard_offset), piece = int64_t(bucket.piece);
+    grad_shard_.narrow(0, at, piece).copy_(host_grad_shard_.narrow(0, at, piece));
+    return;
+  }
   flat_grads_.narrow(0, start, span).copy_(host);
+}
+
+float* ZeroOptimizer::shard_target() {
+  return (host_grad_shard_.defined() ? host_grad_shard_ : grad_shard_).data_ptr<float>();
 }
 
 void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
@@ -135,13 +145,12 @@ void ZeroOptimizer::reduce_bucket(size_t b, float* flat) {
     else if (dp() > 1)
       groups_.dp().allreduce(flat + bucket.start, span, role, b);
   } else if (dp() == 1) {
-    std::memcpy(grad_shard_.data_ptr<float>() + bucket.shard_offset, flat + bucket.start,
-                span * sizeof(float));
+    std::memcpy(shard_target() + bucket.shard_offset, flat + bucket.start, span * sizeof(float));
   } else {
     // Counts of its own: this runs on the comm thread.
     const std::vector<size_t> counts(size_t(dp()), bucket.piece);
-    groups_.zero().reduce_scatter(
-        flat + bucket.start, grad_shard_.data_ptr<float>() + bucket.shard_offset, counts, role, b);
+    groups_.zero().reduce_scatter(flat + bucket.start, shard_target() + bucket.shard_offset, counts,
+                                  role, b);
   }
 }
 
@@ -153,8 +162,7 @@ void ZeroOptimizer::reduce_exactly(const ZeroBucket& bucket, float* flat) {
   const size_t span = bucket.piece * size_t(dp());
   if (dp() == 1) {
     if (reduction_ == Reduction::kScatterToShard)
-      std::memcpy(grad_shard_.data_ptr<float>() + bucket.shard_offset, flat + bucket.start,
-                  span * sizeof(float));
+      std::memcpy(shard_target() + bucket.shard_offset, flat + bucket.start, span * sizeof(float));
     return;
   }
   const std::vector<size_t> counts(size_t(dp()), bucket.piece);
@@ -168,8 +176,8 @@ void ZeroOptimizer::reduce_exactly(const ZeroBucket& bucket, float* flat) {
                   bucket.piece * sizeof(float));
       break;
     case Reduction::kScatterToShard:
-      groups_.zero().exact_reduce_scatter(
-          flat + bucket.start, grad_shard_.data_ptr<float>() + bucket.shard_offset, counts);
+      groups_.zero().exact_reduce_scatter(flat + bucket.start, shard_target() + bucket.shard_offset,
+                                          counts);
       break;
   }
 }
@@ -183,6 +191,14 @@ void ZeroOptimizer::share_tied_gradient() {
   for (const auto& bucket : layout_.buckets()) {
     if (!bucket.tied) continue;
     if (reduction_ == Reduction::kScatterToShard) {
+      if (host_grad_shard_.defined()) {
+        // A device's shard through host memory (its piece is already there).
+        const auto at = int64_t(bucket.shard_offset), piece = int64_t(bucket.piece);
+        options_.tied_gradient->share(part++, host_grad_shard_.data_ptr<float>() + at,
+                                      bucket.piece);
+        grad_shard_.narrow(0, at, piece).copy_(host_grad_shard_.narrow(0, at, piece));
+        continue;
+      }
       options_.tied_gradient->share(part++, grad_shard_.data_ptr<float>() + bucket.shard_offset,
                                     bucket.piece);
       continue;

@@ -162,19 +162,24 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
              stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
              stage_ == 0 ? layout_.padded() : layout_.shard_size(), float_options_) {
   // Off the CPU the step runs as tensor operations (ShardedAdamW's, the
-  // non-finite search's) at stages 0 and 1, the buckets, the tied table's
-  // shared parts and stage 1's updated pieces staged through host memory
-  // (reduce_bucket_staged, share_tied_gradient, ZeroParameterStore::
-  // allgather_updated_staged); stages 2-3's shard buffers take host pointers.
-  if (!float_options_.device().is_cpu() && (stage_ > 1 || !options.reduce_over_dp))
-    throw std::invalid_argument("ZeRO optimizer: parameters on " + float_options_.device().str() +
-                                " are trained at ZeRO stages 0-1 with every-step reduction so far "
-                                "(stage " +
-                                std::to_string(stage_) +
-                                (options.reduce_over_dp ? "" : ", replicas apart") + ")");
-  if (!float_options_.device().is_cpu() && (dp() > 1 || options.tied_gradient))
-    host_grads_ = torch::zeros({int64_t(layout_.padded())},
-                               torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+  // non-finite search's) at stages 0-2, the buckets, the tied table's shared
+  // parts, stage 2's reduced pieces and stages 1-2's updated pieces staged
+  // through host memory (reduce_bucket_staged, share_tied_gradient,
+  // ZeroParameterStore::allgather_updated_staged); stage 3's shard and
+  // gathers, and the shard-only gradient memory, take host pointers.
+  const bool on_device = !float_options_.device().is_cpu();
+  if (on_device && (stage_ > 2 || shard_only_ || !options.reduce_over_dp))
+    throw std::invalid_argument(
+        "ZeRO optimizer: parameters on " + float_options_.device().str() +
+        " are trained at ZeRO stages 0-2 with a full gradient buffer and every-step reduction "
+        "so far (stage " +
+        std::to_string(stage_) + (shard_only_ ? ", shard-only gradient memory" : "") +
+        (options.reduce_over_dp ? "" : ", replicas apart") + ")");
+  const auto pinned = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true);
+  if (on_device && (dp() > 1 || options.tied_gradient || stage_ == 2))
+    host_grads_ = torch::zeros({int64_t(layout_.padded())}, pinned);
+  if (on_device && stage_ == 2)
+    host_grad_shard_ = torch::zeros({int64_t(layout_.shard_size())}, pinned);
   powersgd_ = make_powersgd_reducer();
   // ZeRO-1 updates only its pieces, so it needs only their sum: a
   // reduce-scatter sends half an allreduce's bytes. PowerSGD sums low-rank

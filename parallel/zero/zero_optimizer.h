@@ -124,6 +124,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   // copied to host_grads_, reduced there as reduce_bucket does, and copied
   // back (the pinned-host staging transport of a dp group on a GPU).
   void reduce_bucket_staged(size_t b);
+  // Where a bucket's reduced piece goes at stage 2: the gradient shard, or on
+  // a device its host mirror (copied to the device by reduce_bucket_staged).
+  float* shard_target();
   // An exact bucket's reduction (the Communicator's exact sums, same
   // collective as reduce_bucket's for the stage).
   void reduce_exactly(const ZeroBucket& bucket, float* flat);
@@ -219,8 +222,9 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int64_t held_gradient_bytes_ = 0;        // at the last pack
   // The pre hooks, by accumulator (same order as accumulators_).
   std::vector<const torch::autograd::FunctionPreHook*> arriving_hooks_;
-  float* reduce_flat_ = nullptr;  // flat_grads_ of the step being reduced
-  torch::Tensor host_grads_;      // on a device (dp > 1, or a tied table): the staged buckets
+  float* reduce_flat_ = nullptr;   // flat_grads_ of the step being reduced
+  torch::Tensor host_grads_;       // on a device (dp > 1, or a tied table): the staged buckets
+  torch::Tensor host_grad_shard_;  // on a device at stage 2: the shard's host mirror
   std::vector<std::shared_ptr<torch::autograd::Node>>
       accumulators_;  // kept alive: hooks live on them
   std::vector<uintptr_t> hook_keys_;

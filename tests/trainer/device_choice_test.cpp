@@ -76,10 +76,13 @@ TEST(DeviceChoice, LayoutsWithoutADevicePathAreRefusedNamingTheirKey) {
   config.parallel.spatial = 2;
   EXPECT_NE(device_layout_refusal(config).find("parallel.spatial is 2"), std::string::npos);
   config.parallel.spatial = 1;
-  config.parallel.zero_stage = 1;
-  EXPECT_EQ(device_layout_refusal(config), "") << "ZeRO-1 is built";
+  config.parallel.zero_stage = 2;
+  EXPECT_EQ(device_layout_refusal(config), "") << "ZeRO-1 and -2 are built";
+  config.parallel.zero_gradient_memory = "shard";
+  EXPECT_NE(device_layout_refusal(config).find("zero_gradient_memory"), std::string::npos);
+  config.parallel.zero_gradient_memory = "full_buffer";
   config.parallel.zero_stage = 3;
-  EXPECT_NE(device_layout_refusal(config).find("parallel.zero_stage 0 or 1 so far, not 3"),
+  EXPECT_NE(device_layout_refusal(config).find("parallel.zero_stage 0 to 2 so far, not 3"),
             std::string::npos);
   config.parallel.zero_stage = 0;
   config.parallel.dp_sync = "diloco";

@@ -6,9 +6,11 @@
 //    the same causal mask and scale, summed in another order;
 //  * DeviceTraining, DeviceLayouts (label cuda; skipped, saying why, where
 //    LibTorch sees no CUDA device): one rank on the GPU follows the same
-//    run on the CPU, float32 and bf16; two ranks sharing the GPU as dp2
-//    (without compression and under zhybrid), tp2, pp2, dp2 ZeRO-1 and cp2
-//    follow the CPU runs of their layouts; within the tolerances below.
+//    run on the CPU, float32 and bf16, and with dropout its whole-block
+//    recomputation follows the stored activations; two ranks sharing the GPU as dp2
+//    (without compression and under zhybrid), tp2, pp2, dp2 ZeRO-1 and -2
+//    and cp2 follow the CPU runs of their layouts; within the tolerances
+//    below.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -91,9 +93,28 @@ TEST(DeviceTraining, OneRankOnTheGpuFollowsTheCpuInBf16) {
   device_follows_cpu("bf16", kDeviceBf16Tolerance);
 }
 
+// Dropout on the GPU draws from the device's generator (the residual
+// dropouts) and the CPU generators (the attention's): whole-block
+// recomputation replays both, so its losses follow the run that keeps the
+// activations (within the GPU's non-deterministic sums, e.g. the embedding
+// gradient's atomics).
+TEST(DeviceTraining, FullRecomputationReplaysTheDropoutMasks) {
+  if (torch::cuda::device_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible to LibTorch: the device run has nothing to run on";
+  const uint64_t seed = cmpi::testing::test_seed() % 100000;
+  auto config = cmpi::testing::tiny_neox_config(seed);
+  config.model.dropout = 0.1;
+  config.run.device = config::RunDevice::kCuda;
+  const auto stored = single_rank_losses(config);
+  config.training.recompute = "full";
+  expect_same_trajectory(
+      stored, single_rank_losses(config), kDeviceFloat32Tolerance,
+      "cuda, dropout 0.1, full recomputation vs none (seed " + std::to_string(seed) + ")");
+}
+
 // Two ranks sharing the one GPU (label cuda): each group's tensors staged
 // through host memory and reduced as on the CPU. dp2 (without compression
-// and under zhybrid), tp2, pp2, dp2 ZeRO-1 and cp2 each follow the CPU run of the same
+// and under zhybrid), tp2, pp2, dp2 ZeRO-1 and -2 and cp2 each follow the CPU run of the same
 // layout; under zhybrid (zfp on the gradients) within the codec's effect on
 // slightly other gradients.
 constexpr double kDeviceZhybridTolerance = 1e-2;
@@ -128,10 +149,12 @@ TEST(DeviceLayouts, TwoRanksSharingOneGpuFollowTheCpuRunOfTheirLayout) {
         {"pp2", cmpi::testing::dims_of(1, 1, 2)}})
     layout_follows_cpu(cmpi::testing::train_in_groups_of(2, config, dims), config, dims, {},
                        kDeviceFloat32Tolerance, name + at_seed);
-  const auto zero1 = cmpi::testing::with_zero(config, 1);
-  const auto zero1_dims = cmpi::testing::dims_of(2, 1, 1, 1);
-  layout_follows_cpu(cmpi::testing::train_in_groups_of(2, zero1, zero1_dims), zero1, zero1_dims, {},
-                     kDeviceFloat32Tolerance, "dp2 zero1" + at_seed);
+  for (int stage : {1, 2}) {
+    const auto zero = cmpi::testing::with_zero(config, stage);
+    const auto zero_dims = cmpi::testing::dims_of(2, 1, 1, stage);
+    layout_follows_cpu(cmpi::testing::train_in_groups_of(2, zero, zero_dims), zero, zero_dims, {},
+                       kDeviceFloat32Tolerance, "dp2 zero" + std::to_string(stage) + at_seed);
+  }
   auto context = config;  // the ring attention's chunks through host memory
   context.parallel.context = 2;
   parallel::ParallelDims context_dims;
