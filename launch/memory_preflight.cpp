@@ -69,7 +69,7 @@ uint64_t available_memory_bytes() {
 }
 
 std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims, int ranks_on_node,
-                             uint64_t available_bytes) {
+                             uint64_t available_bytes, const std::string& where) {
   if (!c.run.memory_check || available_bytes == 0) return "";
   const parallel::MemoryEstimate e = models::estimate_memory(c, dims);
   const long double needed = e.total() * (long double)ranks_on_node;
@@ -102,9 +102,9 @@ std::string memory_fit_error(const Config& c, const parallel::ParallelDims& dims
          (e.outer_state_bytes > 0 ? ", DiLoCo outer state " + bytes(e.outer_state_bytes)
                                   : std::string()) +
          ", runtime " + bytes(e.runtime_bytes) + " on pipeline stage " + std::to_string(e.stage) +
-         ", layout " + dims.to_string() + "); " + std::to_string(ranks_on_node) +
-         " rank(s) on this node need " + bytes(needed) + " but only " +
-         bytes((long double)available_bytes) + " is available. The largest part is " + drivers +
+         ", layout " + dims.to_string() + "); " + std::to_string(ranks_on_node) + " rank(s) on " +
+         where + " need " + bytes(needed) + " but only " + bytes((long double)available_bytes) +
+         " is available. The largest part is " + drivers +
          ". (This is an estimate; set run.memory_check: false to start anyway.)";
 }
 

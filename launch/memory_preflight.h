@@ -28,9 +28,12 @@ using config::Config;
 uint64_t available_memory_bytes();
 
 // Empty if the run fits (or the check is off or unknowable); otherwise the
-// error message. `ranks_on_node` ranks share `available_bytes`.
+// error message. `ranks_on_node` ranks share `available_bytes` of the memory
+// `where` names ("this node", or a GPU run's "GPU cuda:0", whose ranks are
+// those sharing the GPU).
 std::string memory_fit_error(const Config& config, const parallel::ParallelDims& dims,
-                             int ranks_on_node, uint64_t available_bytes);
+                             int ranks_on_node, uint64_t available_bytes,
+                             const std::string& where = "this node");
 
 // Collective over `world`: this rank's verdict (empty = fits). The ranks of
 // a node judge the same reading of its available memory.

@@ -16,4 +16,8 @@ struct DeviceMemoryPeak {
 };
 DeviceMemoryPeak device_memory_peak(int cuda_device);
 
+// The bytes free on CUDA device `cuda_device` now (cudaMemGetInfo), for the
+// memory pre-flight of a GPU run; 0 if the driver does not say.
+uint64_t device_free_bytes(int cuda_device);
+
 }  // namespace cmpi::trainer

@@ -40,6 +40,7 @@
 #include "trainer/cli_args.h"
 #include "trainer/device_choice.h"
 #include "trainer/device_gemm.h"
+#include "trainer/device_memory.h"
 #include "trainer/injected_kill.h"
 #include "trainer/plan_command.h"
 #include "trainer/run_summary.h"
@@ -233,10 +234,28 @@ int main(int argc, char** argv) {
   const comm::NodeGrouping nodes = comm::agree_node_grouping(MPI_COMM_WORLD);
   if (rank == 0 && !nodes.disagreement.empty())
     std::fprintf(stderr, "%s: warning: %s\n", kProgram, nodes.disagreement.c_str());
+  // run.device: each rank's device, agreed before anything is allocated (a
+  // rank without the GPU it was asked for ends the job naming itself).
+  torch::Device device(torch::kCPU);
+  trainer::DeviceContext device_context;
+  try {
+    device_context =
+        trainer::probe_device_context(MPI_COMM_WORLD, config.run.device != config::RunDevice::kCpu);
+    device = trainer::choose_device(config.run.device, device_context);
+    if (device.is_cuda()) error = trainer::device_layout_refusal(config);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!all_ranks_ok(error, rank)) return 2;
   try {
     // The families with a memory estimate (the GPT) are held against the
-    // node's memory; the others (a ResNet) are not checked.
-    if (models::family_of(config.model).estimate_stage_memory)
+    // node's memory, or on a GPU against the GPU's free memory shared by its
+    // ranks; the others (a ResNet) are not checked.
+    if (models::family_of(config.model).estimate_stage_memory && device.is_cuda())
+      error = launch::memory_fit_error(config, dims, trainer::ranks_sharing(device, device_context),
+                                       trainer::device_free_bytes(device.index()),
+                                       "GPU " + device.str() + " (its free memory)");
+    else if (models::family_of(config.model).estimate_stage_memory)
       error = launch::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
@@ -249,19 +268,6 @@ int main(int argc, char** argv) {
     if (models::family_of(config.model).reads_tokens)
       tokens = data::open_token_source(config.data, data::token_demand(config), MPI_COMM_WORLD,
                                        config.log.every > 0 ? stdout : nullptr);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (!all_ranks_ok(error, rank)) return 2;
-  // run.device: each rank's device, agreed before anything is allocated (a
-  // rank without the GPU it was asked for ends the job naming itself).
-  torch::Device device(torch::kCPU);
-  trainer::DeviceContext device_context;
-  try {
-    device_context =
-        trainer::probe_device_context(MPI_COMM_WORLD, config.run.device != config::RunDevice::kCpu);
-    device = trainer::choose_device(config.run.device, device_context);
-    if (device.is_cuda()) error = trainer::device_layout_refusal(config);
   } catch (const std::exception& e) {
     error = e.what();
   }

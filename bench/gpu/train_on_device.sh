@@ -52,9 +52,12 @@ fi
   exit 2
 }
 TORCH_LIB="$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+# The CUDA runtime libraries of the wheel's nvidia packages (cmpi-train links
+# libcudart itself, not only through libtorch_cuda's own search path).
+NVIDIA_LIBS="$(find "$TORCH_LIB/../../nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)"
 export OPAL_PREFIX="$CARRY/ompi/usr"
 export PATH="$CARRY/bin:$CARRY/ompi/usr/bin:$PATH"
-export LD_LIBRARY_PATH="$CARRY/lib:$CARRY/ompi/usr/lib/x86_64-linux-gnu:$TORCH_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$CARRY/lib:$CARRY/ompi/usr/lib/x86_64-linux-gnu:$TORCH_LIB${NVIDIA_LIBS:+:$NVIDIA_LIBS}:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1

@@ -122,6 +122,17 @@ TEST_F(ConfigTest, MemoryPreflightRefusesARunThatCannotFitNamingItsDrivers) {
   EXPECT_EQ(memory_fit_error(off, dims, 4, 24 * gib), "");
 }
 
+// A GPU run is held against its GPU's free memory, shared by the ranks on
+// that GPU, and the message says which memory it compared.
+TEST_F(ConfigTest, MemoryPreflightOfAGpuRunNamesTheGpu) {
+  const std::string text = "model:\n  seq_len: 1000000\n  layers: 1\n";
+  const Config c = load_checked_config(write(text));
+  const uint64_t gib = uint64_t(1) << 30;
+  const std::string message =
+      memory_fit_error(c, validate_layout(c, 1), 2, 8 * gib, "GPU cuda:0 (its free memory)");
+  EXPECT_CONTAINS(message, "2 rank(s) on GPU cuda:0 (its free memory) need");
+}
+
 TEST_F(ConfigTest, MemoryPreflightNamesActivationKeysWhenActivationsDominate) {
   const std::string text = "model:\n  seq_len: 1000000\n  layers: 1\n";
   const Config c = load_checked_config(write(text));
