@@ -67,8 +67,6 @@ std::string device_layout_refusal(const config::Config& config) {
            " (set parallel.zero_stage: 2)";
   if (p.zero_stage == 2 && p.zero_gradient_memory == "shard")
     return head + "with parallel.zero_gradient_memory full_buffer so far, not shard";
-  if (p.dp_sync != "every_step")
-    return head + "with parallel.dp_sync every_step so far, not " + p.dp_sync;
   return "";
 }
 

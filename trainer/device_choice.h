@@ -48,7 +48,7 @@ DeviceContext probe_device_context(MPI_Comm world, bool count_cuda);
 // Empty when `config` trains on a CUDA device as built so far; else why
 // not, naming the key: the GPT with data, tensor (and sequence), pipeline
 // and context parallelism at ZeRO stages 0-2 (a full gradient buffer) with
-// every-step dp reduction, every group's tensors staged through host memory
+// every-step dp reduction or DiLoCo, every group's tensors staged through host memory
 // (parallel/host_staging.h; ZeRO-3 is not built for a device).
 std::string device_layout_refusal(const config::Config& config);
 

@@ -39,10 +39,9 @@ const DilocoSyncOptions& checked(const DilocoSyncOptions& options,
                                 " parameters");
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& t = params[i].tensor;
-    if (!t.defined() || t.scalar_type() != torch::kFloat || !t.device().is_cpu() ||
-        !t.is_contiguous())
+    if (!t.defined() || t.scalar_type() != torch::kFloat || !t.is_contiguous())
       throw std::invalid_argument("DiLoCo: parameter " + params[i].name +
-                                  " is not a contiguous float32 CPU tensor");
+                                  " is not a contiguous float32 tensor");
     const int f = options.fragment_of_param[i];
     if (f < 0 || f >= options.fragments)
       throw std::invalid_argument("DiLoCo: parameter " + params[i].name + " is in fragment " +
@@ -94,8 +93,20 @@ void DilocoSync::copy_span(const Fragment& fragment, size_t start, size_t n, flo
     const size_t begin = offsets[k], stop = begin + flats[k].numel;
     if (stop <= start || begin >= end) continue;
     const size_t from = std::max(begin, start), to = std::min(stop, end);
-    float* values = params_[fragment.params[k]].tensor.data_ptr<float>() + (from - begin);
+    const auto& tensor = params_[fragment.params[k]].tensor;
     float* there = flat + (from - start);
+    if (!tensor.is_cpu()) {
+      // A device's parameters: copies between the device and the host span.
+      torch::NoGradGuard no_grad;
+      auto on_device = tensor.view(-1).narrow(0, int64_t(from - begin), int64_t(to - from));
+      auto on_host = torch::from_blob(there, {int64_t(to - from)}, torch::kFloat);
+      if (to_flat)
+        on_host.copy_(on_device);
+      else
+        on_device.copy_(on_host);
+      continue;
+    }
+    float* values = tensor.data_ptr<float>() + (from - begin);
     if (to_flat)
       std::memcpy(there, values, (to - from) * sizeof(float));
     else

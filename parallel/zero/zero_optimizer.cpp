@@ -168,13 +168,12 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
   // ZeroParameterStore::allgather_updated_staged); stage 3's shard and
   // gathers, and the shard-only gradient memory, take host pointers.
   const bool on_device = !float_options_.device().is_cpu();
-  if (on_device && (stage_ > 2 || shard_only_ || !options.reduce_over_dp))
-    throw std::invalid_argument(
-        "ZeRO optimizer: parameters on " + float_options_.device().str() +
-        " are trained at ZeRO stages 0-2 with a full gradient buffer and every-step reduction "
-        "so far (stage " +
-        std::to_string(stage_) + (shard_only_ ? ", shard-only gradient memory" : "") +
-        (options.reduce_over_dp ? "" : ", replicas apart") + ")");
+  if (on_device && (stage_ > 2 || shard_only_))
+    throw std::invalid_argument("ZeRO optimizer: parameters on " + float_options_.device().str() +
+                                " are trained at ZeRO stages 0-2 with a full gradient buffer so "
+                                "far (stage " +
+                                std::to_string(stage_) +
+                                (shard_only_ ? ", shard-only gradient memory" : "") + ")");
   const auto pinned = torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true);
   if (on_device && (dp() > 1 || options.tied_gradient || stage_ == 2))
     host_grads_ = torch::zeros({int64_t(layout_.padded())}, pinned);

@@ -8,9 +8,9 @@
 //    LibTorch sees no CUDA device): one rank on the GPU follows the same
 //    run on the CPU, float32 and bf16, and with dropout its whole-block
 //    recomputation follows the stored activations; two ranks sharing the GPU as dp2
-//    (without compression and under zhybrid), tp2, pp2, dp2 ZeRO-1 and -2
-//    and cp2 follow the CPU runs of their layouts; within the tolerances
-//    below.
+//    (without compression and under zhybrid), tp2, pp2, dp2 ZeRO-1 and -2,
+//    dp2 DiLoCo and cp2 follow the CPU runs of their layouts; within the
+//    tolerances below.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -155,6 +155,14 @@ TEST(DeviceLayouts, TwoRanksSharingOneGpuFollowTheCpuRunOfTheirLayout) {
     layout_follows_cpu(cmpi::testing::train_in_groups_of(2, zero, zero_dims), zero, zero_dims, {},
                        kDeviceFloat32Tolerance, "dp2 zero" + std::to_string(stage) + at_seed);
   }
+  auto diloco = config;  // the replicas' pseudo-gradients through host memory
+  diloco.parallel.data = 2;
+  diloco.parallel.dp_sync = "diloco";
+  diloco.parallel.diloco.sync_every = 4;
+  diloco.parallel.diloco.fragments = 2;
+  const auto diloco_dims = cmpi::testing::dims_of(2);
+  layout_follows_cpu(cmpi::testing::train_in_groups_of(2, diloco, diloco_dims), diloco, diloco_dims,
+                     {}, kDeviceFloat32Tolerance, "dp2 diloco" + at_seed);
   auto context = config;  // the ring attention's chunks through host memory
   context.parallel.context = 2;
   parallel::ParallelDims context_dims;
