@@ -97,7 +97,7 @@ CheckpointMetadata CheckpointManager::metadata_for(int64_t steps_done,
                                                    int64_t skipped_steps) const {
   CheckpointMetadata metadata;
   metadata.step = steps_done;
-  metadata.optimizer_steps = parts_.optimizers.front().optimizer->state().steps;
+  metadata.optimizer_steps = parts_.optimizers.front().optimizer->optimizer_steps();
   metadata.skipped_steps = skipped_steps;
   metadata.layout = layout_;
   metadata.model = parts_.model_shape;

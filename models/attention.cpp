@@ -4,6 +4,7 @@
 #include "models/recompute.h"
 #include "parallel/context/ring_attention.h"
 #include "parallel/low_precision_ops.h"
+#include "parallel/replayed_dropout.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -212,13 +213,7 @@ torch::Tensor CausalSelfAttentionImpl::attend(const torch::Tensor& q, const torc
 torch::Tensor dropout_drawn_from(const torch::Tensor& x, double p, at::Generator& generator) {
   if (p <= 0) return x;
   return parallel::in_float32(x, [p, &generator](const torch::Tensor& in) {
-    // The generators are CPU generators (checkpointed, replayed by
-    // recomputation): a device tensor's mask is drawn on the CPU and moved,
-    // the same mask the CPU run draws.
-    auto keep = in.is_cpu() ? torch::empty_like(in).bernoulli_(1.0 - p, generator)
-                            : torch::empty(in.sizes(), in.options().device(torch::kCPU))
-                                  .bernoulli_(1.0 - p, generator)
-                                  .to(in.device());
+    const auto keep = parallel::keep_draws(in, 1.0 - p, generator);
     return in * keep / (1.0 - p);
   });
 }

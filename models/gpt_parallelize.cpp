@@ -10,6 +10,7 @@
 #include "models/gpt_param_unit.h"
 #include "models/gpt_train_model.h"
 #include "parallel/diloco/diloco_sync.h"
+#include "parallel/host_staging.h"
 #include "parallel/mesh/process_groups.h"
 #include "parallel/pipeline/pipeline_engine.h"
 #include "parallel/pipeline/pipeline_stages.h"
@@ -26,8 +27,7 @@ void broadcast_over_dp(const std::vector<parallel::ParamInfo>& infos,
   torch::NoGradGuard no_grad;
   for (const auto& info : infos) {
     auto p = info.tensor;
-    // A device's parameters travel through host memory.
-    auto host = p.is_cpu() ? p.contiguous() : p.cpu();
+    auto host = parallel::host_contiguous(p);  // a device's parameters through host memory
     groups.dp().broadcast(host.data_ptr<float>(), size_t(p.numel()), 0, comm::Role::kWeight);
     p.copy_(host);
   }

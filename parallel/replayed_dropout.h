@@ -2,7 +2,8 @@
 // probabilities instead of keeping them (the blocked attention, the ring
 // attention): forward records the generator's state before its first draw,
 // backward sets it again, draws the same masks in the same order, and puts
-// the generator back as it found it.
+// the generator back as it found it. Also the draw every mask of the
+// model's own dropouts takes (keep_draws).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,17 +12,21 @@
 
 namespace cmpi::parallel {
 
+// 1 (kept, with probability `keep`) or 0 in `like`'s shape, dtype and device,
+// drawn from `generator`. The generators are CPU generators (checkpointed,
+// replayed by recomputation): a device tensor's draws are made on the CPU,
+// the CPU run's draws, and moved.
+inline torch::Tensor keep_draws(const torch::Tensor& like, double keep, at::Generator& generator) {
+  if (like.is_cpu()) return torch::empty_like(like).bernoulli_(keep, generator);
+  return torch::empty(like.sizes(), like.options().device(torch::kCPU))
+      .bernoulli_(keep, generator)
+      .to(like.device());
+}
+
 // Inverted dropout's mask for `like`: 1 / (1 - p) where kept, 0 where dropped.
 inline torch::Tensor dropout_keep_mask(const torch::Tensor& like, double dropout,
                                        at::Generator& generator) {
-  // The generators are CPU generators (checkpointed, replayed): a device
-  // tensor's mask is drawn on the CPU, the CPU run's mask, and moved.
-  if (!like.is_cpu())
-    return torch::empty(like.sizes(), like.options().device(torch::kCPU))
-        .bernoulli_(1.0 - dropout, generator)
-        .div_(1.0 - dropout)
-        .to(like.device());
-  return torch::empty_like(like).bernoulli_(1.0 - dropout, generator).div_(1.0 - dropout);
+  return keep_draws(like, 1.0 - dropout, generator).div_(1.0 - dropout);
 }
 
 // Forward: keeps `dropout` (and, when it draws, the generator and its state

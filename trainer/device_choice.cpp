@@ -3,8 +3,6 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "comm/node_grouping.h"
-
 namespace cmpi::trainer {
 namespace {
 
@@ -36,17 +34,31 @@ int ranks_sharing(const torch::Device& device, const DeviceContext& context) {
   return context.local_size / visible + (index < context.local_size % visible ? 1 : 0);
 }
 
-DeviceContext probe_device_context(MPI_Comm world, bool count_cuda) {
+NodePlace node_place(const comm::NodeGrouping& nodes, int world_rank) {
+  const auto& node_of = nodes.node_of_rank;
+  if (world_rank < 0 || size_t(world_rank) >= node_of.size())
+    throw std::logic_error("node_place: rank " + std::to_string(world_rank) + " of " +
+                           std::to_string(node_of.size()));
+  NodePlace place{0, 0};
+  for (size_t r = 0; r < node_of.size(); ++r) {
+    if (node_of[r] != node_of[size_t(world_rank)]) continue;
+    if (r < size_t(world_rank)) ++place.local_rank;
+    ++place.local_size;
+  }
+  return place;
+}
+
+DeviceContext probe_device_context(const comm::NodeGrouping& nodes, int world_rank,
+                                   bool count_cuda) {
   DeviceContext context;
-  MPI_Comm_rank(world, &context.world_rank);
+  context.world_rank = world_rank;
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   MPI_Get_processor_name(name, &length);
   context.host.assign(name, size_t(length));
-  MPI_Comm node = comm::node_communicator(world);
-  MPI_Comm_rank(node, &context.local_rank);
-  MPI_Comm_size(node, &context.local_size);
-  MPI_Comm_free(&node);
+  const NodePlace place = node_place(nodes, world_rank);
+  context.local_rank = place.local_rank;
+  context.local_size = place.local_size;
   context.visible_cuda = count_cuda ? int(torch::cuda::device_count()) : 0;
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   context.visible_list = visible ? std::string("'") + visible + "'" : "(unset)";

@@ -19,6 +19,7 @@
 
 #include <string>
 
+#include "comm/node_grouping.h"
 #include "config/config.h"
 
 namespace cmpi::trainer {
@@ -40,10 +41,20 @@ torch::Device choose_device(config::RunDevice wanted, const DeviceContext& conte
 // How many ranks of the node share `device` (1 on the CPU: not reported).
 int ranks_sharing(const torch::Device& device, const DeviceContext& context);
 
-// Collective over `world`: this rank's host, rank on its node and, with
-// `count_cuda` (a run that may use a GPU), the CUDA devices LibTorch sees
-// (else 0: a CPU run never initialises CUDA).
-DeviceContext probe_device_context(MPI_Comm world, bool count_cuda);
+// This rank's (`world_rank`) place among the ranks of its node in the
+// grouping the ranks agreed on (comm/node_grouping.h): its rank there, in
+// world-rank order, and their number.
+struct NodePlace {
+  int local_rank = 0;
+  int local_size = 1;
+};
+NodePlace node_place(const comm::NodeGrouping& nodes, int world_rank);
+
+// This rank's host, its place on its node (from the agreed grouping: no
+// communication) and, with `count_cuda` (a run that may use a GPU), the
+// CUDA devices LibTorch sees (else 0: a CPU run never initialises CUDA).
+DeviceContext probe_device_context(const comm::NodeGrouping& nodes, int world_rank,
+                                   bool count_cuda);
 
 // Empty when `config` trains on a CUDA device as built so far; else why
 // not, naming the key: the GPT with data, tensor (and sequence), pipeline

@@ -240,7 +240,7 @@ int main(int argc, char** argv) {
   trainer::DeviceContext device_context;
   try {
     device_context =
-        trainer::probe_device_context(MPI_COMM_WORLD, config.run.device != config::RunDevice::kCpu);
+        trainer::probe_device_context(nodes, rank, config.run.device != config::RunDevice::kCpu);
     device = trainer::choose_device(config.run.device, device_context);
     if (device.is_cuda()) error = trainer::device_layout_refusal(config);
   } catch (const std::exception& e) {
@@ -251,12 +251,12 @@ int main(int argc, char** argv) {
     // The families with a memory estimate (the GPT) are held against the
     // node's memory, or on a GPU against the GPU's free memory shared by its
     // ranks; the others (a ResNet) are not checked.
-    if (models::family_of(config.model).estimate_stage_memory && device.is_cuda())
-      error = launch::memory_fit_error(config, dims, trainer::ranks_sharing(device, device_context),
-                                       trainer::device_free_bytes(device.index()),
-                                       "GPU " + device.str() + " (its free memory)");
-    else if (models::family_of(config.model).estimate_stage_memory)
-      error = launch::check_memory_fits(config, dims, MPI_COMM_WORLD);
+    if (models::family_of(config.model).estimate_stage_memory)
+      error = device.is_cuda() ? launch::memory_fit_error(
+                                     config, dims, trainer::ranks_sharing(device, device_context),
+                                     trainer::device_free_bytes(device.index()),
+                                     "GPU " + device.str() + " (its free memory)")
+                               : launch::check_memory_fits(config, dims, MPI_COMM_WORLD);
   } catch (const std::exception& e) {
     error = e.what();
   }

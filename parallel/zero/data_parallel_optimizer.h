@@ -256,8 +256,10 @@ class DataParallelOptimizer {
   // between steps.
   virtual void stop_reducing_over_dp() = 0;
   // This rank's state, valid until the next call that changes it. Call
-  // between steps.
+  // between steps. On a device it copies the values and moments to the host.
   virtual OptimizerStateView state() const = 0;
+  // AdamW updates applied so far (state().steps, without the state).
+  virtual int64_t optimizer_steps() const = 0;
   // Replaces the weights (all of this rank's parameters), the moments this
   // rank holds and the step count. Call between steps; collective-free.
   virtual void load_state(int64_t steps, const StateSource& source) = 0;

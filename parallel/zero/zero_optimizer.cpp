@@ -155,9 +155,9 @@ ZeroOptimizer::ZeroOptimizer(std::vector<ParamInfo> params,
       shard_only_(stage_ >= 2 && options.shard_gradient_memory),
       // Every zero-group collective goes through the one queue (see the header).
       queue_(per_layer_ || shard_only_ ? std::make_unique<OrderedCommQueue>(overlap_) : nullptr),
-      store_(std::make_unique<ZeroParameterStore>(params_, shapes_, layout_, options_,
-                                                  groups.zero(), queue_.get(),
-                                                  [this] { note_memory(); })),
+      store_(std::make_unique<ZeroParameterStore>(
+          params_, shapes_, layout_, options_, groups.zero(), queue_.get(),
+          [this] { note_memory(); }, float_options_)),
       adamw_(options.adamw, layout_,
              stage_ == 0 ? layout_.whole_segments() : layout_.owned_segments(),
              stage_ == 0 ? layout_.padded() : layout_.shard_size(), float_options_) {

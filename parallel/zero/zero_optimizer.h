@@ -94,6 +94,7 @@ class ZeroOptimizer final : public DataParallelOptimizer {
   int zero_stage() const override { return stage_; }
   void stop_reducing_over_dp() override;
   OptimizerStateView state() const override;
+  int64_t optimizer_steps() const override { return adamw_.steps(); }
   void load_state(int64_t steps, const StateSource& source) override;
 
   const ZeroLayout& layout() const { return layout_; }

@@ -6,7 +6,6 @@
 
 #include "comm/communicator.h"
 #include "parallel/unmaterialised.h"
-#include "parallel/zero/flat_param.h"
 
 namespace cmpi::parallel {
 
@@ -15,7 +14,8 @@ ZeroParameterStore::ZeroParameterStore(std::vector<ParamInfo>& params,
                                        const ZeroLayout& layout,
                                        const DataParallelOptimizerOptions& options,
                                        comm::Communicator& zero, OrderedCommQueue* queue,
-                                       std::function<void()> on_memory_change)
+                                       std::function<void()> on_memory_change,
+                                       const torch::TensorOptions& float_options)
     : params_(params),
       shapes_(shapes),
       layout_(layout),
@@ -23,8 +23,7 @@ ZeroParameterStore::ZeroParameterStore(std::vector<ParamInfo>& params,
       zero_(zero),
       stage_(options.zero_stage),
       on_memory_change_(std::move(on_memory_change)),
-      float_options_(
-          torch::TensorOptions().dtype(torch::kFloat).device(device_of_parameters(params))) {
+      float_options_(float_options) {
   torch::NoGradGuard no_grad;
   const bool per_layer = stage_ == 3 && !options.layer_schedule.empty();
   if (per_layer && queue == nullptr)
@@ -148,9 +147,8 @@ void ZeroParameterStore::allgather_updated_staged() {
   for (size_t b = 0; b < layout_.buckets().size(); ++b) {
     const auto& bucket = layout_.buckets()[b];
     const auto own = int64_t(bucket.start + size_t(layout_.dp_rank()) * bucket.piece);
-    auto piece = host_span_.narrow(0, 0, int64_t(bucket.piece));
-    piece.copy_(flat_.narrow(0, own, int64_t(bucket.piece)));
-    std::memcpy(staging_.data(), piece.data_ptr<float>(), bucket.piece * sizeof(float));
+    torch::from_blob(staging_.data(), {int64_t(bucket.piece)}, torch::kFloat)
+        .copy_(flat_.narrow(0, own, int64_t(bucket.piece)));
     std::fill(counts_.begin(), counts_.end(), bucket.piece);
     const auto span = int64_t(bucket.piece * size_t(dp()));
     zero_.allgather(staging_.data(), host_span_.data_ptr<float>(), counts_, comm::Role::kWeight,

@@ -41,11 +41,13 @@ class ZeroParameterStore {
   // Takes over the parameters' storage (see the file comment for what each
   // stage keeps). `params`, `shapes`, `layout` and `zero` outlive this;
   // `queue` (per-layer stage 3 only) too. `on_memory_change` runs after
-  // every allocation (the optimizer notes its memory peak).
+  // every allocation (the optimizer notes its memory peak). `float_options`:
+  // float32 on the parameters' device, where the flat buffer and shard live.
   ZeroParameterStore(std::vector<ParamInfo>& params,
                      const std::vector<std::vector<int64_t>>& shapes, const ZeroLayout& layout,
                      const DataParallelOptimizerOptions& options, comm::Communicator& zero,
-                     OrderedCommQueue* queue, std::function<void()> on_memory_change);
+                     OrderedCommQueue* queue, std::function<void()> on_memory_change,
+                     const torch::TensorOptions& float_options);
   ~ZeroParameterStore();
   ZeroParameterStore(const ZeroParameterStore&) = delete;
   ZeroParameterStore& operator=(const ZeroParameterStore&) = delete;
@@ -97,7 +99,7 @@ class ZeroParameterStore {
   torch::Tensor flat_;                  // undefined while released (stage 3)
   torch::Tensor shard_;                 // stage 3
   std::vector<float> staging_;          // stages 1/2: this rank's piece during an allgather
-  torch::Tensor host_span_;             // stage 1 on a device: one bucket's gathered span
+  torch::Tensor host_span_;             // stages 1-2 on a device: one bucket's gathered span
   std::vector<size_t> counts_;          // per-rank counts of one bucket's gather
   int64_t peak_gathered_bytes_ = 0;     // whole-model gathers (per layer: the gatherer's)
   std::unique_ptr<LayerParameterGatherer> gatherer_;

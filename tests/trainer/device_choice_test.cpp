@@ -18,6 +18,19 @@ DeviceContext node(int local_rank, int local_size, int visible_cuda) {
   return context;
 }
 
+// The place on the node comes from the agreed grouping: ranks 0, 2, 3 on
+// node 0 and 1, 4 on node 1 are local ranks 0, 1, 2 and 0, 1.
+TEST(DeviceChoice, RankOnTheNodeFollowsTheAgreedGroupingInWorldRankOrder) {
+  comm::NodeGrouping nodes;
+  nodes.node_of_rank = {0, 1, 0, 0, 1};
+  const int local[] = {0, 0, 1, 2, 1}, size[] = {3, 2, 3, 3, 2};
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_EQ(node_place(nodes, r).local_rank, local[r]) << "world rank " << r;
+    EXPECT_EQ(node_place(nodes, r).local_size, size[r]) << "world rank " << r;
+  }
+  EXPECT_THROW(node_place(nodes, 5), std::logic_error);
+}
+
 TEST(DeviceChoice, CpuIsTheCpuWhateverIsVisible) {
   EXPECT_TRUE(choose_device(config::RunDevice::kCpu, node(0, 1, 0)).is_cpu());
   EXPECT_TRUE(choose_device(config::RunDevice::kCpu, node(1, 4, 4)).is_cpu());
